@@ -1,0 +1,163 @@
+"""Start ZooKeeper-protocol servers on free loopback ports for interop and differential tests.
+
+Two kinds, one interface:
+  * Apache ZooKeeper 3.8 from Debian's `zookeeper` package, run in-process of a JVM we start;
+  * rzk server, the binary built by cargo (path from $RZK_BIN, else target/debug/rzk).
+
+Every server gets its own temporary directory and is stopped (and its directory removed) by
+`stop()` or when used as a context manager. Nothing here skips: a missing JVM or binary raises.
+"""
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+ZK_CLASSPATH = "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar"
+# Same settings the kazoo and zookeeper-client harnesses use: every 4lw, a known super digest
+# (password "test"), extended types for TTL nodes.
+SUPER_DIGEST = "super:D/InIHSb7yEEbrWz8b9l71RjZJU="
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_ready(port, timeout_s=30.0, proc=None):
+    """Polls `srvr` until the server reports a mode: ZooKeeper answers `ruok` before it serves."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError("server exited with status %s before it was ready" % proc.returncode)
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+                s.sendall(b"srvr")
+                out = b""
+                while True:
+                    chunk = s.recv(4096)
+                    if not chunk:
+                        break
+                    out += chunk
+                if b"Mode:" in out:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.05)
+    raise TimeoutError("server on port %d not ready after %.0fs" % (port, timeout_s))
+
+
+class Server:
+    """A running server. `hosts` is the connect string, e.g. `127.0.0.1:40123`."""
+
+    def __init__(self, kind, proc, port, workdir):
+        self.kind, self.proc, self.port, self.workdir = kind, proc, port, workdir
+        self.hosts = "127.0.0.1:%d" % port
+
+    def four_letter(self, word):
+        with socket.create_connection(("127.0.0.1", self.port), timeout=5) as s:
+            s.sendall(word.encode())
+            out = b""
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    return out.decode()
+                out += chunk
+
+    def pause(self):
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self):
+        self.proc.send_signal(signal.SIGCONT)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def start_zookeeper(tick_ms=2000, extra_cfg=None, port=None):
+    """Apache ZooKeeper 3.8 standalone, with fsync on, as our tests and benchmarks expect."""
+    workdir = tempfile.mkdtemp(prefix="zk-")
+    port = port or free_port()
+    cfg = {
+        "tickTime": tick_ms,
+        "dataDir": os.path.join(workdir, "data"),
+        "clientPort": port,
+        "clientPortAddress": "127.0.0.1",
+        "maxClientCnxns": 0,
+        "admin.enableServer": "false",
+        "4lw.commands.whitelist": "*",
+        "extendedTypesEnabled": "true",
+    }
+    cfg.update(extra_cfg or {})
+    with open(os.path.join(workdir, "zoo.cfg"), "w") as f:
+        for k, v in cfg.items():
+            f.write("%s=%s\n" % (k, v))
+    cmd = [
+        "java", "-Xmx512m",
+        "-Dzookeeper.DigestAuthenticationProvider.superDigest=" + SUPER_DIGEST,
+        "-Dzookeeper.extendedTypesEnabled=true",
+        "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+        "-cp", ZK_CLASSPATH,
+        "org.apache.zookeeper.server.ZooKeeperServerMain", os.path.join(workdir, "zoo.cfg"),
+    ]
+    log = open(os.path.join(workdir, "server.log"), "w")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    wait_ready(port, 60, proc)
+    return Server("zookeeper", proc, port, workdir)
+
+
+def rzk_binary():
+    path = os.environ.get("RZK_BIN") or os.path.join(REPO, "target", "debug", "rzk")
+    if not os.path.exists(path):
+        raise FileNotFoundError("rzk binary not found at %s; run `cargo build` first" % path)
+    return path
+
+
+def start_rzk(tick_ms=2000, extra_args=(), port=None):
+    """rzk server, in memory unless `extra_args` says otherwise."""
+    workdir = tempfile.mkdtemp(prefix="rzk-")
+    port = port or free_port()
+    cmd = [rzk_binary(), "server", "--port", str(port), "--bind", "127.0.0.1",
+           "--tick-ms", str(tick_ms), "--in-memory", "--four-letter-words", "*",
+           "--super-digest", SUPER_DIGEST, "--extended-types"] + list(extra_args)
+    log = open(os.path.join(workdir, "server.log"), "w")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    wait_ready(port, 30, proc)
+    return Server("rzk", proc, port, workdir)
+
+
+def start(kind, **kw):
+    """`kind` is `zookeeper` or `rzk`."""
+    if kind == "zookeeper":
+        return start_zookeeper(**kw)
+    if kind == "rzk":
+        return start_rzk(**kw)
+    raise ValueError("unknown server kind %r" % kind)
+
+
+if __name__ == "__main__":
+    import sys
+    kind = sys.argv[1] if len(sys.argv) > 1 else "zookeeper"
+    t0 = time.monotonic()
+    with start(kind) as srv:
+        print("%s up on %s in %.2fs" % (kind, srv.hosts, time.monotonic() - t0))
+        print(srv.four_letter("srvr"))
