@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Installs what the interop suites (tests/interop) need on Debian 12, from Debian's own packages:
+#   zookeeper               Apache ZooKeeper 3.8 jars + zkCli.sh (no service: that is zookeeperd,
+#                           which we deliberately do not install)
+#   libcurator-recipes-java Apache Curator 5.4 (pulls curator-client/-framework, guava, slf4j)
+#   python3-kazoo           kazoo 2.8 for the system /usr/bin/python3
+#   default-jdk-headless    javac, to compile tests/interop/java/CuratorSuite.java
+# Idempotent: when every package is already installed it does not touch apt at all.
+# Run as root (or as a user with sudo).
+set -euo pipefail
+
+PKGS=(zookeeper libcurator-recipes-java python3-kazoo default-jdk-headless)
+
+installed() {
+    dpkg -s "$1" 2>/dev/null | grep -q '^Status: install ok installed$'
+}
+
+missing=()
+for p in "${PKGS[@]}"; do
+    installed "$p" || missing+=("$p")
+done
+
+if [ "${#missing[@]}" -gt 0 ]; then
+    echo "install-deps: installing ${missing[*]}"
+    SUDO=()
+    if [ "$(id -u)" -ne 0 ]; then
+        SUDO=(sudo)
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    "${SUDO[@]}" apt-get update
+    "${SUDO[@]}" apt-get install -y --no-install-recommends "${PKGS[@]}"
+else
+    echo "install-deps: all packages already installed (${PKGS[*]})"
+fi
+
+# Verify that what the suites actually use is there.
+fail=0
+for f in /usr/share/zookeeper/bin/zkCli.sh \
+         /usr/share/java/zookeeper.jar /usr/share/java/zookeeper-jute.jar \
+         /usr/share/java/curator-client.jar /usr/share/java/curator-framework.jar \
+         /usr/share/java/curator-recipes.jar /usr/share/java/guava.jar \
+         /usr/share/java/slf4j-api.jar /usr/share/java/slf4j-simple.jar; do
+    if [ ! -e "$f" ]; then
+        echo "install-deps: missing $f" >&2
+        fail=1
+    fi
+done
+for cmd in java javac; do
+    if ! command -v "$cmd" >/dev/null; then
+        echo "install-deps: $cmd not on PATH" >&2
+        fail=1
+    fi
+done
+if ! /usr/bin/python3 -c 'import kazoo.client' 2>/dev/null; then
+    echo "install-deps: /usr/bin/python3 cannot import kazoo" >&2
+    fail=1
+fi
+exit "$fail"
