@@ -1,0 +1,69 @@
+//! Server-core settings. Every limit is named and carries its unit.
+
+/// How the core behaves. The shell owns socket-level limits (connections per IP, packet size,
+/// outstanding requests); the core owns protocol semantics.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// ZooKeeper's `tickTime`: the unit for the session timeout bounds.
+    pub tick_ms: u32,
+    /// Smallest session timeout granted (`minSessionTimeout`, default 2 ticks).
+    pub session_timeout_ms_min: i32,
+    /// Largest session timeout granted (`maxSessionTimeout`, default 20 ticks).
+    pub session_timeout_ms_max: i32,
+    /// Whether TTL nodes may be created (`zookeeper.extendedTypesEnabled`).
+    pub extended_types_enabled: bool,
+    /// `user:base64(sha1(user:password))` of the super user, if any.
+    pub super_digest: Option<String>,
+    /// How often empty containers and expired TTL nodes are reaped
+    /// (`znode.container.checkIntervalMs`, default 60 s).
+    pub container_check_interval_ms: u64,
+    /// Most container/TTL deletions per check (`znode.container.maxPerMinute` scaled to the
+    /// interval; bounds the work one tick can do).
+    pub container_reaps_per_check_max: usize,
+    /// Four-letter words that may run; `*` allows all (`4lw.commands.whitelist`).
+    pub four_letter_words: Vec<String>,
+    /// The server id in the top byte of session ids (1 for standalone ZooKeeper).
+    pub server_id: u8,
+    /// Seed for session passwords. The shell passes OS randomness; tests pass a constant.
+    pub seed: u64,
+    /// Largest frame accepted (`jute.maxbuffer`), reported by `conf`.
+    pub max_packet_bytes: usize,
+    /// Reported by `conf`: the client port, if the shell listens on one.
+    pub client_port: u16,
+    /// Reported by `conf`: where data lives, or `None` in memory.
+    pub data_dir: Option<String>,
+}
+
+impl Config {
+    /// Defaults for a tick length: timeouts within [2, 20] ticks, as ZooKeeper.
+    pub fn with_tick_ms(tick_ms: u32) -> Config {
+        let tick = tick_ms.max(1) as i32;
+        Config {
+            tick_ms,
+            session_timeout_ms_min: tick.saturating_mul(2),
+            session_timeout_ms_max: tick.saturating_mul(20),
+            extended_types_enabled: false,
+            super_digest: None,
+            container_check_interval_ms: 60_000,
+            container_reaps_per_check_max: 10_000,
+            four_letter_words: vec!["srvr".into()],
+            server_id: 1,
+            seed: 0x5eed,
+            max_packet_bytes: rzk_proto::DEFAULT_MAX_PACKET_BYTES,
+            client_port: 0,
+            data_dir: None,
+        }
+    }
+
+    /// Whether a four-letter word may run.
+    pub fn four_letter_word_allowed(&self, word: &str) -> bool {
+        self.four_letter_words.iter().any(|w| w == "*" || w == word)
+    }
+}
+
+impl Default for Config {
+    /// ZooKeeper's sample `zoo.cfg` tick of 2000 ms.
+    fn default() -> Self {
+        Config::with_tick_ms(2000)
+    }
+}

@@ -1,0 +1,464 @@
+//! The replicated state: the data tree and the durable session table.
+//!
+//! [`State::apply`] is the only mutator, used both for live writes and for log replay, so a
+//! recovered server is byte-for-byte the server that wrote the log.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use rzk_proto::{Acl, Stat};
+
+use crate::acl::{AclCache, AclId};
+use crate::path;
+use crate::txn::{is_session_owner, owner_ttl_ms, Txn, TxnOp, CONTAINER_OWNER};
+
+/// A znode as stored. `cversion` is ZooKeeper's internal child-create counter; clients see
+/// `2 * cversion - num_children` (see [`State::stat_of`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Node {
+    /// The node's data.
+    pub data: Box<[u8]>,
+    /// Child names, sorted so that listings and snapshots are deterministic.
+    pub children: BTreeSet<Box<str>>,
+    /// Zxid of the create.
+    pub czxid: i64,
+    /// Zxid of the last data change.
+    pub mzxid: i64,
+    /// Zxid of the last child create or delete.
+    pub pzxid: i64,
+    /// Create time, ms since the epoch.
+    pub ctime: i64,
+    /// Last data change, ms since the epoch.
+    pub mtime: i64,
+    /// Owner word: 0, a session id, the container marker or a TTL word.
+    pub ephemeral_owner: i64,
+    /// Data version.
+    pub version: i32,
+    /// Internal count of child creations.
+    pub cversion: i32,
+    /// ACL version.
+    pub aversion: i32,
+    /// Interned ACL.
+    pub acl: AclId,
+}
+
+/// A session as the durable state knows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionRecord {
+    /// Negotiated timeout, ms.
+    pub timeout_ms: i32,
+    /// Password the client must present to resume.
+    pub passwd: [u8; 16],
+    /// Paths of the ephemerals it owns.
+    pub ephemerals: BTreeSet<Box<str>>,
+}
+
+/// A change to report to watchers once the transaction that caused it is applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Trigger {
+    /// A node was created.
+    Created(String),
+    /// A node was deleted.
+    Deleted(String),
+    /// A node's data changed.
+    DataChanged(String),
+}
+
+/// The outcome of one (sub-)operation, used to build replies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Applied {
+    /// A session was created.
+    SessionCreated,
+    /// A session was closed.
+    SessionClosed,
+    /// A node was created; its Stat right after the create.
+    Created {
+        /// Final path.
+        path: String,
+        /// Stat right after the create.
+        stat: Stat,
+    },
+    /// A node was deleted.
+    Deleted,
+    /// Data was set; the Stat right after.
+    DataSet(Stat),
+    /// The ACL was set; the Stat right after.
+    AclSet(Stat),
+    /// A check passed.
+    Checked,
+    /// A multi: one entry per op.
+    Multi(Vec<Applied>),
+    /// An error transaction.
+    Error(i32),
+}
+
+/// A transaction that does not fit the state it is applied to: a corrupt log or a bug.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApplyError {
+    /// The zxid does not follow the last applied one.
+    #[error("transaction zxid {zxid:#x} does not follow last zxid {last:#x}")]
+    ZxidOrder {
+        /// The transaction's zxid.
+        zxid: i64,
+        /// The state's last zxid.
+        last: i64,
+    },
+    /// A node that must exist does not.
+    #[error("transaction {zxid:#x} needs missing node {path}")]
+    NoNode {
+        /// The transaction's zxid.
+        zxid: i64,
+        /// The missing path.
+        path: String,
+    },
+    /// A node that must not exist does.
+    #[error("transaction {zxid:#x} creates existing node {path}")]
+    NodeExists {
+        /// The transaction's zxid.
+        zxid: i64,
+        /// The path.
+        path: String,
+    },
+    /// A delete of a node that still has children.
+    #[error("transaction {zxid:#x} deletes non-empty node {path}")]
+    NotEmpty {
+        /// The transaction's zxid.
+        zxid: i64,
+        /// The path.
+        path: String,
+    },
+    /// A session that must exist does not, or exists twice.
+    #[error("transaction {zxid:#x} has inconsistent session {session_id:#x}")]
+    Session {
+        /// The transaction's zxid.
+        zxid: i64,
+        /// The session.
+        session_id: i64,
+    },
+}
+
+/// Nodes every ZooKeeper server has, which clients may not delete.
+pub const SPECIAL_PATHS: [&str; 4] = ["/", "/zookeeper", "/zookeeper/quota", "/zookeeper/config"];
+
+/// The data tree, the session table and the last applied zxid.
+#[derive(Debug, Clone)]
+pub struct State {
+    nodes: HashMap<Box<str>, Node>,
+    acls: AclCache,
+    sessions: BTreeMap<i64, SessionRecord>,
+    containers: BTreeSet<Box<str>>,
+    ttls: BTreeSet<Box<str>>,
+    last_zxid: i64,
+    data_bytes: u64,
+}
+
+impl Default for State {
+    fn default() -> Self {
+        State::new()
+    }
+}
+
+impl State {
+    /// The tree a fresh ZooKeeper server starts with: `/`, `/zookeeper`, `/zookeeper/quota`
+    /// and a read-only `/zookeeper/config`.
+    pub fn new() -> State {
+        let mut s = State {
+            nodes: HashMap::new(),
+            acls: AclCache::default(),
+            sessions: BTreeMap::new(),
+            containers: BTreeSet::new(),
+            ttls: BTreeSet::new(),
+            last_zxid: 0,
+            data_bytes: 0,
+        };
+        let open = s.acls.intern(&Acl::open());
+        s.nodes.insert("/".into(), bare_node(open));
+        for p in ["/zookeeper", "/zookeeper/quota"] {
+            let acl = s.acls.intern(&Acl::open());
+            s.insert_system_node(p, bare_node(acl));
+        }
+        let ro = s.acls.intern(&Acl::read_only());
+        // ZooKeeper creates /zookeeper/config with aversion -1.
+        s.insert_system_node("/zookeeper/config", Node { aversion: -1, ..bare_node(ro) });
+        s
+    }
+
+    /// System nodes are linked without bumping the parent's cversion, which is why a fresh
+    /// `/zookeeper` shows cversion -2.
+    fn insert_system_node(&mut self, p: &str, node: Node) {
+        let parent = path::parent(p).expect("absolute");
+        self.nodes.get_mut(parent).expect("parent").children.insert(path::name(p).into());
+        self.nodes.insert(p.into(), node);
+    }
+
+    /// The last applied zxid.
+    pub fn last_zxid(&self) -> i64 {
+        self.last_zxid
+    }
+
+    /// A node by path.
+    pub fn node(&self, path: &str) -> Option<&Node> {
+        self.nodes.get(path)
+    }
+
+    /// The ACL of a node.
+    pub fn acl_of(&self, node: &Node) -> &[Acl] {
+        self.acls.get(node.acl)
+    }
+
+    /// Number of nodes, including the root.
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Total bytes of data and path names, as `zk_approximate_data_size` reports.
+    pub fn approximate_data_bytes(&self) -> u64 {
+        self.data_bytes
+    }
+
+    /// The durable session table.
+    pub fn sessions(&self) -> &BTreeMap<i64, SessionRecord> {
+        &self.sessions
+    }
+
+    /// Container nodes (candidates for reaping).
+    pub fn containers(&self) -> &BTreeSet<Box<str>> {
+        &self.containers
+    }
+
+    /// TTL nodes (candidates for expiry).
+    pub fn ttl_nodes(&self) -> &BTreeSet<Box<str>> {
+        &self.ttls
+    }
+
+    /// All paths, sorted: for snapshots, digests and `dump`.
+    pub fn sorted_paths(&self) -> Vec<&str> {
+        let mut v: Vec<&str> = self.nodes.keys().map(|k| &**k).collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// The Stat clients see for a node.
+    pub fn stat_of(&self, node: &Node) -> Stat {
+        let num_children = node.children.len() as i32;
+        Stat {
+            czxid: node.czxid,
+            mzxid: node.mzxid,
+            ctime: node.ctime,
+            mtime: node.mtime,
+            version: node.version,
+            cversion: node.cversion.wrapping_mul(2).wrapping_sub(num_children),
+            aversion: node.aversion,
+            ephemeral_owner: if is_session_owner(node.ephemeral_owner) {
+                node.ephemeral_owner
+            } else {
+                0
+            },
+            data_length: node.data.len() as i32,
+            num_children,
+            pzxid: node.pzxid,
+        }
+    }
+
+    /// Number of descendants, as `getAllChildrenNumber` counts them. For `/` ZooKeeper counts
+    /// every node including the root itself (it matches keys by the `/` prefix).
+    pub fn descendant_count(&self, p: &str) -> usize {
+        if p == "/" {
+            return self.nodes.len();
+        }
+        let mut count = 0;
+        let mut stack = vec![p.to_string()];
+        while let Some(cur) = stack.pop() {
+            if let Some(n) = self.nodes.get(cur.as_str()) {
+                count += n.children.len();
+                stack.extend(n.children.iter().map(|c| path::join(&cur, c)));
+            }
+        }
+        count
+    }
+
+    /// Applies a transaction, returning what happened and which watches it fires.
+    ///
+    /// On error nothing has changed, except inside a multi whose earlier ops applied: a multi
+    /// txn is only produced after validation, so that case means a corrupt log.
+    pub fn apply(&mut self, txn: &Txn) -> Result<(Applied, Vec<Trigger>), ApplyError> {
+        if txn.zxid <= self.last_zxid {
+            return Err(ApplyError::ZxidOrder { zxid: txn.zxid, last: self.last_zxid });
+        }
+        let mut triggers = Vec::new();
+        let applied = self.apply_op(txn, &txn.op, &mut triggers)?;
+        self.last_zxid = txn.zxid;
+        Ok((applied, triggers))
+    }
+
+    fn apply_op(
+        &mut self,
+        txn: &Txn,
+        op: &TxnOp,
+        triggers: &mut Vec<Trigger>,
+    ) -> Result<Applied, ApplyError> {
+        let zxid = txn.zxid;
+        Ok(match op {
+            TxnOp::CreateSession { timeout_ms, passwd } => {
+                let record = SessionRecord {
+                    timeout_ms: *timeout_ms,
+                    passwd: *passwd,
+                    ephemerals: BTreeSet::new(),
+                };
+                if self.sessions.insert(txn.session_id, record).is_some() {
+                    return Err(ApplyError::Session { zxid, session_id: txn.session_id });
+                }
+                Applied::SessionCreated
+            }
+            TxnOp::CloseSession => {
+                let Some(record) = self.sessions.remove(&txn.session_id) else {
+                    return Err(ApplyError::Session { zxid, session_id: txn.session_id });
+                };
+                for p in &record.ephemerals {
+                    self.delete_node(zxid, p, triggers)?;
+                }
+                Applied::SessionClosed
+            }
+            TxnOp::Create { path, data, acl, ephemeral_owner } => {
+                let stat = self.create_node(txn, path, data, acl, *ephemeral_owner, triggers)?;
+                Applied::Created { path: path.clone(), stat }
+            }
+            TxnOp::Delete { path } => {
+                self.delete_node(zxid, path, triggers)?;
+                Applied::Deleted
+            }
+            TxnOp::SetData { path, data, version } => {
+                let node = self.node_mut(zxid, path)?;
+                let old_len = node.data.len() as u64;
+                node.data = data.as_slice().into();
+                node.version = *version;
+                node.mzxid = zxid;
+                node.mtime = txn.time_ms;
+                self.data_bytes = self.data_bytes - old_len + data.len() as u64;
+                triggers.push(Trigger::DataChanged(path.clone()));
+                Applied::DataSet(self.stat_of(&self.nodes[path.as_str()]))
+            }
+            TxnOp::SetAcl { path, acl, aversion } => {
+                let new_acl = self.acls.intern(acl);
+                let node = self.node_mut(zxid, path)?;
+                let old_acl = std::mem::replace(&mut node.acl, new_acl);
+                node.aversion = *aversion;
+                self.acls.release(old_acl);
+                Applied::AclSet(self.stat_of(&self.nodes[path.as_str()]))
+            }
+            TxnOp::Check { .. } => Applied::Checked,
+            TxnOp::Multi(ops) => {
+                let mut out = Vec::with_capacity(ops.len());
+                for op in ops {
+                    out.push(self.apply_op(txn, op, triggers)?);
+                }
+                Applied::Multi(out)
+            }
+            TxnOp::Error { err } => Applied::Error(*err),
+        })
+    }
+
+    fn node_mut(&mut self, zxid: i64, p: &str) -> Result<&mut Node, ApplyError> {
+        self.nodes.get_mut(p).ok_or_else(|| ApplyError::NoNode { zxid, path: p.to_string() })
+    }
+
+    fn create_node(
+        &mut self,
+        txn: &Txn,
+        p: &str,
+        data: &[u8],
+        acl: &[Acl],
+        owner: i64,
+        triggers: &mut Vec<Trigger>,
+    ) -> Result<Stat, ApplyError> {
+        let zxid = txn.zxid;
+        if self.nodes.contains_key(p) {
+            return Err(ApplyError::NodeExists { zxid, path: p.to_string() });
+        }
+        let parent_path =
+            path::parent(p).ok_or_else(|| ApplyError::NoNode { zxid, path: p.to_string() })?;
+        if is_session_owner(owner) && !self.sessions.contains_key(&owner) {
+            return Err(ApplyError::Session { zxid, session_id: owner });
+        }
+        let parent = self.node_mut(zxid, parent_path)?;
+        parent.children.insert(path::name(p).into());
+        parent.cversion = parent.cversion.wrapping_add(1);
+        parent.pzxid = zxid;
+        let acl = self.acls.intern(acl);
+        let node = Node {
+            data: data.into(),
+            children: BTreeSet::new(),
+            czxid: zxid,
+            mzxid: zxid,
+            pzxid: zxid,
+            ctime: txn.time_ms,
+            mtime: txn.time_ms,
+            ephemeral_owner: owner,
+            version: 0,
+            cversion: 0,
+            aversion: 0,
+            acl,
+        };
+        let stat = self.stat_of(&node);
+        self.nodes.insert(p.into(), node);
+        self.data_bytes += (data.len() + p.len()) as u64;
+        if is_session_owner(owner) {
+            self.sessions.get_mut(&owner).expect("checked above").ephemerals.insert(p.into());
+        } else if owner == CONTAINER_OWNER {
+            self.containers.insert(p.into());
+        } else if owner_ttl_ms(owner).is_some() {
+            self.ttls.insert(p.into());
+        }
+        triggers.push(Trigger::Created(p.to_string()));
+        Ok(stat)
+    }
+
+    fn delete_node(
+        &mut self,
+        zxid: i64,
+        p: &str,
+        triggers: &mut Vec<Trigger>,
+    ) -> Result<(), ApplyError> {
+        let node = self.nodes.get(p).ok_or_else(|| ApplyError::NoNode { zxid, path: p.into() })?;
+        if !node.children.is_empty() {
+            return Err(ApplyError::NotEmpty { zxid, path: p.to_string() });
+        }
+        let parent_path =
+            path::parent(p).ok_or_else(|| ApplyError::NoNode { zxid, path: p.into() })?;
+        let node = self.nodes.remove(p).expect("checked above");
+        if let Some(parent) = self.nodes.get_mut(parent_path) {
+            parent.children.remove(path::name(p));
+            parent.pzxid = zxid;
+        }
+        self.acls.release(node.acl);
+        self.data_bytes -= (node.data.len() + p.len()) as u64;
+        let owner = node.ephemeral_owner;
+        if is_session_owner(owner) {
+            if let Some(s) = self.sessions.get_mut(&owner) {
+                s.ephemerals.remove(p);
+            }
+        } else if owner == CONTAINER_OWNER {
+            self.containers.remove(p);
+        } else if owner_ttl_ms(owner).is_some() {
+            self.ttls.remove(p);
+        }
+        triggers.push(Trigger::Deleted(p.to_string()));
+        Ok(())
+    }
+}
+
+fn bare_node(acl: AclId) -> Node {
+    Node {
+        data: Box::new([]),
+        children: BTreeSet::new(),
+        czxid: 0,
+        mzxid: 0,
+        pzxid: 0,
+        ctime: 0,
+        mtime: 0,
+        ephemeral_owner: 0,
+        version: 0,
+        cversion: 0,
+        aversion: 0,
+        acl,
+    }
+}

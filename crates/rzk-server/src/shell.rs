@@ -1,0 +1,439 @@
+//! The tokio shell: one accept loop, a reader and a writer task per connection, one timer.
+//!
+//! The core sits behind a `std::sync::Mutex` that is never held across an `.await`. A reader
+//! decodes every whole frame it has, feeds them to the core under one lock, and routes what
+//! the core emits to the writers' queues before releasing it, so replies and notifications
+//! keep the core's order.
+
+use std::collections::HashMap;
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use rzk_core::{ConnId, Core, Now, Output};
+use rzk_proto::{four_letter_word, split_frame};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, Notify};
+use tokio::task::JoinSet;
+
+use crate::config::ServerConfig;
+
+/// Errors starting a server.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// The listen address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: io::Error,
+    },
+}
+
+/// How long the timer may sleep at most; bounds the damage of a missed wake-up.
+const TIMER_SLEEP_MS_MAX: u64 = 1_000;
+/// Bytes read from a socket per call.
+const READ_CHUNK_BYTES: usize = 64 * 1024;
+/// Buffered bytes per writer before a flush is forced.
+const WRITE_BUFFER_BYTES: usize = 64 * 1024;
+
+enum WriterMsg {
+    Frame(Vec<u8>),
+    Close,
+}
+
+/// Per-connection flow control, shared by the reader, the writer and the router.
+#[derive(Default)]
+struct ConnCtl {
+    queued_bytes: AtomicUsize,
+    in_flight: AtomicUsize,
+    resume_reading: Notify,
+    stop: Notify,
+    stopped: AtomicBool,
+}
+
+impl ConnCtl {
+    fn stop(&self) {
+        self.stopped.store(true, Ordering::SeqCst);
+        self.stop.notify_one();
+    }
+}
+
+struct ConnHandle {
+    tx: mpsc::UnboundedSender<WriterMsg>,
+    ctl: Arc<ConnCtl>,
+    ip: IpAddr,
+}
+
+struct Shared {
+    core: Core,
+    conns: HashMap<ConnId, ConnHandle>,
+    per_ip: HashMap<IpAddr, usize>,
+    next_conn: ConnId,
+}
+
+struct Inner {
+    shared: Mutex<Shared>,
+    origin: Instant,
+    config: ServerConfig,
+    timer_wake: Notify,
+    timer_target_ms: AtomicU64,
+    shutdown: Notify,
+}
+
+impl Inner {
+    fn now(&self) -> Now {
+        let wall_ms =
+            SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
+        Now { mono_ms: self.origin.elapsed().as_millis() as u64, wall_ms }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Shared> {
+        // A poisoned lock means a bug panicked mid-update; the state is still the best we
+        // have, and refusing all further service would be worse.
+        self.shared.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Carries out everything the core has emitted. Called with the lock held after every
+    /// core call.
+    fn pump(&self, sh: &mut Shared) {
+        if sh.core.has_txns() {
+            // In-memory durability: a transaction is durable once applied.
+            let last = sh.core.state().last_zxid();
+            sh.core.drain_txns().for_each(drop);
+            sh.core.mark_durable(last);
+        }
+        while let Some(out) = sh.core.poll_output() {
+            match out {
+                Output::Send { conn, frame } => {
+                    let Some(h) = sh.conns.get(&conn) else { continue };
+                    let len = frame.len();
+                    let queued = h.ctl.queued_bytes.fetch_add(len, Ordering::SeqCst) + len;
+                    if queued > self.config.max_queued_bytes_per_connection {
+                        tracing::warn!(
+                            conn,
+                            queued,
+                            limit = self.config.max_queued_bytes_per_connection,
+                            "closing connection: client is not reading its replies"
+                        );
+                        h.ctl.stop();
+                        let _ = h.tx.send(WriterMsg::Close);
+                        continue;
+                    }
+                    let _ = h.tx.send(WriterMsg::Frame(frame));
+                }
+                Output::Close { conn, reason } => {
+                    tracing::debug!(conn, ?reason, "closing connection");
+                    if let Some(h) = sh.conns.get(&conn) {
+                        let _ = h.tx.send(WriterMsg::Close);
+                    }
+                }
+            }
+        }
+        if sh.core.next_deadline() < self.timer_target_ms.load(Ordering::SeqCst) {
+            self.timer_wake.notify_one();
+        }
+    }
+}
+
+/// A running rzk server.
+pub struct Server {
+    inner: Arc<Inner>,
+    local_addr: SocketAddr,
+    tasks: tokio::task::JoinHandle<()>,
+}
+
+impl Server {
+    /// Binds the listen address and starts serving on the current tokio runtime.
+    ///
+    /// # Errors
+    /// [`ServerError::Bind`] if the address cannot be bound.
+    ///
+    /// # Cancellation safety
+    /// Binding is the only await; dropping the future before it completes leaves nothing
+    /// running.
+    pub async fn start(config: ServerConfig) -> Result<Server, ServerError> {
+        let listener = TcpListener::bind(config.bind)
+            .await
+            .map_err(|source| ServerError::Bind { addr: config.bind, source })?;
+        let local_addr = listener
+            .local_addr()
+            .map_err(|source| ServerError::Bind { addr: config.bind, source })?;
+        let origin = Instant::now();
+        let mut core_config = config.core.clone();
+        core_config.client_port = local_addr.port();
+        core_config.max_packet_bytes = config.max_packet_bytes;
+        let inner = Arc::new(Inner {
+            shared: Mutex::new(Shared {
+                core: Core::new(core_config, Now { mono_ms: 0, wall_ms: 0 }),
+                conns: HashMap::new(),
+                per_ip: HashMap::new(),
+                next_conn: 1,
+            }),
+            origin,
+            config,
+            timer_wake: Notify::new(),
+            timer_target_ms: AtomicU64::new(u64::MAX),
+            shutdown: Notify::new(),
+        });
+        // Session ids are seeded from the wall clock, which the placeholder above lacked.
+        {
+            let mut sh = inner.lock();
+            let cfg = sh.core.config().clone();
+            sh.core = Core::new(cfg, inner.now());
+        }
+        let tasks = tokio::spawn(run(inner.clone(), listener));
+        tracing::info!(%local_addr, "rzk server listening");
+        Ok(Server { inner, local_addr, tasks })
+    }
+
+    /// The bound address (useful with port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// `host:port`, as ZooKeeper clients take it.
+    pub fn connect_string(&self) -> String {
+        self.local_addr.to_string()
+    }
+
+    /// Stops accepting, closes every connection and waits for the tasks to end. Sessions are
+    /// not closed: an in-memory server simply forgets them.
+    ///
+    /// # Cancellation safety
+    /// Safe: the shutdown signal is sent before the first await.
+    pub async fn shutdown(self) {
+        self.inner.shutdown.notify_one();
+        let _ = self.tasks.await;
+    }
+}
+
+async fn run(inner: Arc<Inner>, listener: TcpListener) {
+    let mut conns = JoinSet::new();
+    let timer = tokio::spawn(timer_loop(inner.clone()));
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    if let Some(task) = admit(&inner, stream, peer) {
+                        conns.spawn(task);
+                    }
+                }
+                Err(e) => {
+                    // Usually EMFILE: back off instead of spinning.
+                    tracing::warn!("accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+            _ = inner.shutdown.notified() => break,
+        }
+    }
+    timer.abort();
+    conns.shutdown().await;
+}
+
+fn admit(
+    inner: &Arc<Inner>,
+    stream: TcpStream,
+    peer: SocketAddr,
+) -> Option<impl std::future::Future<Output = ()> + Send + 'static> {
+    let _ = stream.set_nodelay(true);
+    let cfg = &inner.config;
+    let mut sh = inner.lock();
+    let ip = peer.ip();
+    let from_ip = sh.per_ip.get(&ip).copied().unwrap_or(0);
+    if cfg.max_client_connections_per_ip != 0 && from_ip >= cfg.max_client_connections_per_ip {
+        tracing::warn!(%peer, limit = cfg.max_client_connections_per_ip,
+            "refusing connection: too many connections from this address (maxClientCnxns)");
+        return None;
+    }
+    if sh.conns.len() >= cfg.max_connections {
+        tracing::warn!(%peer, limit = cfg.max_connections, "refusing connection: server full");
+        return None;
+    }
+    let conn = sh.next_conn;
+    sh.next_conn += 1;
+    *sh.per_ip.entry(ip).or_insert(0) += 1;
+    let (tx, rx) = mpsc::unbounded_channel();
+    let ctl = Arc::new(ConnCtl::default());
+    sh.conns.insert(conn, ConnHandle { tx, ctl: ctl.clone(), ip });
+    sh.core.open(conn, peer);
+    drop(sh);
+    let inner = inner.clone();
+    Some(async move {
+        let (rd, wr) = stream.into_split();
+        let writer = tokio::spawn(write_loop(wr, rx, ctl.clone()));
+        if let Err(e) = read_loop(&inner, rd, conn, &ctl).await {
+            tracing::info!(conn, %peer, "closing connection: {e}");
+        }
+        {
+            let mut sh = inner.lock();
+            sh.core.closed(conn);
+            if let Some(h) = sh.conns.remove(&conn) {
+                if let Some(n) = sh.per_ip.get_mut(&h.ip) {
+                    *n -= 1;
+                    if *n == 0 {
+                        sh.per_ip.remove(&h.ip);
+                    }
+                }
+            }
+            inner.pump(&mut sh);
+        }
+        let _ = writer.await;
+    })
+}
+
+/// Why a connection's reader stopped with an error.
+#[derive(Debug, thiserror::Error)]
+enum ReadError {
+    #[error("read failed: {0}")]
+    Io(#[from] io::Error),
+    #[error("bad frame: {0}")]
+    Frame(#[from] rzk_proto::FrameError),
+    #[error("{0}")]
+    Protocol(#[from] rzk_core::ConnError),
+}
+
+async fn read_loop(
+    inner: &Inner,
+    mut rd: OwnedReadHalf,
+    conn: ConnId,
+    ctl: &ConnCtl,
+) -> Result<(), ReadError> {
+    let max_packet = inner.config.max_packet_bytes;
+    let max_in_flight = inner.config.max_outstanding_requests_per_connection.max(1);
+    let mut buf: Vec<u8> = Vec::with_capacity(READ_CHUNK_BYTES);
+    let mut start = 0usize;
+    let mut first = true;
+    let mut frames = Vec::new();
+    loop {
+        while ctl.in_flight.load(Ordering::SeqCst) >= max_in_flight {
+            tokio::select! {
+                _ = ctl.resume_reading.notified() => {}
+                _ = ctl.stop.notified() => return Ok(()),
+            }
+        }
+        if ctl.stopped.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        if buf.capacity() - buf.len() < READ_CHUNK_BYTES / 2 {
+            buf.reserve(READ_CHUNK_BYTES);
+        }
+        let n = tokio::select! {
+            n = rd.read_buf(&mut buf) => n?,
+            _ = ctl.stop.notified() => return Ok(()),
+        };
+        if n == 0 {
+            return Ok(());
+        }
+        if first && buf.len() >= 4 {
+            first = false;
+            if let Some(word) = four_letter_word(&buf) {
+                {
+                    let sh = inner.lock();
+                    let text = rzk_core::four_letter::run(&sh.core, word, inner.now());
+                    if let Some(h) = sh.conns.get(&conn) {
+                        let _ = h.tx.send(WriterMsg::Frame(text.unwrap_or_default().into_bytes()));
+                        let _ = h.tx.send(WriterMsg::Close);
+                    }
+                }
+                ctl.stop.notified().await;
+                return Ok(());
+            }
+        }
+        while let Some(len) = split_frame(&buf[start..], max_packet)? {
+            frames.push(start + 4..start + 4 + len);
+            start += 4 + len;
+        }
+        if !frames.is_empty() {
+            ctl.in_flight.fetch_add(frames.len(), Ordering::SeqCst);
+            let mut sh = inner.lock();
+            let now = inner.now();
+            let mut result = Ok(());
+            for range in frames.drain(..) {
+                result = sh.core.receive(conn, &buf[range], now);
+                if result.is_err() {
+                    break;
+                }
+            }
+            inner.pump(&mut sh);
+            result?;
+        }
+        if start == buf.len() {
+            buf.clear();
+            start = 0;
+        } else if start > 0 && (start >= buf.len() / 2 || buf.capacity() - buf.len() < 4096) {
+            buf.drain(..start);
+            start = 0;
+        }
+    }
+}
+
+async fn write_loop(
+    wr: OwnedWriteHalf,
+    mut rx: mpsc::UnboundedReceiver<WriterMsg>,
+    ctl: Arc<ConnCtl>,
+) {
+    let mut w = BufWriter::with_capacity(WRITE_BUFFER_BYTES, wr);
+    while let Some(mut msg) = rx.recv().await {
+        loop {
+            match msg {
+                WriterMsg::Frame(frame) => {
+                    if w.write_all(&frame).await.is_err() {
+                        ctl.stop();
+                        return;
+                    }
+                    ctl.queued_bytes.fetch_sub(frame.len(), Ordering::SeqCst);
+                    // Every frame but a notification (xid -1) answers one request.
+                    if frame.get(4..8) != Some(&[0xff; 4]) {
+                        let _ =
+                            ctl.in_flight.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                                n.checked_sub(1)
+                            });
+                        ctl.resume_reading.notify_one();
+                    }
+                }
+                WriterMsg::Close => {
+                    let _ = w.flush().await;
+                    let _ = w.get_mut().shutdown().await;
+                    ctl.stop();
+                    return;
+                }
+            }
+            match rx.try_recv() {
+                Ok(next) => msg = next,
+                Err(_) => break,
+            }
+        }
+        if w.flush().await.is_err() {
+            ctl.stop();
+            return;
+        }
+    }
+    let _ = w.flush().await;
+}
+
+async fn timer_loop(inner: Arc<Inner>) {
+    loop {
+        let now = inner.now();
+        let deadline = inner.lock().core.next_deadline();
+        if deadline <= now.mono_ms {
+            let mut sh = inner.lock();
+            sh.core.tick(inner.now());
+            inner.pump(&mut sh);
+            continue;
+        }
+        let wait_ms = (deadline - now.mono_ms).min(TIMER_SLEEP_MS_MAX);
+        inner.timer_target_ms.store(now.mono_ms + wait_ms, Ordering::SeqCst);
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(wait_ms)) => {}
+            _ = inner.timer_wake.notified() => {}
+        }
+    }
+}
