@@ -58,6 +58,11 @@ impl AclCache {
         &self.lists[id as usize]
     }
 
+    /// A shared handle to the list behind an id, which outlives the id.
+    pub fn shared(&self, id: AclId) -> Arc<[Acl]> {
+        self.lists[id as usize].clone()
+    }
+
     /// Number of distinct live lists.
     pub fn len(&self) -> usize {
         self.index.len()

@@ -347,12 +347,18 @@ impl Core {
             }
         };
         self.txns.push(txn);
-        for t in &triggers {
-            for (conn, event_type, path) in self.watches.trigger(t) {
-                self.emit(
-                    zxid,
-                    Output::Send { conn, frame: notification_frame(zxid, event_type, &path) },
-                );
+        for fired in &triggers {
+            for (conn, event_type, path) in self.watches.trigger(&fired.trigger) {
+                let acl = match event_type {
+                    EventType::NodeChildrenChanged => fired.parent_acl.as_deref().unwrap_or(&[]),
+                    _ => &fired.acl,
+                };
+                let may_read =
+                    self.conns.get(&conn).is_some_and(|c| acl::check(acl, perms::READ, &c.auth));
+                if may_read {
+                    let frame = notification_frame(zxid, event_type, &path);
+                    self.emit(zxid, Output::Send { conn, frame });
+                }
             }
         }
         (zxid, applied)
@@ -832,7 +838,10 @@ impl Core {
             }
             Request::GetData(pw) => {
                 let n = readable(&pw.path)?;
-                let body = Response::GetData { data: n.data.to_vec(), stat: st.stat_of(n) };
+                let body = Response::GetData {
+                    data: n.data.as_deref().map(<[u8]>::to_vec),
+                    stat: st.stat_of(n),
+                };
                 if pw.watch {
                     self.watches.add_data(&pw.path, conn);
                 }
@@ -888,9 +897,12 @@ impl Core {
                     .iter()
                     .map(|op| {
                         let r = match op {
-                            MultiOp::GetData { path } => readable(path).map(|n| {
-                                MultiResult::GetData { data: n.data.to_vec(), stat: st.stat_of(n) }
-                            }),
+                            MultiOp::GetData { path } => {
+                                readable(path).map(|n| MultiResult::GetData {
+                                    data: n.data.as_deref().map(<[u8]>::to_vec),
+                                    stat: st.stat_of(n),
+                                })
+                            }
                             MultiOp::GetChildren { path } => {
                                 readable(path).map(|n| MultiResult::GetChildren {
                                     children: n.children.iter().map(|c| c.to_string()).collect(),
@@ -905,7 +917,6 @@ impl Core {
             }
             Request::WhoAmI => Ok(Response::WhoAmI(
                 auth.iter()
-                    .filter(|id| id.scheme != "super")
                     .map(|id| ClientInfo {
                         auth_scheme: id.scheme.clone(),
                         user: match id.scheme.as_str() {

@@ -186,14 +186,14 @@ pub(crate) fn set_data(
     view: &View<'_>,
     c: &Caller<'_>,
     p: &str,
-    data: &[u8],
+    data: &Option<Vec<u8>>,
     version: i32,
 ) -> Prep<TxnOp> {
     valid(p)?;
     let meta = view.get(p).ok_or(ErrorCode::NoNode)?;
     require(acl::check(&meta.acl, perms::WRITE, c.auth))?;
     let version = check_version(meta.version, version)?;
-    Ok(TxnOp::SetData { path: p.to_string(), data: data.to_vec(), version })
+    Ok(TxnOp::SetData { path: p.to_string(), data: data.clone(), version })
 }
 
 pub(crate) fn set_acl(

@@ -4,6 +4,7 @@
 //! recovered server is byte-for-byte the server that wrote the log.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 use rzk_proto::{Acl, Stat};
 
@@ -15,8 +16,8 @@ use crate::txn::{is_session_owner, owner_ttl_ms, Txn, TxnOp, CONTAINER_OWNER};
 /// `2 * cversion - num_children` (see [`State::stat_of`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Node {
-    /// The node's data.
-    pub data: Box<[u8]>,
+    /// The node's data; `None` when written as a null buffer (clients read back null).
+    pub data: Option<Box<[u8]>>,
     /// Child names, sorted so that listings and snapshots are deterministic.
     pub children: BTreeSet<Box<str>>,
     /// Zxid of the create.
@@ -61,6 +62,19 @@ pub enum Trigger {
     Deleted(String),
     /// A node's data changed.
     DataChanged(String),
+}
+
+/// A trigger with the ACLs that decide who may hear of it: since CVE-2024-23944 ZooKeeper
+/// delivers an event only to connections that may READ the node (the parent's ACL for
+/// NodeChildrenChanged).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fired {
+    /// What changed.
+    pub trigger: Trigger,
+    /// The node's ACL (as it was, for a delete).
+    pub acl: Arc<[Acl]>,
+    /// The parent's ACL, for the parent's child event.
+    pub parent_acl: Option<Arc<[Acl]>>,
 }
 
 /// The outcome of one (sub-)operation, used to build replies.
@@ -253,17 +267,16 @@ impl State {
             } else {
                 0
             },
-            data_length: node.data.len() as i32,
+            data_length: data_len(&node.data) as i32,
             num_children,
             pzxid: node.pzxid,
         }
     }
 
-    /// Number of descendants, as `getAllChildrenNumber` counts them. For `/` ZooKeeper counts
-    /// every node including the root itself (it matches keys by the `/` prefix).
+    /// Number of descendants, as `getAllChildrenNumber` counts them.
     pub fn descendant_count(&self, p: &str) -> usize {
         if p == "/" {
-            return self.nodes.len();
+            return self.nodes.len() - 1;
         }
         let mut count = 0;
         let mut stack = vec![p.to_string()];
@@ -280,7 +293,7 @@ impl State {
     ///
     /// On error nothing has changed, except inside a multi whose earlier ops applied: a multi
     /// txn is only produced after validation, so that case means a corrupt log.
-    pub fn apply(&mut self, txn: &Txn) -> Result<(Applied, Vec<Trigger>), ApplyError> {
+    pub fn apply(&mut self, txn: &Txn) -> Result<(Applied, Vec<Fired>), ApplyError> {
         if txn.zxid <= self.last_zxid {
             return Err(ApplyError::ZxidOrder { zxid: txn.zxid, last: self.last_zxid });
         }
@@ -294,7 +307,7 @@ impl State {
         &mut self,
         txn: &Txn,
         op: &TxnOp,
-        triggers: &mut Vec<Trigger>,
+        triggers: &mut Vec<Fired>,
     ) -> Result<Applied, ApplyError> {
         let zxid = txn.zxid;
         Ok(match op {
@@ -319,7 +332,8 @@ impl State {
                 Applied::SessionClosed
             }
             TxnOp::Create { path, data, acl, ephemeral_owner } => {
-                let stat = self.create_node(txn, path, data, acl, *ephemeral_owner, triggers)?;
+                let stat =
+                    self.create_node(txn, path, data.as_deref(), acl, *ephemeral_owner, triggers)?;
                 Applied::Created { path: path.clone(), stat }
             }
             TxnOp::Delete { path } => {
@@ -328,13 +342,19 @@ impl State {
             }
             TxnOp::SetData { path, data, version } => {
                 let node = self.node_mut(zxid, path)?;
-                let old_len = node.data.len() as u64;
-                node.data = data.as_slice().into();
+                let old_len = data_len(&node.data) as u64;
+                node.data = data.as_deref().map(Box::from);
                 node.version = *version;
                 node.mzxid = zxid;
                 node.mtime = txn.time_ms;
-                self.data_bytes = self.data_bytes - old_len + data.len() as u64;
-                triggers.push(Trigger::DataChanged(path.clone()));
+                self.data_bytes =
+                    self.data_bytes - old_len + data.as_ref().map_or(0, Vec::len) as u64;
+                let acl = self.acls.shared(self.nodes[path.as_str()].acl);
+                triggers.push(Fired {
+                    trigger: Trigger::DataChanged(path.clone()),
+                    acl,
+                    parent_acl: None,
+                });
                 Applied::DataSet(self.stat_of(&self.nodes[path.as_str()]))
             }
             TxnOp::SetAcl { path, acl, aversion } => {
@@ -365,10 +385,10 @@ impl State {
         &mut self,
         txn: &Txn,
         p: &str,
-        data: &[u8],
+        data: Option<&[u8]>,
         acl: &[Acl],
         owner: i64,
-        triggers: &mut Vec<Trigger>,
+        triggers: &mut Vec<Fired>,
     ) -> Result<Stat, ApplyError> {
         let zxid = txn.zxid;
         if self.nodes.contains_key(p) {
@@ -383,9 +403,11 @@ impl State {
         parent.children.insert(path::name(p).into());
         parent.cversion = parent.cversion.wrapping_add(1);
         parent.pzxid = zxid;
+        let parent_acl = parent.acl;
+        let parent_acl = Some(self.acls.shared(parent_acl));
         let acl = self.acls.intern(acl);
         let node = Node {
-            data: data.into(),
+            data: data.map(Box::from),
             children: BTreeSet::new(),
             czxid: zxid,
             mzxid: zxid,
@@ -400,7 +422,7 @@ impl State {
         };
         let stat = self.stat_of(&node);
         self.nodes.insert(p.into(), node);
-        self.data_bytes += (data.len() + p.len()) as u64;
+        self.data_bytes += (data.map_or(0, <[u8]>::len) + p.len()) as u64;
         if is_session_owner(owner) {
             self.sessions.get_mut(&owner).expect("checked above").ephemerals.insert(p.into());
         } else if owner == CONTAINER_OWNER {
@@ -408,7 +430,8 @@ impl State {
         } else if owner_ttl_ms(owner).is_some() {
             self.ttls.insert(p.into());
         }
-        triggers.push(Trigger::Created(p.to_string()));
+        let acl = self.acls.shared(acl);
+        triggers.push(Fired { trigger: Trigger::Created(p.to_string()), acl, parent_acl });
         Ok(stat)
     }
 
@@ -416,7 +439,7 @@ impl State {
         &mut self,
         zxid: i64,
         p: &str,
-        triggers: &mut Vec<Trigger>,
+        triggers: &mut Vec<Fired>,
     ) -> Result<(), ApplyError> {
         let node = self.nodes.get(p).ok_or_else(|| ApplyError::NoNode { zxid, path: p.into() })?;
         if !node.children.is_empty() {
@@ -425,12 +448,16 @@ impl State {
         let parent_path =
             path::parent(p).ok_or_else(|| ApplyError::NoNode { zxid, path: p.into() })?;
         let node = self.nodes.remove(p).expect("checked above");
+        let mut parent_acl = None;
         if let Some(parent) = self.nodes.get_mut(parent_path) {
             parent.children.remove(path::name(p));
             parent.pzxid = zxid;
+            parent_acl = Some(parent.acl);
         }
+        let acl = self.acls.shared(node.acl);
+        let parent_acl = parent_acl.map(|id| self.acls.shared(id));
         self.acls.release(node.acl);
-        self.data_bytes -= (node.data.len() + p.len()) as u64;
+        self.data_bytes -= (data_len(&node.data) + p.len()) as u64;
         let owner = node.ephemeral_owner;
         if is_session_owner(owner) {
             if let Some(s) = self.sessions.get_mut(&owner) {
@@ -441,14 +468,19 @@ impl State {
         } else if owner_ttl_ms(owner).is_some() {
             self.ttls.remove(p);
         }
-        triggers.push(Trigger::Deleted(p.to_string()));
+        triggers.push(Fired { trigger: Trigger::Deleted(p.to_string()), acl, parent_acl });
         Ok(())
     }
 }
 
+/// Length of a node's data; a null buffer has length 0, as in ZooKeeper's Stat.
+pub fn data_len(data: &Option<Box<[u8]>>) -> usize {
+    data.as_ref().map_or(0, |d| d.len())
+}
+
 fn bare_node(acl: AclId) -> Node {
     Node {
-        data: Box::new([]),
+        data: Some(Box::new([])),
         children: BTreeSet::new(),
         czxid: 0,
         mzxid: 0,

@@ -60,8 +60,8 @@ pub enum TxnOp {
     Create {
         /// Final path, including any sequence suffix.
         path: String,
-        /// Initial data.
-        data: Vec<u8>,
+        /// Initial data; `None` is a null buffer.
+        data: Option<Vec<u8>>,
         /// ACL after fix-up.
         acl: Vec<Acl>,
         /// 0, a session id, [`CONTAINER_OWNER`] or a [`ttl_owner`] word.
@@ -76,8 +76,8 @@ pub enum TxnOp {
     SetData {
         /// The node.
         path: String,
-        /// New data.
-        data: Vec<u8>,
+        /// New data; `None` is a null buffer.
+        data: Option<Vec<u8>>,
         /// The node's new version.
         version: i32,
     },

@@ -37,8 +37,8 @@ pub struct CreateRequest {
     pub op: CreateOp,
     /// The requested path (a sequential node gets a suffix).
     pub path: String,
-    /// Initial data.
-    pub data: Vec<u8>,
+    /// Initial data; `None` is a null buffer, which ZooKeeper keeps as null.
+    pub data: Option<Vec<u8>>,
     /// Initial ACL.
     pub acl: Vec<Acl>,
     /// `CreateMode` flags.
@@ -89,8 +89,8 @@ pub enum MultiOp {
     SetData {
         /// The node.
         path: String,
-        /// New data.
-        data: Vec<u8>,
+        /// New data; `None` is a null buffer.
+        data: Option<Vec<u8>>,
         /// Expected version, -1 for any.
         version: i32,
     },
@@ -164,8 +164,8 @@ pub enum Request {
     SetData {
         /// The node.
         path: String,
-        /// New data.
-        data: Vec<u8>,
+        /// New data; `None` is a null buffer.
+        data: Option<Vec<u8>>,
         /// Expected version, -1 for any.
         version: i32,
     },
@@ -276,7 +276,7 @@ pub enum Request {
 
 fn read_create(op: CreateOp, r: &mut Reader<'_>) -> Result<CreateRequest, DecodeError> {
     let path = r.read_string()?;
-    let data = r.read_buffer()?;
+    let data = r.read_buffer_opt()?;
     let acl = Acl::read_vec(r)?;
     let flags = r.read_i32()?;
     let ttl_ms = if op == CreateOp::Ttl { r.read_i64()? } else { -1 };
@@ -284,7 +284,7 @@ fn read_create(op: CreateOp, r: &mut Reader<'_>) -> Result<CreateRequest, Decode
 }
 
 fn write_create(c: &CreateRequest, w: &mut Writer) {
-    w.string(&c.path).buffer(&c.data);
+    w.string(&c.path).buffer_opt(c.data.as_deref());
     Acl::write_vec(&c.acl, w);
     w.i32(c.flags);
     if c.op == CreateOp::Ttl {
@@ -330,7 +330,7 @@ fn read_multi(r: &mut Reader<'_>, read_ops: bool) -> Result<Vec<MultiOp>, Decode
             OpCode::Delete => MultiOp::Delete { path: r.read_string()?, version: r.read_i32()? },
             OpCode::SetData => MultiOp::SetData {
                 path: r.read_string()?,
-                data: r.read_buffer()?,
+                data: r.read_buffer_opt()?,
                 version: r.read_i32()?,
             },
             OpCode::Check => MultiOp::Check { path: r.read_string()?, version: r.read_i32()? },
@@ -357,7 +357,7 @@ fn write_multi(ops: &[MultiOp], w: &mut Writer) {
                 w.string(path).i32(*version);
             }
             MultiOp::SetData { path, data, version } => {
-                w.string(path).buffer(data).i32(*version);
+                w.string(path).buffer_opt(data.as_deref()).i32(*version);
             }
             MultiOp::GetData { path } | MultiOp::GetChildren { path } => {
                 w.string(path).bool(false);
@@ -381,7 +381,7 @@ impl Request {
             GetData => Request::GetData(read_path_watch(r)?),
             SetData => Request::SetData {
                 path: r.read_string()?,
-                data: r.read_buffer()?,
+                data: r.read_buffer_opt()?,
                 version: r.read_i32()?,
             },
             GetAcl => Request::GetAcl { path: r.read_string()? },
@@ -486,7 +486,7 @@ impl Request {
                 w.string(&p.path).bool(p.watch);
             }
             SetData { path, data, version } => {
-                w.string(path).buffer(data).i32(*version);
+                w.string(path).buffer_opt(data.as_deref()).i32(*version);
             }
             GetAcl { path } | Sync { path } | GetAllChildrenNumber { path } => {
                 w.string(path);

@@ -30,8 +30,8 @@ pub enum MultiResult {
     Check,
     /// getData (type 4).
     GetData {
-        /// The data.
-        data: Vec<u8>,
+        /// The data; `None` for a node created with a null buffer.
+        data: Option<Vec<u8>>,
         /// The node's Stat.
         stat: Stat,
     },
@@ -81,8 +81,8 @@ pub enum Response {
     Stat(Stat),
     /// `GetDataResponse { data, stat }`.
     GetData {
-        /// The data.
-        data: Vec<u8>,
+        /// The data; `None` for a node created with a null buffer.
+        data: Option<Vec<u8>>,
         /// The node's Stat.
         stat: Stat,
     },
@@ -133,7 +133,7 @@ fn read_multi(r: &mut Reader<'_>) -> Result<Vec<MultiResult>, DecodeError> {
             Some(OpCode::SetData) => MultiResult::SetData { stat: Stat::read(r)? },
             Some(OpCode::Check) => MultiResult::Check,
             Some(OpCode::GetData) => {
-                MultiResult::GetData { data: r.read_buffer()?, stat: Stat::read(r)? }
+                MultiResult::GetData { data: r.read_buffer_opt()?, stat: Stat::read(r)? }
             }
             Some(OpCode::GetChildren) => {
                 MultiResult::GetChildren { children: r.read_string_vec()? }
@@ -165,7 +165,7 @@ fn write_multi(results: &[MultiResult], w: &mut Writer) {
             MultiResult::Delete | MultiResult::Check => {}
             MultiResult::SetData { stat } => stat.write(w),
             MultiResult::GetData { data, stat } => {
-                w.buffer(data);
+                w.buffer_opt(data.as_deref());
                 stat.write(w);
             }
             MultiResult::GetChildren { children } => {
@@ -190,7 +190,7 @@ impl Response {
             }
             Exists | SetData | SetAcl => Response::Stat(Stat::read(r)?),
             GetData | Reconfig => {
-                Response::GetData { data: r.read_buffer()?, stat: Stat::read(r)? }
+                Response::GetData { data: r.read_buffer_opt()?, stat: Stat::read(r)? }
             }
             GetAcl => Response::GetAcl { acl: Acl::read_vec(r)?, stat: Stat::read(r)? },
             GetChildren | GetEphemerals => Response::Children(r.read_string_vec()?),
@@ -223,7 +223,7 @@ impl Response {
             }
             Response::Stat(s) => s.write(w),
             Response::GetData { data, stat } => {
-                w.buffer(data);
+                w.buffer_opt(data.as_deref());
                 stat.write(w);
             }
             Response::GetAcl { acl, stat } => {
