@@ -313,6 +313,8 @@ async fn read_loop(
     let mut first = true;
     let mut frames = Vec::new();
     loop {
+        // The limit is exact: frames beyond it wait, undecoded, in `buf` (at most one read
+        // chunk plus one packet), and the socket is not read until replies drain.
         while ctl.in_flight.load(Ordering::SeqCst) >= max_in_flight {
             tokio::select! {
                 _ = ctl.resume_reading.notified() => {}
@@ -322,56 +324,61 @@ async fn read_loop(
         if ctl.stopped.load(Ordering::SeqCst) {
             return Ok(());
         }
-        if buf.capacity() - buf.len() < READ_CHUNK_BYTES / 2 {
-            buf.reserve(READ_CHUNK_BYTES);
-        }
-        let n = tokio::select! {
-            n = rd.read_buf(&mut buf) => n?,
-            _ = ctl.stop.notified() => return Ok(()),
-        };
-        if n == 0 {
-            return Ok(());
-        }
-        if first && buf.len() >= 4 {
-            first = false;
-            if let Some(word) = four_letter_word(&buf) {
-                {
-                    let sh = inner.lock();
-                    let text = rzk_core::four_letter::run(&sh.core, word, inner.now());
-                    if let Some(h) = sh.conns.get(&conn) {
-                        let _ = h.tx.send(WriterMsg::Frame(text.unwrap_or_default().into_bytes()));
-                        let _ = h.tx.send(WriterMsg::Close);
-                    }
-                }
-                ctl.stop.notified().await;
-                return Ok(());
-            }
-        }
-        while let Some(len) = split_frame(&buf[start..], max_packet)? {
+        let budget = max_in_flight - ctl.in_flight.load(Ordering::SeqCst);
+        while frames.len() < budget {
+            let Some(len) = split_frame(&buf[start..], max_packet)? else { break };
             frames.push(start + 4..start + 4 + len);
             start += 4 + len;
         }
-        if !frames.is_empty() {
-            ctl.in_flight.fetch_add(frames.len(), Ordering::SeqCst);
-            let mut sh = inner.lock();
-            let now = inner.now();
-            let mut result = Ok(());
-            for range in frames.drain(..) {
-                result = sh.core.receive(conn, &buf[range], now);
-                if result.is_err() {
-                    break;
+        if frames.is_empty() {
+            if start == buf.len() {
+                buf.clear();
+                start = 0;
+            } else if start > 0 {
+                buf.drain(..start);
+                start = 0;
+            }
+            if buf.capacity() - buf.len() < READ_CHUNK_BYTES / 2 {
+                buf.reserve(READ_CHUNK_BYTES);
+            }
+            let n = tokio::select! {
+                n = rd.read_buf(&mut buf) => n?,
+                _ = ctl.stop.notified() => return Ok(()),
+            };
+            if n == 0 {
+                return Ok(());
+            }
+            if first && buf.len() >= 4 {
+                first = false;
+                if let Some(word) = four_letter_word(&buf) {
+                    {
+                        let sh = inner.lock();
+                        let text = rzk_core::four_letter::run(&sh.core, word, inner.now());
+                        if let Some(h) = sh.conns.get(&conn) {
+                            let text = text.unwrap_or_default().into_bytes();
+                            let _ = h.tx.send(WriterMsg::Frame(text));
+                            let _ = h.tx.send(WriterMsg::Close);
+                        }
+                    }
+                    ctl.stop.notified().await;
+                    return Ok(());
                 }
             }
-            inner.pump(&mut sh);
-            result?;
+            continue;
         }
-        if start == buf.len() {
-            buf.clear();
-            start = 0;
-        } else if start > 0 && (start >= buf.len() / 2 || buf.capacity() - buf.len() < 4096) {
-            buf.drain(..start);
-            start = 0;
+        ctl.in_flight.fetch_add(frames.len(), Ordering::SeqCst);
+        let mut sh = inner.lock();
+        let now = inner.now();
+        let mut result = Ok(());
+        for range in frames.drain(..) {
+            result = sh.core.receive(conn, &buf[range], now);
+            if result.is_err() {
+                break;
+            }
         }
+        inner.pump(&mut sh);
+        drop(sh);
+        result?;
     }
 }
 

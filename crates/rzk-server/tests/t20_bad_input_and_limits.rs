@@ -1,0 +1,298 @@
+//! Bad input closes only the offending connection, with ZooKeeper's error where a client
+//! expects one; named limits hold against clients that misbehave.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use rzk_proto::jute::{Reader, Writer};
+use rzk_proto::{
+    Acl, ConnectRequest, ConnectResponse, CreateOp, CreateRequest, PathWatch, ReplyHeader, Request,
+};
+use rzk_server::TestServer;
+
+/// A minimal blocking client that speaks raw frames.
+struct Raw {
+    s: TcpStream,
+}
+
+impl Raw {
+    fn open(server: &TestServer) -> Raw {
+        let s = TcpStream::connect(server.addr()).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        s.set_nodelay(true).unwrap();
+        Raw { s }
+    }
+
+    fn session(server: &TestServer) -> (Raw, ConnectResponse) {
+        let mut raw = Raw::open(server);
+        let req = ConnectRequest {
+            protocol_version: 0,
+            last_zxid_seen: 0,
+            timeout_ms: 10_000,
+            session_id: 0,
+            passwd: vec![0; 16],
+            read_only: Some(false),
+        };
+        let mut w = Writer::frame();
+        req.write(&mut w);
+        raw.send(&w.finish_frame());
+        let frame = raw.recv().expect("ConnectResponse");
+        let resp = ConnectResponse::read(&mut Reader::new(&frame)).unwrap();
+        (raw, resp)
+    }
+
+    fn send(&mut self, bytes: &[u8]) {
+        self.s.write_all(bytes).unwrap();
+    }
+
+    /// The next frame, or `None` once the server has closed the connection.
+    fn recv(&mut self) -> Option<Vec<u8>> {
+        let mut len = [0u8; 4];
+        self.s.read_exact(&mut len).ok()?;
+        let mut body = vec![0; i32::from_be_bytes(len) as usize];
+        self.s.read_exact(&mut body).ok()?;
+        Some(body)
+    }
+
+    fn reply(&mut self) -> (ReplyHeader, Vec<u8>) {
+        let frame = self.recv().expect("a reply");
+        let mut r = Reader::new(&frame);
+        let h = ReplyHeader::read(&mut r).unwrap();
+        (h, frame[16..].to_vec())
+    }
+
+    fn closed_by_server(&mut self) -> bool {
+        let mut buf = [0u8; 1024];
+        loop {
+            match self.s.read(&mut buf) {
+                Ok(0) => return true,
+                Ok(_) => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return true,
+                Err(_) => return false,
+            }
+        }
+    }
+
+    fn ping_ok(&mut self) -> bool {
+        self.send(&Request::Ping.to_frame(-2));
+        matches!(self.recv(), Some(f) if f[..4] == (-2i32).to_be_bytes())
+    }
+}
+
+fn create(path: &str, data: Vec<u8>) -> Request {
+    Request::Create(CreateRequest {
+        op: CreateOp::Create,
+        path: path.into(),
+        data: Some(data),
+        acl: Acl::open(),
+        flags: 0,
+        ttl_ms: -1,
+    })
+}
+
+fn server_with(f: impl FnOnce(&mut rzk_server::ServerConfig)) -> TestServer {
+    TestServer::builder().config(f).start().unwrap()
+}
+
+#[test]
+fn oversized_frame_closes_only_that_connection() {
+    let s = server_with(|c| c.max_packet_bytes = 1024);
+    let (mut good, _) = Raw::session(&s);
+    let (mut bad, _) = Raw::session(&s);
+    // A length over jute.maxbuffer is refused from the header alone.
+    bad.send(&2048i32.to_be_bytes());
+    assert!(bad.closed_by_server());
+    assert!(good.ping_ok(), "other sessions are unaffected");
+
+    let (mut neg, _) = Raw::session(&s);
+    neg.send(&(-5i32).to_be_bytes());
+    assert!(neg.closed_by_server());
+    assert!(good.ping_ok());
+
+    // A request just under the limit is served.
+    good.send(&create("/big", vec![7; 900]).to_frame(1));
+    assert_eq!(good.reply().0.err, 0);
+}
+
+#[test]
+fn garbage_handshake_and_header_close_the_connection() {
+    let s = TestServer::start().unwrap();
+    let mut raw = Raw::open(&s);
+    raw.send(&[0, 0, 0, 3, 1, 2, 3]);
+    assert!(raw.closed_by_server(), "a 3-byte ConnectRequest");
+
+    let (mut short, _) = Raw::session(&s);
+    short.send(&[0, 0, 0, 2, 0, 1]);
+    assert!(short.closed_by_server(), "a frame too short for a RequestHeader");
+
+    let (mut good, _) = Raw::session(&s);
+    assert!(good.ping_ok());
+}
+
+#[test]
+fn unknown_op_gets_unimplemented_then_close() {
+    let s = TestServer::start().unwrap();
+    let (mut raw, _) = Raw::session(&s);
+    let mut w = Writer::frame();
+    w.i32(7).i32(999);
+    raw.send(&w.finish_frame());
+    let (h, body) = raw.reply();
+    assert_eq!((h.xid, h.zxid, h.err), (7, -1, -6));
+    assert!(body.is_empty());
+    assert!(raw.closed_by_server());
+
+    // A stand-alone check (valid only inside multi) likewise.
+    let (mut raw, _) = Raw::session(&s);
+    raw.send(&Request::Check { path: "/".into(), version: -1 }.to_frame(8));
+    assert_eq!(raw.reply().0.err, -6);
+    assert!(raw.closed_by_server());
+}
+
+#[test]
+fn undecodable_body_gets_marshalling_error_and_the_connection_lives() {
+    let s = TestServer::start().unwrap();
+    let (mut raw, _) = Raw::session(&s);
+    // getData whose path length runs past the frame.
+    let mut w = Writer::frame();
+    w.i32(1).i32(4).i32(1000).raw(b"/a");
+    raw.send(&w.finish_frame());
+    assert_eq!(raw.reply().0.err, -5);
+    raw.send(&Request::Exists(PathWatch { path: "/".into(), watch: false }).to_frame(2));
+    let (h, _) = raw.reply();
+    assert_eq!((h.xid, h.err), (2, 0));
+}
+
+#[test]
+fn invalid_requests_get_zookeeper_errors() {
+    let s = TestServer::start().unwrap();
+    let (mut raw, _) = Raw::session(&s);
+    let cases: Vec<(Request, i32)> = vec![
+        (create("noslash", vec![]), -8),
+        (create("/a/", vec![]), -101),
+        (create("/a//b", vec![]), -101),
+        (create("/zookeeper/x\u{0}", vec![]), -8),
+        (Request::Delete { path: "/zookeeper".into(), version: -1 }, -8),
+        (Request::Delete { path: "/".into(), version: -1 }, -8),
+        (Request::GetData(PathWatch { path: "/nope".into(), watch: false }), -101),
+        (Request::SetData { path: "/zookeeper/config".into(), data: None, version: -1 }, -102),
+        (Request::CheckWatches { path: "/".into(), watch_type: 9 }, -8),
+        (Request::RemoveWatches { path: "/".into(), watch_type: 2 }, -121),
+    ];
+    for (i, (req, err)) in cases.into_iter().enumerate() {
+        let xid = i as i32 + 1;
+        raw.send(&req.to_frame(xid));
+        let (h, _) = raw.reply();
+        assert_eq!((h.xid, h.err), (xid, err), "{req:?}");
+    }
+    assert!(raw.ping_ok());
+}
+
+#[test]
+fn connections_per_ip_are_limited() {
+    let s = server_with(|c| c.max_client_connections_per_ip = 3);
+    let kept: Vec<_> = (0..3).map(|_| Raw::session(&s).0).collect();
+    let mut extra = Raw::open(&s);
+    assert!(extra.closed_by_server(), "the fourth connection from one address is refused");
+    drop(kept);
+    // Slots free up when connections close.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let mut raw = Raw::open(&s);
+        let req = Request::Ping.to_frame(-2);
+        let _ = req;
+        let mut w = Writer::frame();
+        ConnectRequest {
+            protocol_version: 0,
+            last_zxid_seen: 0,
+            timeout_ms: 10_000,
+            session_id: 0,
+            passwd: vec![0; 16],
+            read_only: None,
+        }
+        .write(&mut w);
+        raw.send(&w.finish_frame());
+        if raw.recv().is_some() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no slot freed after the others closed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_client_that_stops_reading_is_throttled_without_loss() {
+    let s = server_with(|c| c.max_outstanding_requests_per_connection = 8);
+    let (mut raw, _) = Raw::session(&s);
+    // Pipeline small reads without reading any reply, until the kernel buffers fill and the
+    // writes block: the server stops reading once 8 replies are outstanding.
+    raw.s.set_write_timeout(Some(Duration::from_millis(1500))).unwrap();
+    let req = Request::Exists(PathWatch { path: "/".into(), watch: false }).to_frame(9);
+    let mut sent = 0usize;
+    while raw.s.write_all(&req).is_ok() {
+        sent += 1;
+        assert!(sent < 5_000_000, "writes never blocked: the server reads without limit");
+    }
+    // The last write may have been cut short; every whole request is answered, in order.
+    let (mut other, _) = Raw::session(&s);
+    assert!(other.ping_ok(), "other connections keep being served");
+    for i in 0..sent {
+        let (h, _) = raw.reply();
+        assert_eq!((h.xid, h.err), (9, 0), "reply {i} of {sent}");
+    }
+}
+
+#[test]
+fn a_client_that_lets_replies_pile_up_is_dropped() {
+    let s = server_with(|c| {
+        c.max_outstanding_requests_per_connection = 8;
+        c.max_queued_bytes_per_connection = 256 * 1024;
+    });
+    let (mut writer, _) = Raw::session(&s);
+    writer.send(&create("/blob", vec![1; 64 * 1024]).to_frame(1));
+    assert_eq!(writer.reply().0.err, 0);
+    // Eight outstanding reads of a 64 KiB node exceed 256 KiB of queued replies when the
+    // client does not read: the server drops the client rather than buffer for it.
+    let (mut greedy, _) = Raw::session(&s);
+    greedy.s.set_write_timeout(Some(Duration::from_secs(2))).unwrap();
+    let req = Request::GetData(PathWatch { path: "/blob".into(), watch: false }).to_frame(2);
+    for _ in 0..64 {
+        if greedy.s.write_all(&req).is_err() {
+            break;
+        }
+    }
+    assert!(writer.ping_ok(), "other connections keep being served");
+    assert!(greedy.closed_by_server(), "the client that never reads is dropped");
+}
+
+#[test]
+fn four_letter_words_and_their_whitelist() {
+    let s = server_with(|c| c.core.four_letter_words = vec!["ruok".into(), "srvr".into()]);
+    let ask = |word: &str| {
+        let mut raw = Raw::open(&s);
+        raw.send(word.as_bytes());
+        let mut out = String::new();
+        raw.s.read_to_string(&mut out).unwrap();
+        out
+    };
+    assert_eq!(ask("ruok"), "imok");
+    let srvr = ask("srvr");
+    assert!(srvr.contains("Zookeeper version: 3.9.2-rzk"), "{srvr}");
+    assert!(srvr.contains("Mode: standalone"), "{srvr}");
+    assert!(srvr.contains("Node count: 5"), "{srvr}");
+    assert_eq!(ask("mntr"), "mntr is not executed because it is not in the whitelist.\n");
+
+    let all = TestServer::start().unwrap();
+    let mut raw = Raw::open(&all);
+    raw.send(b"mntr");
+    let mut out = String::new();
+    raw.s.read_to_string(&mut out).unwrap();
+    assert!(out.contains("zk_server_state\tstandalone"), "{out}");
+    for word in ["conf", "cons", "envi", "wchs", "dump", "isro", "stat", "wchc", "wchp"] {
+        let mut raw = Raw::open(&all);
+        raw.send(word.as_bytes());
+        let mut out = String::new();
+        raw.s.read_to_string(&mut out).unwrap();
+        assert!(!out.is_empty() || word == "wchc" || word == "wchp", "{word} printed nothing");
+    }
+}
