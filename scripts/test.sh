@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The whole test gate, as CI runs it (.ci/run calls this). On a fresh Debian 12 machine with
+# the Rust toolchain, as root or with sudo:
+#
+#   scripts/test.sh
+#
+# Steps, each of which must pass:
+#   1. Debian packages for the real-client suites (Apache ZooKeeper 3.8, Curator 5.4, kazoo);
+#   2. rustfmt, clippy -D warnings;
+#   3. cargo test: codec golden bytes, core unit tests, the zookeeper-client tour and the
+#      bad-input/limit tests against in-process servers;
+#   4. interop suites with unmodified clients (kazoo, zkCli, Curator, C client) against rzk and,
+#      to keep the suites honest, against Apache ZooKeeper;
+#   5. the differential test: one scripted scenario, rzk vs Apache ZooKeeper, byte for byte
+#      modulo masked ids and times;
+#   6. a fuzz smoke run of every fuzz target ($RZK_FUZZ_SECONDS per target, default 30).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==== %s\n' "$*"; }
+
+step "Debian packages"
+scripts/install-deps.sh
+
+step "format and lints"
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets -- -D warnings
+
+step "cargo test"
+cargo build --workspace
+cargo test --workspace
+
+step "interop suites against rzk"
+tests/interop/run_all.sh --server rzk
+step "interop suites against Apache ZooKeeper (the suites' own reference)"
+tests/interop/run_all.sh --server zookeeper
+
+step "differential test: rzk vs Apache ZooKeeper"
+/usr/bin/python3 tests/differential/diff_test.py
+
+step "fuzz smoke"
+scripts/fuzz-smoke.sh "${RZK_FUZZ_SECONDS:-30}"
+
+step "all tests passed"
