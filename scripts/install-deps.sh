@@ -5,11 +5,13 @@
 #   libcurator-recipes-java Apache Curator 5.4 (pulls curator-client/-framework, guava, slf4j)
 #   python3-kazoo           kazoo 2.8 for the system /usr/bin/python3
 #   default-jdk-headless    javac, to compile tests/interop/java/CuratorSuite.java
+#   zookeeper-bin           the ZooKeeper 3.8 C client's cli_mt and load_gen (pulls the C
+#                           library, libzookeeper-mt2), for tests/interop/cclient_suite.py
 # Idempotent: when every package is already installed it does not touch apt at all.
 # Run as root (or as a user with sudo).
 set -euo pipefail
 
-PKGS=(zookeeper libcurator-recipes-java python3-kazoo default-jdk-headless)
+PKGS=(zookeeper libcurator-recipes-java python3-kazoo default-jdk-headless zookeeper-bin)
 
 installed() {
     dpkg -s "$1" 2>/dev/null | grep -q '^Status: install ok installed$'
@@ -39,13 +41,14 @@ for f in /usr/share/zookeeper/bin/zkCli.sh \
          /usr/share/java/zookeeper.jar /usr/share/java/zookeeper-jute.jar \
          /usr/share/java/curator-client.jar /usr/share/java/curator-framework.jar \
          /usr/share/java/curator-recipes.jar /usr/share/java/guava.jar \
-         /usr/share/java/slf4j-api.jar /usr/share/java/slf4j-simple.jar; do
+         /usr/share/java/slf4j-api.jar /usr/share/java/slf4j-simple.jar \
+         /usr/lib/zookeeper/bin/cli_mt /usr/lib/zookeeper/bin/load_gen; do
     if [ ! -e "$f" ]; then
         echo "install-deps: missing $f" >&2
         fail=1
     fi
 done
-for cmd in java javac; do
+for cmd in java javac stdbuf; do
     if ! command -v "$cmd" >/dev/null; then
         echo "install-deps: $cmd not on PATH" >&2
         fail=1

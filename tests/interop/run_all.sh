@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every interop suite (kazoo, zkCli, Curator) against one server kind and prints a summary.
+# Runs each interop suite (kazoo, zkCli, Curator, C client) on one server kind, then a summary.
 #   tests/interop/run_all.sh [--server zookeeper|rzk]
 # Each suite starts its own fresh server. Exits non-zero if any suite fails.
 # Needs scripts/install-deps.sh to have run; for rzk, a built target/debug/rzk (or $RZK_BIN).
@@ -23,7 +23,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # kazoo is installed for the system interpreter only; never use a pyenv/venv python here.
 py=/usr/bin/python3
 
-suites=(kazoo_suite.py zkcli_suite.py curator_suite.py)
+suites=(kazoo_suite.py zkcli_suite.py curator_suite.py cclient_suite.py)
 declare -A status secs
 failed=0
 for s in "${suites[@]}"; do
