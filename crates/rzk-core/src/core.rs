@@ -880,16 +880,10 @@ impl Core {
             Request::GetEphemerals { prefix } => {
                 let all = prefix.is_empty() || prefix == "/";
                 let list = st
-                    .sessions()
-                    .get(&session_id)
-                    .map(|s| {
-                        s.ephemerals
-                            .iter()
-                            .filter(|p| all || p.starts_with(prefix.as_str()))
-                            .map(|p| p.to_string())
-                            .collect()
-                    })
-                    .unwrap_or_default();
+                    .ephemerals_of(session_id)
+                    .filter(|p| all || p.starts_with(prefix.as_str()))
+                    .map(str::to_string)
+                    .collect();
                 Ok(Response::Children(list))
             }
             Request::MultiRead(ops) => {

@@ -123,19 +123,23 @@ pub fn run(core: &Core, word: &str, now: Now) -> Option<String> {
                 let _ = writeln!(out, "\t{id:#x} expires in {ms} ms");
             }
             out.push_str("ephemeral nodes dump:\n");
-            let with: Vec<_> =
-                st.sessions().iter().filter(|(_, s)| !s.ephemerals.is_empty()).collect();
+            let with: Vec<i64> = st
+                .sessions()
+                .keys()
+                .copied()
+                .filter(|id| st.ephemerals_of(*id).next().is_some())
+                .collect();
             let _ = writeln!(out, "Sessions with Ephemerals ({}):", with.len());
-            for (id, s) in with {
+            for id in with {
                 let _ = writeln!(out, "{id:#x}:");
-                for p in &s.ephemerals {
+                for p in st.ephemerals_of(id) {
                     let _ = writeln!(out, "\t{p}");
                 }
             }
         }
         "mntr" => {
             let (_, _, watches) = core.watches().counts();
-            let ephemerals: usize = st.sessions().values().map(|s| s.ephemerals.len()).sum();
+            let ephemerals = st.ephemeral_count();
             let c = core.counters();
             let rows: [(&str, String); 15] = [
                 ("zk_version", version_line()),

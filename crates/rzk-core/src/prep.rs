@@ -164,7 +164,13 @@ pub(crate) fn create(view: &View<'_>, c: &Caller<'_>, req: &CreateRequest) -> Pr
         _ if mode.is_ttl() => ttl_owner(req.ttl_ms),
         _ => 0,
     };
-    Ok(TxnOp::Create { path: final_path, data: req.data.clone(), acl, ephemeral_owner })
+    Ok(TxnOp::Create {
+        path: final_path,
+        data: req.data.clone(),
+        acl,
+        ephemeral_owner,
+        parent_cversion: pmeta.cversion.wrapping_add(1),
+    })
 }
 
 pub(crate) fn delete(view: &View<'_>, c: &Caller<'_>, p: &str, version: i32) -> Prep<TxnOp> {

@@ -43,14 +43,23 @@ pub struct Node {
 }
 
 /// A session as the durable state knows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SessionRecord {
     /// Negotiated timeout, ms.
     pub timeout_ms: i32,
     /// Password the client must present to resume.
     pub passwd: [u8; 16],
-    /// Paths of the ephemerals it owns.
-    pub ephemerals: BTreeSet<Box<str>>,
+}
+
+/// How [`State::apply`] treats a transaction that does not fit the state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Live writes and log replay onto a consistent state: any misfit is an error.
+    Strict,
+    /// Replay onto a fuzzy snapshot, which may already reflect some transactions after its
+    /// start zxid: creates replace, deletes of missing nodes and closes of missing sessions are
+    /// no-ops. Every transaction records absolute values, so the end state is the same.
+    Replay,
 }
 
 /// A change to report to watchers once the transaction that caused it is applied.
@@ -159,6 +168,9 @@ pub struct State {
     nodes: HashMap<Box<str>, Node>,
     acls: AclCache,
     sessions: BTreeMap<i64, SessionRecord>,
+    /// Ephemeral paths by owner. Kept apart from `sessions` so that a fuzzy snapshot can hold
+    /// ephemerals of a session whose creation is replayed later.
+    ephemerals: HashMap<i64, BTreeSet<Box<str>>>,
     containers: BTreeSet<Box<str>>,
     ttls: BTreeSet<Box<str>>,
     last_zxid: i64,
@@ -179,6 +191,7 @@ impl State {
             nodes: HashMap::new(),
             acls: AclCache::default(),
             sessions: BTreeMap::new(),
+            ephemerals: HashMap::new(),
             containers: BTreeSet::new(),
             ttls: BTreeSet::new(),
             last_zxid: 0,
@@ -232,6 +245,16 @@ impl State {
     /// The durable session table.
     pub fn sessions(&self) -> &BTreeMap<i64, SessionRecord> {
         &self.sessions
+    }
+
+    /// Ephemeral paths owned by a session, sorted.
+    pub fn ephemerals_of(&self, session_id: i64) -> impl Iterator<Item = &str> {
+        self.ephemerals.get(&session_id).into_iter().flat_map(|s| s.iter().map(|p| &**p))
+    }
+
+    /// Number of ephemeral nodes.
+    pub fn ephemeral_count(&self) -> usize {
+        self.ephemerals.values().map(BTreeSet::len).sum()
     }
 
     /// Container nodes (candidates for reaping).
@@ -294,11 +317,16 @@ impl State {
     /// On error nothing has changed, except inside a multi whose earlier ops applied: a multi
     /// txn is only produced after validation, so that case means a corrupt log.
     pub fn apply(&mut self, txn: &Txn) -> Result<(Applied, Vec<Fired>), ApplyError> {
+        self.apply_in(txn, Mode::Strict)
+    }
+
+    /// [`State::apply`] with an explicit [`Mode`].
+    pub fn apply_in(&mut self, txn: &Txn, mode: Mode) -> Result<(Applied, Vec<Fired>), ApplyError> {
         if txn.zxid <= self.last_zxid {
             return Err(ApplyError::ZxidOrder { zxid: txn.zxid, last: self.last_zxid });
         }
         let mut triggers = Vec::new();
-        let applied = self.apply_op(txn, &txn.op, &mut triggers)?;
+        let applied = self.apply_op(txn, &txn.op, mode, &mut triggers)?;
         self.last_zxid = txn.zxid;
         Ok((applied, triggers))
     }
@@ -307,40 +335,50 @@ impl State {
         &mut self,
         txn: &Txn,
         op: &TxnOp,
+        mode: Mode,
         triggers: &mut Vec<Fired>,
     ) -> Result<Applied, ApplyError> {
         let zxid = txn.zxid;
+        let strict = mode == Mode::Strict;
         Ok(match op {
             TxnOp::CreateSession { timeout_ms, passwd } => {
-                let record = SessionRecord {
-                    timeout_ms: *timeout_ms,
-                    passwd: *passwd,
-                    ephemerals: BTreeSet::new(),
-                };
-                if self.sessions.insert(txn.session_id, record).is_some() {
+                let record = SessionRecord { timeout_ms: *timeout_ms, passwd: *passwd };
+                if self.sessions.insert(txn.session_id, record).is_some() && strict {
                     return Err(ApplyError::Session { zxid, session_id: txn.session_id });
                 }
                 Applied::SessionCreated
             }
             TxnOp::CloseSession => {
-                let Some(record) = self.sessions.remove(&txn.session_id) else {
+                if self.sessions.remove(&txn.session_id).is_none() && strict {
                     return Err(ApplyError::Session { zxid, session_id: txn.session_id });
-                };
-                for p in &record.ephemerals {
-                    self.delete_node(zxid, p, triggers)?;
+                }
+                let owned = self.ephemerals.remove(&txn.session_id).unwrap_or_default();
+                for p in &owned {
+                    self.delete_node(zxid, p, mode, triggers)?;
                 }
                 Applied::SessionClosed
             }
-            TxnOp::Create { path, data, acl, ephemeral_owner } => {
-                let stat =
-                    self.create_node(txn, path, data.as_deref(), acl, *ephemeral_owner, triggers)?;
+            TxnOp::Create { path, data, acl, ephemeral_owner, parent_cversion } => {
+                let stat = self.create_node(
+                    txn,
+                    path,
+                    data.as_deref(),
+                    acl,
+                    *ephemeral_owner,
+                    *parent_cversion,
+                    mode,
+                    triggers,
+                )?;
                 Applied::Created { path: path.clone(), stat }
             }
             TxnOp::Delete { path } => {
-                self.delete_node(zxid, path, triggers)?;
+                self.delete_node(zxid, path, mode, triggers)?;
                 Applied::Deleted
             }
             TxnOp::SetData { path, data, version } => {
+                if !strict && !self.nodes.contains_key(path.as_str()) {
+                    return Ok(Applied::Deleted);
+                }
                 let node = self.node_mut(zxid, path)?;
                 let old_len = data_len(&node.data) as u64;
                 node.data = data.as_deref().map(Box::from);
@@ -358,6 +396,9 @@ impl State {
                 Applied::DataSet(self.stat_of(&self.nodes[path.as_str()]))
             }
             TxnOp::SetAcl { path, acl, aversion } => {
+                if !strict && !self.nodes.contains_key(path.as_str()) {
+                    return Ok(Applied::Deleted);
+                }
                 let new_acl = self.acls.intern(acl);
                 let node = self.node_mut(zxid, path)?;
                 let old_acl = std::mem::replace(&mut node.acl, new_acl);
@@ -369,7 +410,7 @@ impl State {
             TxnOp::Multi(ops) => {
                 let mut out = Vec::with_capacity(ops.len());
                 for op in ops {
-                    out.push(self.apply_op(txn, op, triggers)?);
+                    out.push(self.apply_op(txn, op, mode, triggers)?);
                 }
                 Applied::Multi(out)
             }
@@ -381,6 +422,7 @@ impl State {
         self.nodes.get_mut(p).ok_or_else(|| ApplyError::NoNode { zxid, path: p.to_string() })
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn create_node(
         &mut self,
         txn: &Txn,
@@ -388,27 +430,36 @@ impl State {
         data: Option<&[u8]>,
         acl: &[Acl],
         owner: i64,
+        parent_cversion: i32,
+        mode: Mode,
         triggers: &mut Vec<Fired>,
     ) -> Result<Stat, ApplyError> {
         let zxid = txn.zxid;
-        if self.nodes.contains_key(p) {
-            return Err(ApplyError::NodeExists { zxid, path: p.to_string() });
+        // On replay a fuzzy snapshot may already hold this node (or a later incarnation of it,
+        // which later transactions will fix): replace it, keeping children already present.
+        let mut children = BTreeSet::new();
+        if let Some(old) = self.nodes.get(p) {
+            if mode == Mode::Strict {
+                return Err(ApplyError::NodeExists { zxid, path: p.to_string() });
+            }
+            children = old.children.clone();
+            self.remove_entry(p);
         }
         let parent_path =
             path::parent(p).ok_or_else(|| ApplyError::NoNode { zxid, path: p.to_string() })?;
-        if is_session_owner(owner) && !self.sessions.contains_key(&owner) {
+        if mode == Mode::Strict && is_session_owner(owner) && !self.sessions.contains_key(&owner) {
             return Err(ApplyError::Session { zxid, session_id: owner });
         }
         let parent = self.node_mut(zxid, parent_path)?;
         parent.children.insert(path::name(p).into());
-        parent.cversion = parent.cversion.wrapping_add(1);
-        parent.pzxid = zxid;
+        parent.cversion = parent_cversion;
+        parent.pzxid = parent.pzxid.max(zxid);
         let parent_acl = parent.acl;
         let parent_acl = Some(self.acls.shared(parent_acl));
         let acl = self.acls.intern(acl);
         let node = Node {
             data: data.map(Box::from),
-            children: BTreeSet::new(),
+            children,
             czxid: zxid,
             mzxid: zxid,
             pzxid: zxid,
@@ -421,53 +472,87 @@ impl State {
             acl,
         };
         let stat = self.stat_of(&node);
-        self.nodes.insert(p.into(), node);
-        self.data_bytes += (data.map_or(0, <[u8]>::len) + p.len()) as u64;
-        if is_session_owner(owner) {
-            self.sessions.get_mut(&owner).expect("checked above").ephemerals.insert(p.into());
-        } else if owner == CONTAINER_OWNER {
-            self.containers.insert(p.into());
-        } else if owner_ttl_ms(owner).is_some() {
-            self.ttls.insert(p.into());
-        }
+        self.insert_entry(p, node);
         let acl = self.acls.shared(acl);
         triggers.push(Fired { trigger: Trigger::Created(p.to_string()), acl, parent_acl });
         Ok(stat)
     }
 
-    fn delete_node(
-        &mut self,
-        zxid: i64,
-        p: &str,
-        triggers: &mut Vec<Fired>,
-    ) -> Result<(), ApplyError> {
-        let node = self.nodes.get(p).ok_or_else(|| ApplyError::NoNode { zxid, path: p.into() })?;
-        if !node.children.is_empty() {
-            return Err(ApplyError::NotEmpty { zxid, path: p.to_string() });
+    /// Adds a node to the map and to the indexes its owner word puts it in.
+    fn insert_entry(&mut self, p: &str, node: Node) {
+        self.data_bytes += (data_len(&node.data) + p.len()) as u64;
+        let owner = node.ephemeral_owner;
+        if is_session_owner(owner) {
+            self.ephemerals.entry(owner).or_default().insert(p.into());
+        } else if owner == CONTAINER_OWNER {
+            self.containers.insert(p.into());
+        } else if owner_ttl_ms(owner).is_some() {
+            self.ttls.insert(p.into());
         }
-        let parent_path =
-            path::parent(p).ok_or_else(|| ApplyError::NoNode { zxid, path: p.into() })?;
-        let node = self.nodes.remove(p).expect("checked above");
-        let mut parent_acl = None;
-        if let Some(parent) = self.nodes.get_mut(parent_path) {
-            parent.children.remove(path::name(p));
-            parent.pzxid = zxid;
-            parent_acl = Some(parent.acl);
-        }
-        let acl = self.acls.shared(node.acl);
-        let parent_acl = parent_acl.map(|id| self.acls.shared(id));
+        self.nodes.insert(p.into(), node);
+    }
+
+    /// Removes a node from the map and its indexes, releasing its ACL. Does not touch the
+    /// parent.
+    fn remove_entry(&mut self, p: &str) -> Option<Node> {
+        let node = self.nodes.remove(p)?;
         self.acls.release(node.acl);
         self.data_bytes -= (data_len(&node.data) + p.len()) as u64;
         let owner = node.ephemeral_owner;
         if is_session_owner(owner) {
-            if let Some(s) = self.sessions.get_mut(&owner) {
-                s.ephemerals.remove(p);
+            if let Some(set) = self.ephemerals.get_mut(&owner) {
+                set.remove(p);
+                if set.is_empty() {
+                    self.ephemerals.remove(&owner);
+                }
             }
         } else if owner == CONTAINER_OWNER {
             self.containers.remove(p);
         } else if owner_ttl_ms(owner).is_some() {
             self.ttls.remove(p);
         }
+        Some(node)
+    }
+
+    fn delete_node(
+        &mut self,
+        zxid: i64,
+        p: &str,
+        mode: Mode,
+        triggers: &mut Vec<Fired>,
+    ) -> Result<(), ApplyError> {
+        let Some(node) = self.nodes.get(p) else {
+            if mode == Mode::Strict {
+                return Err(ApplyError::NoNode { zxid, path: p.into() });
+            }
+            if let Some(parent) = path::parent(p).and_then(|pp| self.nodes.get_mut(pp)) {
+                parent.children.remove(path::name(p));
+                parent.pzxid = parent.pzxid.max(zxid);
+            }
+            return Ok(());
+        };
+        if !node.children.is_empty() {
+            if mode == Mode::Strict {
+                return Err(ApplyError::NotEmpty { zxid, path: p.to_string() });
+            }
+            // A fuzzy snapshot caught children whose own deletes come earlier in the log than
+            // this one was taken; they cannot outlive their parent.
+            let kids: Vec<String> = node.children.iter().map(|c| path::join(p, c)).collect();
+            for kid in kids {
+                self.delete_node(zxid, &kid, mode, &mut Vec::new())?;
+            }
+        }
+        let parent_path =
+            path::parent(p).ok_or_else(|| ApplyError::NoNode { zxid, path: p.into() })?;
+        let mut parent_acl = None;
+        if let Some(parent) = self.nodes.get_mut(parent_path) {
+            parent.children.remove(path::name(p));
+            parent.pzxid = parent.pzxid.max(zxid);
+            parent_acl = Some(parent.acl);
+        }
+        let parent_acl = parent_acl.map(|id| self.acls.shared(id));
+        let acl = self.acls.shared(self.nodes[p].acl);
+        self.remove_entry(p);
         triggers.push(Fired { trigger: Trigger::Deleted(p.to_string()), acl, parent_acl });
         Ok(())
     }
@@ -492,5 +577,200 @@ fn bare_node(acl: AclId) -> Node {
         cversion: 0,
         aversion: 0,
         acl,
+    }
+}
+
+/// A node read back from a snapshot: everything but its children, which are relinked from
+/// the paths.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RestoredNode {
+    /// Full path.
+    pub path: String,
+    /// Data; `None` for a null buffer.
+    pub data: Option<Vec<u8>>,
+    /// The ACL.
+    pub acl: Vec<Acl>,
+    /// Zxid of the create.
+    pub czxid: i64,
+    /// Zxid of the last data change.
+    pub mzxid: i64,
+    /// Zxid of the last child change.
+    pub pzxid: i64,
+    /// Create time.
+    pub ctime: i64,
+    /// Modification time.
+    pub mtime: i64,
+    /// Owner word.
+    pub ephemeral_owner: i64,
+    /// Data version.
+    pub version: i32,
+    /// Internal child-create count.
+    pub cversion: i32,
+    /// ACL version.
+    pub aversion: i32,
+}
+
+/// A snapshot that cannot be turned back into a tree.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RestoreError {
+    /// A node whose parent is not in the snapshot.
+    #[error("snapshot node {0} has no parent in the snapshot")]
+    Orphan(String),
+    /// The same path twice.
+    #[error("snapshot holds {0} twice")]
+    Duplicate(String),
+    /// No root.
+    #[error("snapshot has no root node")]
+    NoRoot,
+}
+
+impl State {
+    /// Rebuilds a state from snapshot contents. Nodes may come in any order.
+    pub fn restore(
+        last_zxid: i64,
+        sessions: BTreeMap<i64, SessionRecord>,
+        nodes: Vec<RestoredNode>,
+    ) -> Result<State, RestoreError> {
+        let mut s = State {
+            nodes: HashMap::with_capacity(nodes.len()),
+            acls: AclCache::default(),
+            sessions,
+            ephemerals: HashMap::new(),
+            containers: BTreeSet::new(),
+            ttls: BTreeSet::new(),
+            last_zxid,
+            data_bytes: 0,
+        };
+        let mut paths = Vec::with_capacity(nodes.len());
+        for n in nodes {
+            let acl = s.acls.intern(&n.acl);
+            let node = Node {
+                data: n.data.map(Vec::into_boxed_slice),
+                children: BTreeSet::new(),
+                czxid: n.czxid,
+                mzxid: n.mzxid,
+                pzxid: n.pzxid,
+                ctime: n.ctime,
+                mtime: n.mtime,
+                ephemeral_owner: n.ephemeral_owner,
+                version: n.version,
+                cversion: n.cversion,
+                aversion: n.aversion,
+                acl,
+            };
+            if s.nodes.contains_key(n.path.as_str()) {
+                return Err(RestoreError::Duplicate(n.path));
+            }
+            s.insert_entry(&n.path, node);
+            paths.push(n.path);
+        }
+        if !s.nodes.contains_key("/") {
+            return Err(RestoreError::NoRoot);
+        }
+        for p in paths.iter().filter(|p| p.as_str() != "/") {
+            let parent = path::parent(p).unwrap_or("/");
+            match s.nodes.get_mut(parent) {
+                Some(n) => {
+                    n.children.insert(path::name(p).into());
+                }
+                None => return Err(RestoreError::Orphan(p.clone())),
+            }
+        }
+        Ok(s)
+    }
+
+    /// The first difference between two states, for recovery checks; `None` if they are the
+    /// same tree, sessions and zxid.
+    pub fn difference(&self, other: &State) -> Option<String> {
+        if self.last_zxid != other.last_zxid {
+            return Some(format!("last zxid {:#x} vs {:#x}", self.last_zxid, other.last_zxid));
+        }
+        if self.sessions != other.sessions {
+            return Some(format!(
+                "sessions {:x?} vs {:x?}",
+                self.sessions.keys().collect::<Vec<_>>(),
+                other.sessions.keys().collect::<Vec<_>>()
+            ));
+        }
+        let (a, b) = (self.sorted_paths(), other.sorted_paths());
+        if a != b {
+            let only_a: Vec<_> = a.iter().filter(|p| !other.nodes.contains_key(**p)).collect();
+            let only_b: Vec<_> = b.iter().filter(|p| !self.nodes.contains_key(**p)).collect();
+            return Some(format!("paths only in first {only_a:?}, only in second {only_b:?}"));
+        }
+        for p in a {
+            let (x, y) = (&self.nodes[p], &other.nodes[p]);
+            let same = x.data == y.data
+                && x.children == y.children
+                && self.stat_of(x) == other.stat_of(y)
+                && x.cversion == y.cversion
+                && x.ephemeral_owner == y.ephemeral_owner
+                && self.acl_of(x) == other.acl_of(y);
+            if !same {
+                return Some(format!("node {p} differs: {x:?} vs {y:?}"));
+            }
+        }
+        None
+    }
+}
+
+/// A resumable depth-first (pre-order) walk of the tree, for fuzzy snapshots: each call holds
+/// the caller's lock only for one chunk, and the tree may change between chunks. A node is
+/// emitted before its children, so a parent always precedes its children in the output.
+#[derive(Debug, Clone, Default)]
+pub struct SnapshotCursor {
+    /// (directory, last child emitted from it).
+    stack: Vec<(String, Option<Box<str>>)>,
+    started: bool,
+}
+
+impl SnapshotCursor {
+    /// A cursor at the root.
+    pub fn new() -> SnapshotCursor {
+        SnapshotCursor::default()
+    }
+
+    /// Emits up to `max` nodes, continuing where the previous call stopped. Returns `true`
+    /// while nodes remain.
+    pub fn next_chunk(
+        &mut self,
+        state: &State,
+        max: usize,
+        mut emit: impl FnMut(&str, &Node, &[Acl]),
+    ) -> bool {
+        let mut emitted = 0;
+        if !self.started {
+            self.started = true;
+            let root = &state.nodes["/"];
+            emit("/", root, state.acl_of(root));
+            emitted += 1;
+            self.stack.push(("/".to_string(), None));
+        }
+        while emitted < max {
+            let Some((dir, last)) = self.stack.last_mut() else { return false };
+            let Some(node) = state.nodes.get(dir.as_str()) else {
+                self.stack.pop();
+                continue;
+            };
+            let next = match last {
+                None => node.children.iter().next(),
+                Some(l) => node
+                    .children
+                    .range::<str, _>((std::ops::Bound::Excluded(&**l), std::ops::Bound::Unbounded))
+                    .next(),
+            };
+            let Some(child) = next else {
+                self.stack.pop();
+                continue;
+            };
+            let child_path = path::join(dir, child);
+            *last = Some(child.clone());
+            if let Some(n) = state.nodes.get(child_path.as_str()) {
+                emit(&child_path, n, state.acl_of(n));
+                emitted += 1;
+            }
+            self.stack.push((child_path, None));
+        }
+        !self.stack.is_empty()
     }
 }

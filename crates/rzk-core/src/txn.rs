@@ -66,6 +66,9 @@ pub enum TxnOp {
         acl: Vec<Acl>,
         /// 0, a session id, [`CONTAINER_OWNER`] or a [`ttl_owner`] word.
         ephemeral_owner: i64,
+        /// The parent's internal cversion after this create: an absolute value, so replaying
+        /// the transaction twice changes nothing.
+        parent_cversion: i32,
     },
     /// A node was deleted.
     Delete {

@@ -41,6 +41,11 @@ impl<'a> Reader<'a> {
         Ok(out)
     }
 
+    /// `n` raw bytes.
+    pub fn read_bytes(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
+        self.take(n)
+    }
+
     /// A jute `boolean`: one byte, non-zero is true (Java's `readBoolean`).
     pub fn read_bool(&mut self) -> Result<bool, DecodeError> {
         Ok(self.take(1)?[0] != 0)

@@ -1,6 +1,69 @@
 //! Shell settings: sockets and the limits that protect the server from its clients.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rzk_storage::Storage;
+
+/// Where acknowledged writes live.
+#[derive(Clone)]
+pub enum Durability {
+    /// Nothing survives a restart; a write is acknowledged once applied.
+    InMemory,
+    /// A transaction log and snapshots; a write is acknowledged once its log record is synced.
+    Disk(DiskConfig),
+}
+
+impl std::fmt::Debug for Durability {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Durability::InMemory => f.write_str("InMemory"),
+            Durability::Disk(d) => {
+                f.debug_tuple("Disk").field(&d.snap_dir).field(&d.log_dir).finish()
+            }
+        }
+    }
+}
+
+/// Settings of the durable store, named after `zoo.cfg` where ZooKeeper has them.
+#[derive(Clone)]
+pub struct DiskConfig {
+    /// Where snapshots go (`dataDir`).
+    pub snap_dir: PathBuf,
+    /// Where the transaction log goes (`dataLogDir`; defaults to `dataDir`).
+    pub log_dir: PathBuf,
+    /// The file system; tests substitute a crash-injecting one.
+    pub storage: Arc<dyn Storage>,
+    /// Preallocated size of each log segment (`preAllocSize`), bytes.
+    pub segment_bytes: u64,
+    /// Transactions between snapshots (`snapCount`); each interval is drawn from
+    /// [snapCount/2 + 1, snapCount] so that servers do not snapshot in step.
+    pub snap_count: u64,
+    /// Snapshots kept by autopurge (`autopurge.snapRetainCount`, at least 3).
+    pub snap_retain_count: usize,
+    /// Hours between autopurge runs (`autopurge.purgeInterval`); 0 disables it.
+    pub purge_interval_hours: u64,
+    /// Most transactions written under one fsync (bounds one group commit).
+    pub group_commit_txns_max: usize,
+}
+
+impl DiskConfig {
+    /// ZooKeeper's defaults for a data directory on the real file system.
+    pub fn new(data_dir: impl Into<PathBuf>) -> DiskConfig {
+        let dir = data_dir.into();
+        DiskConfig {
+            log_dir: dir.clone(),
+            snap_dir: dir,
+            storage: Arc::new(rzk_storage::FsStorage),
+            segment_bytes: rzk_storage::DEFAULT_SEGMENT_BYTES,
+            snap_count: 100_000,
+            snap_retain_count: 3,
+            purge_interval_hours: 0,
+            group_commit_txns_max: 10_000,
+        }
+    }
+}
 
 /// Everything the shell needs to run a server.
 #[derive(Debug, Clone)]
@@ -9,6 +72,8 @@ pub struct ServerConfig {
     pub bind: SocketAddr,
     /// Protocol semantics.
     pub core: rzk_core::Config,
+    /// In memory or on disk.
+    pub durability: Durability,
     /// Largest frame accepted from a client (`jute.maxbuffer`); larger ones close the
     /// connection.
     pub max_packet_bytes: usize,
@@ -31,6 +96,7 @@ impl ServerConfig {
         ServerConfig {
             bind,
             core: rzk_core::Config::default(),
+            durability: Durability::InMemory,
             max_packet_bytes: rzk_proto::DEFAULT_MAX_PACKET_BYTES,
             max_client_connections_per_ip: 60,
             max_connections: 10_000,

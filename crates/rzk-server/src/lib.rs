@@ -13,9 +13,10 @@
 #![warn(missing_docs)]
 
 mod config;
+mod durable;
 mod shell;
 mod testing;
 
-pub use config::ServerConfig;
+pub use config::{DiskConfig, Durability, ServerConfig};
 pub use shell::{Server, ServerError};
 pub use testing::{TestServer, TestServerBuilder};

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use rzk_core::{ConnId, Core, Now, Output};
+use rzk_core::{ConnId, Core, Now, Output, Txn};
 use rzk_proto::{four_letter_word, split_frame};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -20,11 +20,15 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, Notify};
 use tokio::task::JoinSet;
 
-use crate::config::ServerConfig;
+use crate::config::{Durability, ServerConfig};
+use crate::durable;
 
 /// Errors starting a server.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
+    /// The data directory could not be recovered.
+    #[error("cannot recover the data directory: {0}")]
+    Recover(#[from] rzk_storage::StorageError),
     /// The listen address could not be bound.
     #[error("cannot listen on {addr}: {source}")]
     Bind {
@@ -70,15 +74,20 @@ struct ConnHandle {
     ip: IpAddr,
 }
 
-struct Shared {
-    core: Core,
+pub(crate) struct Shared {
+    pub(crate) core: Core,
+    /// Where transactions go to be made durable; `None` in memory.
+    log_tx: Option<std::sync::mpsc::Sender<Vec<Txn>>>,
     conns: HashMap<ConnId, ConnHandle>,
     per_ip: HashMap<IpAddr, usize>,
     next_conn: ConnId,
 }
 
-struct Inner {
+pub(crate) struct Inner {
     shared: Mutex<Shared>,
+    /// Set when the server can no longer keep its promises (a failed fsync).
+    fatal: Mutex<Option<String>>,
+    failed: Notify,
     origin: Instant,
     config: ServerConfig,
     timer_wake: Notify,
@@ -87,13 +96,13 @@ struct Inner {
 }
 
 impl Inner {
-    fn now(&self) -> Now {
+    pub(crate) fn now(&self) -> Now {
         let wall_ms =
             SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
         Now { mono_ms: self.origin.elapsed().as_millis() as u64, wall_ms }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Shared> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Shared> {
         // A poisoned lock means a bug panicked mid-update; the state is still the best we
         // have, and refusing all further service would be worse.
         self.shared.lock().unwrap_or_else(|e| e.into_inner())
@@ -101,12 +110,21 @@ impl Inner {
 
     /// Carries out everything the core has emitted. Called with the lock held after every
     /// core call.
-    fn pump(&self, sh: &mut Shared) {
+    pub(crate) fn pump(&self, sh: &mut Shared) {
         if sh.core.has_txns() {
-            // In-memory durability: a transaction is durable once applied.
-            let last = sh.core.state().last_zxid();
-            sh.core.drain_txns().for_each(drop);
-            sh.core.mark_durable(last);
+            match &sh.log_tx {
+                // Outputs stay queued in the core until the log thread reports them durable.
+                Some(tx) => {
+                    let txns: Vec<Txn> = sh.core.drain_txns().collect();
+                    let _ = tx.send(txns);
+                }
+                // In memory a transaction is durable once applied.
+                None => {
+                    let last = sh.core.state().last_zxid();
+                    sh.core.drain_txns().for_each(drop);
+                    sh.core.mark_durable(last);
+                }
+            }
         }
         while let Some(out) = sh.core.poll_output() {
             match out {
@@ -158,6 +176,16 @@ impl Server {
     /// Binding is the only await; dropping the future before it completes leaves nothing
     /// running.
     pub async fn start(config: ServerConfig) -> Result<Server, ServerError> {
+        let recovered = match &config.durability {
+            Durability::InMemory => None,
+            Durability::Disk(disk) => {
+                let disk = disk.clone();
+                let r = tokio::task::spawn_blocking(move || durable::recover(&disk))
+                    .await
+                    .expect("recovery task")?;
+                Some(r)
+            }
+        };
         let listener = TcpListener::bind(config.bind)
             .await
             .map_err(|source| ServerError::Bind { addr: config.bind, source })?;
@@ -169,8 +197,11 @@ impl Server {
         core_config.client_port = local_addr.port();
         core_config.max_packet_bytes = config.max_packet_bytes;
         let inner = Arc::new(Inner {
+            fatal: Mutex::new(None),
+            failed: Notify::new(),
             shared: Mutex::new(Shared {
                 core: Core::new(core_config, Now { mono_ms: 0, wall_ms: 0 }),
+                log_tx: None,
                 conns: HashMap::new(),
                 per_ip: HashMap::new(),
                 next_conn: 1,
@@ -181,11 +212,20 @@ impl Server {
             timer_target_ms: AtomicU64::new(u64::MAX),
             shutdown: Notify::new(),
         });
-        // Session ids are seeded from the wall clock, which the placeholder above lacked.
+        // Session ids are seeded from the wall clock, which the placeholder above lacked;
+        // recovered sessions get a full timeout from now to come back.
         {
             let mut sh = inner.lock();
             let cfg = sh.core.config().clone();
-            sh.core = Core::new(cfg, inner.now());
+            let now = inner.now();
+            sh.core = match recovered {
+                None => Core::new(cfg, now),
+                Some((state, log)) => {
+                    let Durability::Disk(disk) = &inner.config.durability else { unreachable!() };
+                    sh.log_tx = Some(durable::start(inner.clone(), disk.clone(), log));
+                    Core::with_state(cfg, state, now)
+                }
+            };
         }
         let tasks = tokio::spawn(run(inner.clone(), listener));
         tracing::info!(%local_addr, "rzk server listening");
@@ -195,6 +235,21 @@ impl Server {
     /// The bound address (useful with port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// Resolves if the server fails and stops serving (for example when the log cannot be
+    /// synced), with the reason.
+    ///
+    /// # Cancellation safety
+    /// Safe: it only waits.
+    pub async fn failed(&self) -> String {
+        loop {
+            let notified = self.inner.failed.notified();
+            if let Some(why) = self.inner.fatal.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+                return why;
+            }
+            notified.await;
+        }
     }
 
     /// `host:port`, as ZooKeeper clients take it.
@@ -210,6 +265,23 @@ impl Server {
     pub async fn shutdown(self) {
         self.inner.shutdown.notify_one();
         let _ = self.tasks.await;
+        // Dropping the sender lets the log thread finish its last batch and exit.
+        self.inner.lock().log_tx = None;
+    }
+}
+
+impl Inner {
+    /// Stops serving for good: something the server promised (durability) can no longer be
+    /// kept. Connections are closed so that clients fail over instead of waiting.
+    pub(crate) fn is_failed(&self) -> bool {
+        self.fatal.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+    }
+
+    pub(crate) fn fail(&self, why: String) {
+        tracing::error!("server failed, no longer serving: {why}");
+        *self.fatal.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
+        self.failed.notify_waiters();
+        self.shutdown.notify_one();
     }
 }
 

@@ -6,7 +6,7 @@ use std::thread;
 
 use tokio::sync::oneshot;
 
-use crate::{Server, ServerConfig, ServerError};
+use crate::{DiskConfig, Durability, Server, ServerConfig, ServerError};
 
 /// Options for a [`TestServer`].
 #[derive(Debug, Clone)]
@@ -44,6 +44,18 @@ impl TestServerBuilder {
         self
     }
 
+    /// Keeps data in `dir` (log and snapshots), so that [`TestServer::restart`] recovers it.
+    pub fn data_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.config.durability = Durability::Disk(DiskConfig::new(dir.into()));
+        self
+    }
+
+    /// Durable storage with full control (a crash-injecting backend, small segments, ...).
+    pub fn disk(mut self, disk: DiskConfig) -> Self {
+        self.config.durability = Durability::Disk(disk);
+        self
+    }
+
     /// Full access to the shell configuration.
     pub fn config(mut self, f: impl FnOnce(&mut ServerConfig)) -> Self {
         f(&mut self.config);
@@ -56,34 +68,40 @@ impl TestServerBuilder {
     /// # Errors
     /// [`ServerError::Bind`] if no port could be bound.
     pub fn start(self) -> Result<TestServer, ServerError> {
-        let (ready_tx, ready_rx) = mpsc::channel();
-        let (stop_tx, stop_rx) = oneshot::channel::<()>();
-        let config = self.config;
-        let thread = thread::Builder::new()
-            .name("rzk-test-server".into())
-            .spawn(move || {
-                let rt = tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(1)
-                    .enable_all()
-                    .build()
-                    .expect("tokio runtime");
-                rt.block_on(async move {
-                    match Server::start(config).await {
-                        Ok(server) => {
-                            let _ = ready_tx.send(Ok(server.local_addr()));
-                            let _ = stop_rx.await;
-                            server.shutdown().await;
-                        }
-                        Err(e) => {
-                            let _ = ready_tx.send(Err(e));
-                        }
-                    }
-                });
-            })
-            .expect("spawn test server thread");
-        let addr = ready_rx.recv().expect("test server thread reports")?;
-        Ok(TestServer { addr, stop: Some(stop_tx), thread: Some(thread) })
+        let (addr, stop, thread) = spawn(self.config.clone())?;
+        Ok(TestServer { addr, config: self.config, stop: Some(stop), thread: Some(thread) })
     }
+}
+
+type Running = (SocketAddr, oneshot::Sender<()>, thread::JoinHandle<()>);
+
+fn spawn(config: ServerConfig) -> Result<Running, ServerError> {
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let (stop_tx, stop_rx) = oneshot::channel::<()>();
+    let thread = thread::Builder::new()
+        .name("rzk-test-server".into())
+        .spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .expect("tokio runtime");
+            rt.block_on(async move {
+                match Server::start(config).await {
+                    Ok(server) => {
+                        let _ = ready_tx.send(Ok(server.local_addr()));
+                        let _ = stop_rx.await;
+                        server.shutdown().await;
+                    }
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                    }
+                }
+            });
+        })
+        .expect("spawn test server thread");
+    let addr = ready_rx.recv().expect("test server thread reports")?;
+    Ok((addr, stop_tx, thread))
 }
 
 /// A server on 127.0.0.1 and a free port, stopped when dropped.
@@ -94,6 +112,7 @@ impl TestServerBuilder {
 /// ```
 pub struct TestServer {
     addr: SocketAddr,
+    config: ServerConfig,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<thread::JoinHandle<()>>,
 }
@@ -128,6 +147,22 @@ impl TestServer {
     /// Stops the server and waits for it.
     pub fn stop(mut self) {
         self.stop_now();
+    }
+
+    /// Stops the server and starts it again on the same port, as an operator's restart: a
+    /// durable server recovers its data and sessions, an in-memory one starts empty.
+    ///
+    /// # Errors
+    /// [`ServerError`] if the port cannot be bound again or recovery fails.
+    pub fn restart(&mut self) -> Result<(), ServerError> {
+        self.stop_now();
+        let mut config = self.config.clone();
+        config.bind = self.addr;
+        let (addr, stop, thread) = spawn(config)?;
+        self.addr = addr;
+        self.stop = Some(stop);
+        self.thread = Some(thread);
+        Ok(())
     }
 
     fn stop_now(&mut self) {

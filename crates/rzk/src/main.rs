@@ -2,12 +2,11 @@
 
 #![forbid(unsafe_code)]
 
-use std::net::{IpAddr, SocketAddr};
-
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 
 mod server;
+mod zoocfg;
 
 /// ZooKeeper-style coordination in Rust: a ZooKeeper-compatible server, leader election and
 /// the tools around them.
@@ -44,9 +43,4 @@ fn main() -> anyhow::Result<()> {
             rt.block_on(server::run(args))
         }
     }
-}
-
-/// Parses `host:port` or a bare IP for `--bind`.
-pub(crate) fn bind_addr(ip: IpAddr, port: u16) -> SocketAddr {
-    SocketAddr::new(ip, port)
 }

@@ -1,35 +1,60 @@
 //! `rzk server`.
 
 use std::net::IpAddr;
+use std::path::PathBuf;
 
 use anyhow::Context as _;
 use clap::Args;
-use rzk_server::{Server, ServerConfig};
+use rzk_server::{DiskConfig, Durability, Server, ServerConfig};
 
-/// Flags of `rzk server`. Names follow `zoo.cfg` where ZooKeeper has a setting.
+use crate::zoocfg;
+
+/// Flags of `rzk server`. Each one overrides the same setting from `--config`; names follow
+/// `zoo.cfg` where ZooKeeper has the setting.
 #[derive(Debug, Args)]
 pub(crate) struct ServerArgs {
-    /// Client port (`clientPort`).
-    #[arg(long, default_value_t = 2181)]
-    port: u16,
-    /// Address to listen on (`clientPortAddress`).
-    #[arg(long, default_value = "0.0.0.0")]
-    bind: IpAddr,
-    /// Tick length in ms (`tickTime`); session timeouts are clamped to [2, 20] ticks.
-    #[arg(long, default_value_t = 2000)]
-    tick_ms: u32,
-    /// Smallest session timeout granted, ms (`minSessionTimeout`; default 2 ticks).
+    /// A ZooKeeper `zoo.cfg` to read settings from.
+    #[arg(long, value_name = "ZOO_CFG")]
+    config: Option<PathBuf>,
+    /// Client port (`clientPort`) [default: 2181].
+    #[arg(long)]
+    port: Option<u16>,
+    /// Address to listen on (`clientPortAddress`) [default: 0.0.0.0].
+    #[arg(long)]
+    bind: Option<IpAddr>,
+    /// Tick length in ms (`tickTime`) [default: 2000]; session timeouts are clamped to [2, 20]
+    /// ticks unless set below.
+    #[arg(long)]
+    tick_ms: Option<u32>,
+    /// Smallest session timeout granted, ms (`minSessionTimeout`).
     #[arg(long)]
     min_session_timeout_ms: Option<i32>,
-    /// Largest session timeout granted, ms (`maxSessionTimeout`; default 20 ticks).
+    /// Largest session timeout granted, ms (`maxSessionTimeout`).
     #[arg(long)]
     max_session_timeout_ms: Option<i32>,
-    /// Keep everything in memory: nothing survives a restart.
+    /// Directory for snapshots and, unless `--data-log-dir` is given, the transaction log
+    /// (`dataDir`) [default: $RZK_DATA_DIR, else $XDG_DATA_HOME/rzk, else ~/.local/share/rzk].
     #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// Directory for the transaction log (`dataLogDir`).
+    #[arg(long)]
+    data_log_dir: Option<PathBuf>,
+    /// Keep everything in memory: nothing survives a restart. For tests.
+    #[arg(long, conflicts_with_all = ["data_dir", "data_log_dir"])]
     in_memory: bool,
-    /// Comma-separated four-letter words to allow, or `*` (`4lw.commands.whitelist`).
-    #[arg(long, default_value = "srvr,ruok")]
-    four_letter_words: String,
+    /// Transactions between snapshots (`snapCount`) [default: 100000].
+    #[arg(long)]
+    snap_count: Option<u64>,
+    /// Snapshots kept by autopurge (`autopurge.snapRetainCount`) [default: 3].
+    #[arg(long)]
+    snap_retain_count: Option<usize>,
+    /// Hours between autopurge runs, 0 for never (`autopurge.purgeInterval`) [default: 0].
+    #[arg(long)]
+    purge_interval_hours: Option<u64>,
+    /// Comma-separated four-letter words to allow, or `*` (`4lw.commands.whitelist`)
+    /// [default: srvr,ruok].
+    #[arg(long)]
+    four_letter_words: Option<String>,
     /// Allow TTL nodes (`zookeeper.extendedTypesEnabled`).
     #[arg(long)]
     extended_types: bool,
@@ -37,28 +62,50 @@ pub(crate) struct ServerArgs {
     /// (`zookeeper.DigestAuthenticationProvider.superDigest`).
     #[arg(long)]
     super_digest: Option<String>,
-    /// Connections per client IP, 0 for unlimited (`maxClientCnxns`).
-    #[arg(long, default_value_t = 60)]
-    max_client_cnxns: usize,
-    /// Largest accepted packet in bytes (`jute.maxbuffer`).
-    #[arg(long = "jute-maxbuffer", default_value_t = rzk_proto_default_max())]
-    max_packet_bytes: usize,
-    /// Interval between container/TTL reaping passes, ms (`znode.container.checkIntervalMs`).
-    #[arg(long, default_value_t = 60_000)]
-    container_check_interval_ms: u64,
+    /// Connections per client IP, 0 for unlimited (`maxClientCnxns`) [default: 60].
+    #[arg(long)]
+    max_client_cnxns: Option<usize>,
+    /// Largest accepted packet in bytes (`jute.maxbuffer`) [default: 1048575].
+    #[arg(long = "jute-maxbuffer")]
+    max_packet_bytes: Option<usize>,
+    /// Interval between container/TTL reaping passes, ms (`znode.container.checkIntervalMs`)
+    /// [default: 60000].
+    #[arg(long)]
+    container_check_interval_ms: Option<u64>,
 }
 
-const fn rzk_proto_default_max() -> usize {
-    0xfffff
+/// The default data directory when neither a flag nor `zoo.cfg` names one.
+fn default_data_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("RZK_DATA_DIR") {
+        return d.into();
+    }
+    if let Some(d) = std::env::var_os("XDG_DATA_HOME") {
+        return PathBuf::from(d).join("rzk");
+    }
+    match std::env::var_os("HOME") {
+        Some(h) => PathBuf::from(h).join(".local/share/rzk"),
+        None => PathBuf::from("rzk-data"),
+    }
 }
 
-pub(crate) async fn run(args: ServerArgs) -> anyhow::Result<()> {
-    let mut config = ServerConfig::new(crate::bind_addr(args.bind, args.port));
-    config.core = rzk_core::Config::with_tick_ms(args.tick_ms);
-    if let Some(ms) = args.min_session_timeout_ms {
+fn build_config(args: ServerArgs) -> anyhow::Result<ServerConfig> {
+    let file = match &args.config {
+        Some(p) => zoocfg::load(p)?,
+        None => zoocfg::ZooCfg::default(),
+    };
+    for key in &file.unknown {
+        tracing::warn!("zoo.cfg: ignoring unknown or unsupported key {key:?}");
+    }
+    let port = args.port.or(file.client_port).unwrap_or(2181);
+    let bind = args.bind.or(file.client_port_address).unwrap_or(IpAddr::from([0, 0, 0, 0]));
+    let tick_ms = args.tick_ms.or(file.tick_ms).unwrap_or(2000);
+    anyhow::ensure!(tick_ms > 0, "the tick must be positive");
+    let mut config = ServerConfig::new((bind, port).into());
+    config.core = rzk_core::Config::with_tick_ms(tick_ms);
+    if let Some(ms) = args.min_session_timeout_ms.or(file.min_session_timeout_ms) {
         config.core.session_timeout_ms_min = ms;
     }
-    if let Some(ms) = args.max_session_timeout_ms {
+    if let Some(ms) = args.max_session_timeout_ms.or(file.max_session_timeout_ms) {
         config.core.session_timeout_ms_max = ms;
     }
     anyhow::ensure!(
@@ -67,27 +114,66 @@ pub(crate) async fn run(args: ServerArgs) -> anyhow::Result<()> {
         config.core.session_timeout_ms_min,
         config.core.session_timeout_ms_max
     );
-    config.core.four_letter_words = args
-        .four_letter_words
-        .split(',')
-        .map(|w| w.trim().to_string())
-        .filter(|w| !w.is_empty())
-        .collect();
-    config.core.extended_types_enabled = args.extended_types;
+    let words = args.four_letter_words.or(file.four_letter_words).unwrap_or("srvr,ruok".into());
+    config.core.four_letter_words =
+        words.split(',').map(|w| w.trim().to_string()).filter(|w| !w.is_empty()).collect();
+    config.core.extended_types_enabled = args.extended_types || file.extended_types == Some(true);
     config.core.super_digest = args.super_digest;
-    config.core.container_check_interval_ms = args.container_check_interval_ms;
+    if let Some(ms) = args.container_check_interval_ms {
+        config.core.container_check_interval_ms = ms;
+    }
     config.core.seed = std::collections::hash_map::RandomState::new().hash_one(0u8);
-    config.max_client_connections_per_ip = args.max_client_cnxns;
-    config.max_packet_bytes = args.max_packet_bytes;
+    config.max_client_connections_per_ip =
+        args.max_client_cnxns.or(file.max_client_cnxns).unwrap_or(60);
+    config.max_packet_bytes =
+        args.max_packet_bytes.or(file.max_packet_bytes).unwrap_or(rzk_proto_default_max());
     if !args.in_memory {
-        tracing::warn!("durable storage is not implemented yet: running in memory");
+        let data_dir =
+            args.data_dir.or(file.data_dir.map(PathBuf::from)).unwrap_or_else(default_data_dir);
+        let log_dir =
+            args.data_log_dir.or(file.data_log_dir.map(PathBuf::from)).unwrap_or(data_dir.clone());
+        let mut disk = DiskConfig::new(&data_dir);
+        disk.log_dir = log_dir;
+        if let Some(n) = args.snap_count.or(file.snap_count) {
+            anyhow::ensure!(n > 0, "snapCount must be positive");
+            disk.snap_count = n;
+        }
+        if let Some(n) = args.snap_retain_count.or(file.snap_retain_count) {
+            disk.snap_retain_count = n;
+        }
+        if let Some(h) = args.purge_interval_hours.or(file.purge_interval_hours) {
+            disk.purge_interval_hours = h;
+        }
+        if let Some(kb) = file.prealloc_kb {
+            disk.segment_bytes = kb * 1024;
+        }
+        config.core.data_dir = Some(disk.snap_dir.display().to_string());
+        config.durability = Durability::Disk(disk);
+    }
+    Ok(config)
+}
+
+const fn rzk_proto_default_max() -> usize {
+    0xfffff
+}
+
+pub(crate) async fn run(args: ServerArgs) -> anyhow::Result<()> {
+    let config = build_config(args)?;
+    if let Durability::Disk(d) = &config.durability {
+        tracing::info!(data_dir = %d.snap_dir.display(), log_dir = %d.log_dir.display(), "durable storage");
+    } else {
+        tracing::info!("in memory: nothing survives a restart");
     }
     let server = Server::start(config).await.context("starting the server")?;
     tracing::info!("serving on {}", server.connect_string());
-    shutdown_signal().await;
-    tracing::info!("shutting down");
-    server.shutdown().await;
-    Ok(())
+    tokio::select! {
+        _ = shutdown_signal() => {
+            tracing::info!("shutting down");
+            server.shutdown().await;
+            Ok(())
+        }
+        why = server.failed() => Err(anyhow::anyhow!("server failed: {why}")),
+    }
 }
 
 use std::hash::BuildHasher as _;

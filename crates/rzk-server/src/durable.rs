@@ -1,0 +1,202 @@
+//! The durable side of the shell: recovery at start-up, the log thread (group commit), fuzzy
+//! snapshots in the background, and autopurge.
+//!
+//! ```text
+//!  core (under lock) ──txns──▶ channel ──▶ log thread: append all waiting, one fdatasync,
+//!                                          then mark_durable(zxid) under the lock, which
+//!                                          releases the replies and events that waited
+//! ```
+//! While one fsync runs, every connection keeps adding transactions to the channel; the next
+//! fsync covers all of them. That is the group commit.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use rzk_core::state::SnapshotCursor;
+use rzk_core::{State, Txn};
+use rzk_storage::{LogEnd, LogWriter, SnapshotWriter, StorageError};
+
+use crate::config::DiskConfig;
+use crate::shell::Inner;
+
+/// Nodes serialised per hold of the core's lock while snapshotting: small enough that a hold
+/// lasts well under a millisecond, so writes barely notice a snapshot.
+const SNAPSHOT_NODES_PER_LOCK: usize = 512;
+
+/// Recovers state from disk.
+pub(crate) fn recover(disk: &DiskConfig) -> Result<(State, LogEnd), StorageError> {
+    let started = Instant::now();
+    let rec = rzk_storage::recover(&*disk.storage, &disk.snap_dir, &disk.log_dir)?;
+    let r = &rec.report;
+    for skipped in &r.skipped_snapshots {
+        tracing::warn!("skipped a damaged snapshot: {skipped}");
+    }
+    if let Some((file, offset, bytes)) = &r.truncated {
+        tracing::warn!(
+            "cut a torn log tail (an unfinished, unacknowledged batch): {} at offset {offset}, {bytes} bytes",
+            file.display()
+        );
+    }
+    tracing::info!(
+        snapshot = ?r.snapshot,
+        snapshot_nodes = r.snapshot_nodes,
+        replayed = r.replayed,
+        zxid = format_args!("{:#x}", rec.state.last_zxid()),
+        sessions = rec.state.sessions().len(),
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "recovered"
+    );
+    Ok((rec.state, rec.log_end))
+}
+
+/// Starts the log thread (and the purge thread) and returns the channel the core's
+/// transactions go into.
+pub(crate) fn start(inner: Arc<Inner>, disk: DiskConfig, end: LogEnd) -> Sender<Vec<Txn>> {
+    let (tx, rx) = mpsc::channel();
+    let log = LogWriter::open(disk.storage.clone(), &disk.log_dir, disk.segment_bytes, &end);
+    let weak = Arc::downgrade(&inner);
+    match log {
+        Ok(log) => {
+            let d = disk.clone();
+            thread::Builder::new()
+                .name("rzk-log".into())
+                .spawn(move || log_thread(weak, rx, log, d))
+                .expect("spawn log thread");
+        }
+        Err(e) => inner.fail(format!("cannot open the transaction log: {e}")),
+    }
+    if disk.purge_interval_hours > 0 {
+        let weak = Arc::downgrade(&inner);
+        thread::Builder::new()
+            .name("rzk-purge".into())
+            .spawn(move || purge_thread(weak, disk))
+            .expect("spawn purge thread");
+    }
+    tx
+}
+
+fn log_thread(
+    inner: std::sync::Weak<Inner>,
+    rx: Receiver<Vec<Txn>>,
+    mut log: LogWriter,
+    disk: DiskConfig,
+) {
+    let snapshotting = Arc::new(AtomicBool::new(false));
+    let mut rng = log.last_zxid() as u64 ^ 0x5eed;
+    let mut until_snapshot = next_snapshot_interval(disk.snap_count, &mut rng);
+    while let Ok(first) = rx.recv() {
+        let mut batch = first;
+        while batch.len() < disk.group_commit_txns_max {
+            match rx.try_recv() {
+                Ok(more) => batch.extend(more),
+                Err(_) => break,
+            }
+        }
+        let Some(inner) = inner.upgrade() else { return };
+        let result = batch.iter().try_for_each(|t| log.append(t)).and_then(|_| log.sync());
+        match result {
+            Ok(zxid) => {
+                let mut sh = inner.lock();
+                sh.core.mark_durable(zxid);
+                inner.pump(&mut sh);
+            }
+            Err(e) => {
+                // After a failed fsync the kernel may have dropped the dirty pages: nothing in
+                // this batch may be acknowledged, and nothing later can be trusted.
+                inner.fail(format!("transaction log write failed: {e}"));
+                return;
+            }
+        }
+        until_snapshot = until_snapshot.saturating_sub(batch.len() as u64);
+        if until_snapshot == 0 && !snapshotting.swap(true, Ordering::SeqCst) {
+            until_snapshot = next_snapshot_interval(disk.snap_count, &mut rng);
+            let (flag, disk) = (snapshotting.clone(), disk.clone());
+            let weak = Arc::downgrade(&inner);
+            thread::Builder::new()
+                .name("rzk-snapshot".into())
+                .spawn(move || {
+                    if let Some(inner) = weak.upgrade() {
+                        match take_snapshot(&inner, &disk) {
+                            Ok(path) => tracing::info!("snapshot written: {}", path.display()),
+                            Err(e) => tracing::error!(
+                                "snapshot failed (the log still has everything): {e}"
+                            ),
+                        }
+                    }
+                    flag.store(false, Ordering::SeqCst);
+                })
+                .expect("spawn snapshot thread");
+        }
+    }
+}
+
+/// ZooKeeper takes a snapshot after a random count in [snapCount/2 + 1, snapCount], so that
+/// the servers of an ensemble do not all snapshot at once.
+fn next_snapshot_interval(snap_count: u64, rng: &mut u64) -> u64 {
+    *rng ^= *rng << 13;
+    *rng ^= *rng >> 7;
+    *rng ^= *rng << 17;
+    let half = (snap_count / 2).max(1);
+    half + 1 + *rng % half
+}
+
+/// Writes a fuzzy snapshot: the tree is walked a few hundred nodes per lock hold while writes
+/// continue, and the snapshot is sealed only once the log is durable through every
+/// transaction it may contain.
+pub(crate) fn take_snapshot(inner: &Inner, disk: &DiskConfig) -> Result<PathBuf, StorageError> {
+    let mut writer = {
+        let sh = inner.lock();
+        let st = sh.core.state();
+        SnapshotWriter::begin(disk.storage.clone(), &disk.snap_dir, st.last_zxid(), st.sessions())?
+    };
+    let mut cursor = SnapshotCursor::new();
+    loop {
+        let more = {
+            let sh = inner.lock();
+            cursor.next_chunk(sh.core.state(), SNAPSHOT_NODES_PER_LOCK, |p, n, acl| {
+                writer.node(p, n, acl)
+            })
+        };
+        writer.flush()?;
+        if !more {
+            break;
+        }
+    }
+    let end = inner.lock().core.state().last_zxid();
+    while inner.lock().core.durable_zxid() < end {
+        if inner.is_failed() {
+            return Err(StorageError::Gap {
+                dir: disk.log_dir.clone(),
+                reason: "the log failed before the snapshot's transactions were durable".into(),
+            });
+        }
+        thread::sleep(Duration::from_millis(1));
+    }
+    writer.finish(end)
+}
+
+fn purge_thread(inner: std::sync::Weak<Inner>, disk: DiskConfig) {
+    let interval = Duration::from_secs(disk.purge_interval_hours * 3600);
+    loop {
+        if inner.upgrade().is_none() {
+            return;
+        }
+        match rzk_storage::purge(
+            &*disk.storage,
+            &disk.snap_dir,
+            &disk.log_dir,
+            disk.snap_retain_count.max(3),
+        ) {
+            Ok(removed) if !removed.is_empty() => {
+                tracing::info!(files = removed.len(), "autopurge")
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!("autopurge failed: {e}"),
+        }
+        thread::sleep(interval);
+    }
+}

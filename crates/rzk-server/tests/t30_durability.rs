@@ -1,0 +1,170 @@
+//! Durable servers: acknowledged writes and sessions survive restarts; a dying disk stops the
+//! server instead of acknowledging what it could not store.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rzk_server::{DiskConfig, TestServer};
+use rzk_storage::{CrashStorage, Storage};
+use zk::{Acls, CreateMode, EventType};
+use zookeeper_client as zk;
+
+fn tmp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("rzk-t30-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn persistent() -> zk::CreateOptions<'static> {
+    CreateMode::Persistent.with_acls(Acls::anyone_all())
+}
+
+async fn within<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(15), f)
+        .await
+        .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
+}
+
+#[tokio::test]
+async fn data_survives_restarts_and_zxids_keep_growing() {
+    let dir = tmp_dir("data");
+    let mut s = TestServer::builder().tick_ms(100).data_dir(&dir).start().unwrap();
+    let c = zk::Client::connect(&s.connect_string()).await.unwrap();
+    c.create("/app", b"v1", &persistent()).await.unwrap();
+    for i in 0..50 {
+        c.create(&format!("/app/n{i:02}"), format!("{i}").as_bytes(), &persistent()).await.unwrap();
+    }
+    let before = c.set_data("/app", b"v2", None).await.unwrap();
+    drop(c);
+
+    for round in 0..3 {
+        s.restart().unwrap();
+        let c = zk::Client::connect(&s.connect_string()).await.unwrap();
+        let (data, stat) = c.get_data("/app").await.unwrap();
+        assert_eq!(data, b"v2", "round {round}");
+        assert_eq!(stat.mzxid, before.mzxid);
+        assert_eq!(c.list_children("/app").await.unwrap().len(), 50);
+        // New writes get zxids above everything before the restart.
+        let (stat, _) = c.create(&format!("/after{round}"), b"", &persistent()).await.unwrap();
+        assert!(stat.czxid > before.mzxid);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn a_session_resumed_within_its_timeout_keeps_its_ephemerals() {
+    let dir = tmp_dir("sessions");
+    let mut s = TestServer::builder().tick_ms(500).data_dir(&dir).start().unwrap();
+    let c = zk::Client::connector()
+        .with_session_timeout(Duration::from_secs(8))
+        .connect(&s.connect_string())
+        .await
+        .unwrap();
+    c.create("/lock", b"", &CreateMode::Ephemeral.with_acls(Acls::anyone_all())).await.unwrap();
+    let id = c.session_id();
+    let mut state = c.state_watcher();
+
+    // A session whose client never comes back.
+    let gone = zk::Client::connector()
+        .with_session_timeout(Duration::from_secs(2))
+        .with_detached()
+        .connect(&s.connect_string())
+        .await
+        .unwrap();
+    gone.create("/orphan", b"", &CreateMode::Ephemeral.with_acls(Acls::anyone_all()))
+        .await
+        .unwrap();
+    drop(gone);
+
+    s.restart().unwrap();
+    // The client reconnects by itself with its old session id and password.
+    within("reconnect", async {
+        loop {
+            if state.changed().await == zk::SessionState::SyncConnected {
+                break;
+            }
+        }
+    })
+    .await;
+    assert_eq!(c.session_id(), id);
+    let (_, stat) = c.get_data("/lock").await.unwrap();
+    assert_eq!(stat.ephemeral_owner, id.0);
+
+    // The session that did not come back expires after the restart, and its ephemeral goes.
+    let started = Instant::now();
+    within("orphan expiry", async {
+        while c.check_stat("/orphan").await.unwrap().is_some() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    assert!(started.elapsed() < Duration::from_secs(4), "expired in {:?}", started.elapsed());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn snapshots_and_purge_keep_recovery_exact() {
+    let dir = tmp_dir("snapshots");
+    let mut disk = DiskConfig::new(&dir);
+    disk.snap_count = 40;
+    disk.segment_bytes = 16 * 1024;
+    let mut s = TestServer::builder().tick_ms(100).disk(disk.clone()).start().unwrap();
+    let c = zk::Client::connect(&s.connect_string()).await.unwrap();
+    c.create("/s", b"", &persistent()).await.unwrap();
+    for i in 0..400 {
+        c.create(&format!("/s/{i}"), &[i as u8; 100], &persistent()).await.unwrap();
+        if i % 3 == 0 {
+            c.delete(&format!("/s/{i}"), None).await.unwrap();
+        }
+    }
+    let (_, expected) = c.get_children("/s").await.unwrap();
+    drop(c);
+    let snaps = || {
+        std::fs::read_dir(&dir)
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with("snapshot."))
+            .count()
+    };
+    within("a snapshot", async {
+        while snaps() == 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    rzk_storage::purge(&*disk.storage, &disk.snap_dir, &disk.log_dir, 2).unwrap();
+    s.restart().unwrap();
+    let c = zk::Client::connect(&s.connect_string()).await.unwrap();
+    let (children, stat) = c.get_children("/s").await.unwrap();
+    assert_eq!(children.len(), 266);
+    assert_eq!(stat, expected);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn a_dying_disk_stops_the_server_without_acknowledging() {
+    let storage = CrashStorage::new();
+    let mut disk = DiskConfig::new("/data");
+    disk.storage = Arc::new(storage.clone());
+    let s = TestServer::builder().tick_ms(100).disk(disk).start().unwrap();
+    let c = zk::Client::connector()
+        .with_session_timeout(Duration::from_secs(2))
+        .connect(&s.connect_string())
+        .await
+        .unwrap();
+    c.create("/ok", b"", &persistent()).await.unwrap();
+    storage.freeze_after_syncs(storage.syncs());
+    let (_, _, deleted) = c.get_and_watch_data("/ok").await.unwrap();
+    let write = tokio::time::timeout(Duration::from_secs(5), c.delete("/ok", None)).await;
+    assert!(!matches!(write, Ok(Ok(()))), "a write the disk could not store was acknowledged");
+    // Nor was the change announced.
+    assert!(tokio::time::timeout(Duration::from_millis(300), deleted.changed())
+        .await
+        .map_or(true, |e| e.event_type != EventType::NodeDeleted));
+    // What the disk kept recovers cleanly and still has /ok.
+    let after = storage.crash(rzk_storage::CrashMode::SyncedOnly);
+    let rec =
+        rzk_storage::recover(&after, std::path::Path::new("/data"), std::path::Path::new("/data"))
+            .unwrap();
+    assert!(rec.state.node("/ok").is_some());
+    let _ = after.list(std::path::Path::new("/data"));
+}

@@ -1,0 +1,338 @@
+//! The transaction log: checksummed, length-prefixed records in rolling, preallocated segments.
+//!
+//! Segment `log.<first zxid, 16 hex digits>`: a 16-byte header (magic, first zxid), then
+//! records `[len: u32][crc32: u32][payload: len bytes]`, then zeros up to the preallocated size.
+//! Records are written in batches; each batch ends with one `fdatasync`, and the next batch is
+//! only written after that sync returned. Each payload names its batch's first zxid, which is
+//! how recovery tells an unsynced torn tail (truncated) from corruption of synced data
+//! (refused, with the file and offset).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rzk_core::Txn;
+use rzk_proto::jute::Writer;
+
+use crate::backend::{Storage, StorageFile};
+use crate::codec::{self, LoggedTxn};
+use crate::StorageError;
+
+/// Magic at the start of every segment.
+pub const SEGMENT_MAGIC: &[u8; 8] = b"RZKLOG\x00\x01";
+/// Segment header length: magic and first zxid.
+pub const SEGMENT_HEADER_BYTES: u64 = 16;
+/// Record header length: payload length and CRC.
+pub const RECORD_HEADER_BYTES: usize = 8;
+/// ZooKeeper's `preAllocSize`: 64 MiB segments.
+pub const DEFAULT_SEGMENT_BYTES: u64 = 64 * 1024 * 1024;
+
+/// The file name of the segment whose first transaction is `zxid`.
+pub fn segment_name(first_zxid: i64) -> String {
+    format!("log.{first_zxid:016x}")
+}
+
+/// The first zxid of a segment file name.
+pub fn parse_segment_name(name: &str) -> Option<i64> {
+    let hex = name.strip_prefix("log.")?;
+    (hex.len() == 16).then(|| i64::from_str_radix(hex, 16).ok()).flatten()
+}
+
+/// Segments in a directory, oldest first.
+pub fn list_segments(
+    storage: &dyn Storage,
+    dir: &Path,
+) -> Result<Vec<(i64, PathBuf)>, StorageError> {
+    let names = storage.list(dir).map_err(|e| StorageError::io("list", dir, e))?;
+    let mut out: Vec<(i64, PathBuf)> =
+        names.iter().filter_map(|n| Some((parse_segment_name(n)?, dir.join(n)))).collect();
+    out.sort();
+    Ok(out)
+}
+
+/// Where the log ends, so that the writer can continue there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogEnd {
+    /// The segment to append to, with its first zxid; `None` when there is no segment yet.
+    pub segment: Option<(i64, PathBuf)>,
+    /// Offset of the first free byte in that segment.
+    pub offset: u64,
+    /// The last zxid in the log (0 when empty).
+    pub last_zxid: i64,
+}
+
+/// What reading the log found.
+#[derive(Debug)]
+pub struct LogRead {
+    /// Transactions with zxid above the requested one, in order.
+    pub txns: Vec<Txn>,
+    /// Where to continue writing.
+    pub end: LogEnd,
+    /// A torn tail that was cut off: (file, offset, bytes dropped).
+    pub truncated: Option<(PathBuf, u64, u64)>,
+}
+
+fn read_u32(b: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+/// Parses one record at `pos`; `None` if it is not a valid record.
+fn parse_record(bytes: &[u8], pos: usize) -> Option<(LoggedTxn, usize)> {
+    if pos + RECORD_HEADER_BYTES > bytes.len() {
+        return None;
+    }
+    let len = read_u32(bytes, pos) as usize;
+    let crc = read_u32(bytes, pos + 4);
+    if len == 0 || pos + RECORD_HEADER_BYTES + len > bytes.len() {
+        return None;
+    }
+    let payload = &bytes[pos + RECORD_HEADER_BYTES..pos + RECORD_HEADER_BYTES + len];
+    if crc32fast::hash(payload) != crc {
+        return None;
+    }
+    let logged = codec::decode(payload).ok()?;
+    Some((logged, RECORD_HEADER_BYTES + len))
+}
+
+/// Whether some valid record after `from` belongs to a batch that started after `bad_zxid`,
+/// which proves the batch holding the bad record had been synced.
+fn later_batch_exists(bytes: &[u8], from: usize, bad_zxid: i64) -> bool {
+    (from..bytes.len().saturating_sub(RECORD_HEADER_BYTES)).any(|pos| {
+        read_u32(bytes, pos) != 0
+            && parse_record(bytes, pos)
+                .is_some_and(|(r, _)| r.txn.zxid >= bad_zxid && r.batch_first_zxid > bad_zxid)
+    })
+}
+
+/// Reads every segment and returns the transactions after `after_zxid`.
+///
+/// # Errors
+/// [`StorageError::Corrupt`] for a bad record anywhere but an unsynced tail, a gap in zxids,
+/// or a bad segment header; [`StorageError::Io`] when a file cannot be read or repaired.
+pub fn read(storage: &dyn Storage, dir: &Path, after_zxid: i64) -> Result<LogRead, StorageError> {
+    let segments = list_segments(storage, dir)?;
+    let mut txns = Vec::new();
+    let mut expected: Option<i64> = None;
+    let mut end = LogEnd { segment: None, offset: SEGMENT_HEADER_BYTES, last_zxid: 0 };
+    let mut truncated = None;
+    for (i, (first, path)) in segments.iter().enumerate() {
+        let last_segment = i + 1 == segments.len();
+        let bytes = storage.read(path).map_err(|e| StorageError::io("read", path, e))?;
+        let header_ok = bytes.len() >= SEGMENT_HEADER_BYTES as usize
+            && &bytes[..8] == SEGMENT_MAGIC
+            && i64::from_be_bytes(bytes[8..16].try_into().expect("8 bytes")) == *first;
+        if !header_ok {
+            if last_segment && bytes.iter().all(|b| *b == 0) {
+                // Created but its header never reached the disk: nothing was written to it.
+                storage.remove(path).map_err(|e| StorageError::io("remove", path, e))?;
+                continue;
+            }
+            return Err(StorageError::corrupt(path, 0, "bad segment header"));
+        }
+        if let Some(exp) = expected {
+            if *first != exp {
+                return Err(StorageError::corrupt(
+                    path,
+                    0,
+                    format!("segment starts at zxid {first:#x}, expected {exp:#x}"),
+                ));
+            }
+        }
+        let mut pos = SEGMENT_HEADER_BYTES as usize;
+        loop {
+            match parse_record(&bytes, pos) {
+                Some((logged, len)) => {
+                    let zxid = logged.txn.zxid;
+                    if expected.is_some_and(|e| e != zxid) || (expected.is_none() && zxid != *first)
+                    {
+                        return Err(StorageError::corrupt(
+                            path,
+                            pos as u64,
+                            format!("zxid {zxid:#x} out of sequence"),
+                        ));
+                    }
+                    expected = Some(zxid + 1);
+                    end.last_zxid = zxid;
+                    if zxid > after_zxid {
+                        txns.push(logged.txn);
+                    }
+                    pos += len;
+                }
+                None => {
+                    let rest_is_zero = bytes[pos..].iter().all(|b| *b == 0);
+                    if !rest_is_zero {
+                        let bad = expected.unwrap_or(*first);
+                        if !last_segment || later_batch_exists(&bytes, pos + 1, bad) {
+                            return Err(StorageError::corrupt(
+                                path,
+                                pos as u64,
+                                "record fails its checksum and later synced records follow",
+                            ));
+                        }
+                        // Torn tail: the last batch never finished syncing, so nothing in it
+                        // was acknowledged. Zero it so that it cannot be misread later.
+                        let dropped = bytes.len() - pos;
+                        let mut f = storage
+                            .open_write(path)
+                            .map_err(|e| StorageError::io("open", path, e))?;
+                        f.write_at(pos as u64, &vec![0; dropped])
+                            .and_then(|_| f.sync_data())
+                            .map_err(|e| StorageError::io("truncate", path, e))?;
+                        truncated = Some((path.clone(), pos as u64, dropped as u64));
+                    }
+                    break;
+                }
+            }
+        }
+        end.segment = Some((*first, path.clone()));
+        end.offset = pos as u64;
+    }
+    Ok(LogRead { txns, end, truncated })
+}
+
+/// Appends transactions; one [`LogWriter::sync`] makes a whole batch durable.
+pub struct LogWriter {
+    storage: Arc<dyn Storage>,
+    dir: PathBuf,
+    segment_bytes: u64,
+    file: Option<(i64, Box<dyn StorageFile>)>,
+    offset: u64,
+    pending: Writer,
+    batch_first: Option<i64>,
+    last_zxid: i64,
+    /// Last zxid handed to the file, synced or not.
+    unsynced_zxid: i64,
+    synced_zxid: i64,
+}
+
+impl LogWriter {
+    /// A writer continuing at `end` (from [`read`]).
+    ///
+    /// # Errors
+    /// [`StorageError::Io`] if the last segment cannot be opened.
+    pub fn open(
+        storage: Arc<dyn Storage>,
+        dir: &Path,
+        segment_bytes: u64,
+        end: &LogEnd,
+    ) -> Result<LogWriter, StorageError> {
+        let file = match &end.segment {
+            Some((first, path)) => Some((
+                *first,
+                storage.open_write(path).map_err(|e| StorageError::io("open", path, e))?,
+            )),
+            None => None,
+        };
+        Ok(LogWriter {
+            storage,
+            dir: dir.to_path_buf(),
+            segment_bytes: segment_bytes.max(SEGMENT_HEADER_BYTES + 64),
+            file,
+            offset: end.offset,
+            pending: Writer::new(),
+            batch_first: None,
+            last_zxid: end.last_zxid,
+            unsynced_zxid: end.last_zxid,
+            synced_zxid: end.last_zxid,
+        })
+    }
+
+    /// The last zxid appended.
+    pub fn last_zxid(&self) -> i64 {
+        self.last_zxid
+    }
+
+    /// The last zxid known durable.
+    pub fn synced_zxid(&self) -> i64 {
+        self.synced_zxid
+    }
+
+    /// Buffers a transaction for the current batch. Nothing is durable until
+    /// [`LogWriter::sync`].
+    ///
+    /// # Errors
+    /// [`StorageError::Io`] if rolling to a new segment fails.
+    pub fn append(&mut self, txn: &Txn) -> Result<(), StorageError> {
+        let mut payload = self.encode(txn);
+        let record_len = (RECORD_HEADER_BYTES + payload.len()) as u64;
+        let used = self.offset + self.pending.len() as u64;
+        let has_records = used > SEGMENT_HEADER_BYTES;
+        if self.file.is_none() || (has_records && used + record_len > self.segment_bytes) {
+            self.roll(txn.zxid)?;
+            // Rolling synced the old segment, so this record opens a new batch.
+            payload = self.encode(txn);
+        }
+        self.pending.raw(&(payload.len() as u32).to_be_bytes());
+        self.pending.raw(&crc32fast::hash(&payload).to_be_bytes());
+        self.pending.raw(&payload);
+        self.last_zxid = txn.zxid;
+        Ok(())
+    }
+
+    fn encode(&mut self, txn: &Txn) -> Vec<u8> {
+        let batch_first = *self.batch_first.get_or_insert(txn.zxid);
+        let mut payload = Writer::new();
+        codec::encode(txn, batch_first, &mut payload);
+        payload.into_inner()
+    }
+
+    /// Writes the pending batch and makes it durable; returns the last durable zxid.
+    ///
+    /// # Errors
+    /// [`StorageError::Io`] if the write or the sync fails. The server must then stop: the
+    /// batch may or may not be on disk, and nothing in it may be acknowledged.
+    pub fn sync(&mut self) -> Result<i64, StorageError> {
+        if self.pending.is_empty() && self.unsynced_zxid == self.synced_zxid {
+            return Ok(self.synced_zxid);
+        }
+        self.write_pending()?;
+        let (first, file) = self.file.as_mut().expect("append opened a segment");
+        file.sync_data()
+            .map_err(|e| StorageError::io("fdatasync", &self.dir.join(segment_name(*first)), e))?;
+        self.batch_first = None;
+        self.synced_zxid = self.unsynced_zxid;
+        Ok(self.synced_zxid)
+    }
+
+    /// Hands the pending batch to the file without syncing it: the moment a crash can leave
+    /// a torn tail. [`LogWriter::sync`] does this first; tests call it alone.
+    ///
+    /// # Errors
+    /// [`StorageError::Io`] if the write fails.
+    pub fn write_pending(&mut self) -> Result<(), StorageError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let bytes = std::mem::take(&mut self.pending).into_inner();
+        let (first, file) = self.file.as_mut().expect("append opened a segment");
+        let path = self.dir.join(segment_name(*first));
+        file.write_at(self.offset, &bytes).map_err(|e| StorageError::io("write", &path, e))?;
+        self.offset += bytes.len() as u64;
+        self.unsynced_zxid = self.last_zxid;
+        Ok(())
+    }
+
+    /// Finishes the current segment (syncing what it holds) and starts one at `first_zxid`.
+    fn roll(&mut self, first_zxid: i64) -> Result<(), StorageError> {
+        if self.file.is_some() {
+            // The records already batched belong to the old segment.
+            self.sync()?;
+        }
+        self.batch_first = None;
+        let path = self.dir.join(segment_name(first_zxid));
+        let mut f =
+            self.storage.open_write(&path).map_err(|e| StorageError::io("create", &path, e))?;
+        let mut header = Vec::with_capacity(SEGMENT_HEADER_BYTES as usize);
+        header.extend_from_slice(SEGMENT_MAGIC);
+        header.extend_from_slice(&first_zxid.to_be_bytes());
+        f.set_len(self.segment_bytes)
+            .and_then(|_| f.write_at(0, &header))
+            .and_then(|_| f.sync_data())
+            .map_err(|e| StorageError::io("preallocate", &path, e))?;
+        self.storage
+            .sync_dir(&self.dir)
+            .map_err(|e| StorageError::io("fsync dir", &self.dir, e))?;
+        self.file = Some((first_zxid, f));
+        self.offset = SEGMENT_HEADER_BYTES;
+        Ok(())
+    }
+}

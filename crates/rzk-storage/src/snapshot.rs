@@ -1,0 +1,220 @@
+//! Fuzzy snapshots: the tree written in chunks while writes continue.
+//!
+//! Layout of `snapshot.<start zxid, 16 hex digits>`:
+//! magic, start zxid, sessions, node records in depth-first pre-order (each prefixed by a 1
+//! byte), then a 0 byte, the end zxid, the node count, and a CRC-32 of everything before it.
+//! The snapshot reflects every transaction up to `start_zxid` and possibly some up to
+//! `end_zxid`; recovery replays the log from `start_zxid + 1`, idempotently up to `end_zxid`.
+//! It is written to a `.tmp` file and renamed only after the log is durable through
+//! `end_zxid`, so a snapshot never holds a write the log could lose.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rzk_core::state::{Node, RestoredNode, SessionRecord};
+use rzk_proto::jute::{Reader, Writer};
+use rzk_proto::{Acl, DecodeError};
+
+use crate::backend::{Storage, StorageFile};
+use crate::StorageError;
+
+/// Magic at the start of every snapshot.
+pub const SNAPSHOT_MAGIC: &[u8; 8] = b"RZKSNAP\x01";
+/// Bytes buffered before a write to the file.
+const FLUSH_BYTES: usize = 1024 * 1024;
+
+/// The file name of a snapshot that starts at `zxid`.
+pub fn snapshot_name(start_zxid: i64) -> String {
+    format!("snapshot.{start_zxid:016x}")
+}
+
+/// The start zxid of a snapshot file name (not of a `.tmp` file).
+pub fn parse_snapshot_name(name: &str) -> Option<i64> {
+    let hex = name.strip_prefix("snapshot.")?;
+    (hex.len() == 16).then(|| i64::from_str_radix(hex, 16).ok()).flatten()
+}
+
+/// Snapshots in a directory, newest first.
+pub fn list_snapshots(
+    storage: &dyn Storage,
+    dir: &Path,
+) -> Result<Vec<(i64, PathBuf)>, StorageError> {
+    let names = storage.list(dir).map_err(|e| StorageError::io("list", dir, e))?;
+    let mut out: Vec<(i64, PathBuf)> =
+        names.iter().filter_map(|n| Some((parse_snapshot_name(n)?, dir.join(n)))).collect();
+    out.sort_by_key(|s| std::cmp::Reverse(s.0));
+    Ok(out)
+}
+
+/// Streams a snapshot to a temporary file.
+pub struct SnapshotWriter {
+    storage: Arc<dyn Storage>,
+    dir: PathBuf,
+    tmp: PathBuf,
+    file: Box<dyn StorageFile>,
+    offset: u64,
+    buf: Writer,
+    crc: crc32fast::Hasher,
+    start_zxid: i64,
+    nodes: u64,
+}
+
+impl SnapshotWriter {
+    /// Starts a snapshot of the state as of `start_zxid`.
+    ///
+    /// # Errors
+    /// [`StorageError::Io`] if the temporary file cannot be created.
+    pub fn begin(
+        storage: Arc<dyn Storage>,
+        dir: &Path,
+        start_zxid: i64,
+        sessions: &BTreeMap<i64, SessionRecord>,
+    ) -> Result<SnapshotWriter, StorageError> {
+        let tmp = dir.join(format!("{}.tmp", snapshot_name(start_zxid)));
+        let _ = storage.remove(&tmp);
+        let file = storage.open_write(&tmp).map_err(|e| StorageError::io("create", &tmp, e))?;
+        let mut buf = Writer::new();
+        buf.raw(SNAPSHOT_MAGIC).i64(start_zxid).i32(sessions.len() as i32);
+        for (id, s) in sessions {
+            buf.i64(*id).i32(s.timeout_ms).raw(&s.passwd);
+        }
+        Ok(SnapshotWriter {
+            storage,
+            dir: dir.to_path_buf(),
+            tmp,
+            file,
+            offset: 0,
+            buf,
+            crc: crc32fast::Hasher::new(),
+            start_zxid,
+            nodes: 0,
+        })
+    }
+
+    /// Adds one node. Cheap: it only encodes into a buffer, so it can run under the core's
+    /// lock; [`SnapshotWriter::flush`] does the I/O outside it.
+    pub fn node(&mut self, path: &str, n: &Node, acl: &[Acl]) {
+        let w = &mut self.buf;
+        w.raw(&[1]).string(path).buffer_opt(n.data.as_deref());
+        Acl::write_vec(acl, w);
+        w.i64(n.czxid).i64(n.mzxid).i64(n.pzxid).i64(n.ctime).i64(n.mtime);
+        w.i64(n.ephemeral_owner).i32(n.version).i32(n.cversion).i32(n.aversion);
+        self.nodes += 1;
+    }
+
+    /// Writes buffered bytes once enough have gathered.
+    ///
+    /// # Errors
+    /// [`StorageError::Io`] on a failed write.
+    pub fn flush(&mut self) -> Result<(), StorageError> {
+        if self.buf.len() >= FLUSH_BYTES {
+            self.write_buffered()?;
+        }
+        Ok(())
+    }
+
+    fn write_buffered(&mut self) -> Result<(), StorageError> {
+        let bytes = std::mem::take(&mut self.buf).into_inner();
+        self.crc.update(&bytes);
+        self.file
+            .write_at(self.offset, &bytes)
+            .map_err(|e| StorageError::io("write", &self.tmp, e))?;
+        self.offset += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// Seals the snapshot: footer, fdatasync, rename into place, directory sync. Call only
+    /// once the log is durable through `end_zxid`.
+    ///
+    /// # Errors
+    /// [`StorageError::Io`] on any failed step; the temporary file is then left behind and
+    /// ignored (and purged) by recovery.
+    pub fn finish(mut self, end_zxid: i64) -> Result<PathBuf, StorageError> {
+        self.buf.raw(&[0]).i64(end_zxid).i64(self.nodes as i64);
+        self.write_buffered()?;
+        let crc = std::mem::replace(&mut self.crc, crc32fast::Hasher::new()).finalize();
+        self.file
+            .write_at(self.offset, &crc.to_be_bytes())
+            .and_then(|_| self.file.sync_data())
+            .map_err(|e| StorageError::io("fdatasync", &self.tmp, e))?;
+        let path = self.dir.join(snapshot_name(self.start_zxid));
+        self.storage
+            .rename(&self.tmp, &path)
+            .map_err(|e| StorageError::io("rename", &self.tmp, e))?;
+        self.storage
+            .sync_dir(&self.dir)
+            .map_err(|e| StorageError::io("fsync dir", &self.dir, e))?;
+        Ok(path)
+    }
+}
+
+/// A snapshot read back.
+#[derive(Debug)]
+pub struct LoadedSnapshot {
+    /// Every transaction up to here is in the snapshot.
+    pub start_zxid: i64,
+    /// Transactions after `start_zxid` up to here may be in it, partly.
+    pub end_zxid: i64,
+    /// The session table as of `start_zxid`.
+    pub sessions: BTreeMap<i64, SessionRecord>,
+    /// The nodes.
+    pub nodes: Vec<RestoredNode>,
+}
+
+/// Parses and verifies a snapshot file's bytes.
+///
+/// # Errors
+/// [`StorageError::Corrupt`] naming the file and the offset of the problem.
+pub fn load(path: &Path, bytes: &[u8]) -> Result<LoadedSnapshot, StorageError> {
+    let corrupt = |offset: usize, why: String| StorageError::corrupt(path, offset as u64, why);
+    if bytes.len() < SNAPSHOT_MAGIC.len() + 4 || &bytes[..8] != SNAPSHOT_MAGIC {
+        return Err(corrupt(0, "not a snapshot (bad magic)".into()));
+    }
+    let (body, crc) = bytes.split_at(bytes.len() - 4);
+    let crc = u32::from_be_bytes([crc[0], crc[1], crc[2], crc[3]]);
+    if crc32fast::hash(body) != crc {
+        return Err(corrupt(body.len(), "checksum mismatch".into()));
+    }
+    let mut r = Reader::new(&body[8..]);
+    let at = |r: &Reader<'_>| body.len() - r.remaining();
+    let parse = |r: &mut Reader<'_>| -> Result<LoadedSnapshot, DecodeError> {
+        let start_zxid = r.read_i64()?;
+        let n = r.read_i32()?;
+        let mut sessions = BTreeMap::new();
+        for _ in 0..n.max(0) {
+            let id = r.read_i64()?;
+            let timeout_ms = r.read_i32()?;
+            let mut passwd = [0u8; 16];
+            passwd.copy_from_slice(r.read_bytes(16)?);
+            sessions.insert(id, SessionRecord { timeout_ms, passwd });
+        }
+        let mut nodes = Vec::new();
+        while r.read_bytes(1)?[0] == 1 {
+            nodes.push(RestoredNode {
+                path: r.read_string()?,
+                data: r.read_buffer_opt()?,
+                acl: Acl::read_vec(r)?,
+                czxid: r.read_i64()?,
+                mzxid: r.read_i64()?,
+                pzxid: r.read_i64()?,
+                ctime: r.read_i64()?,
+                mtime: r.read_i64()?,
+                ephemeral_owner: r.read_i64()?,
+                version: r.read_i32()?,
+                cversion: r.read_i32()?,
+                aversion: r.read_i32()?,
+            });
+        }
+        let end_zxid = r.read_i64()?;
+        let count = r.read_i64()?;
+        if count != nodes.len() as i64 {
+            return Err(DecodeError::UnexpectedEof {
+                needed: count as usize,
+                remaining: nodes.len(),
+            });
+        }
+        Ok(LoadedSnapshot { start_zxid, end_zxid, sessions, nodes })
+    };
+    parse(&mut r).map_err(|e| corrupt(at(&r), e.to_string()))
+}
