@@ -252,6 +252,11 @@ impl State {
         self.ephemerals.get(&session_id).into_iter().flat_map(|s| s.iter().map(|p| &**p))
     }
 
+    /// Sessions that own ephemerals.
+    pub fn ephemeral_owners(&self) -> impl Iterator<Item = i64> + '_ {
+        self.ephemerals.keys().copied()
+    }
+
     /// Number of ephemeral nodes.
     pub fn ephemeral_count(&self) -> usize {
         self.ephemerals.values().map(BTreeSet::len).sum()
