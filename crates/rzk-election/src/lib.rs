@@ -1,0 +1,3 @@
+//! Curator-compatible leader election on ZooKeeper (work in progress).
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
