@@ -1,3 +1,75 @@
-//! Curator-compatible leader election on ZooKeeper (work in progress).
+//! Curator-compatible leader election on ZooKeeper, on the
+//! [`zookeeper-client`](zookeeper_client) crate: [`LeaderLatch`] and [`LeaderSelector`], with
+//! what Curator leaves to the user done for you: a fencing token per term, a loss signal that
+//! fires before the server can expire the session, guarded writes, a session manager that
+//! rejoins after expiry, and refusal to lead beside nodes the recipe cannot order.
+//!
+//! # Layout
+//!
+//! - [`Session`]: one managed ZooKeeper session (Curator's `CuratorFramework` role): connection
+//!   states `Connected`/`Suspended`/`Reconnected`/`Lost`, a heartbeat that maintains the
+//!   [`Lease`], simulated expiry, a new session after `Lost`.
+//! - [`LeaderLatch`]: Curator's LeaderLatch. Nodes `_c_<uuid>-latch-<seq>`, the id as data.
+//! - [`LeaderSelector`]: Curator's LeaderSelector on the InterProcessMutex layout
+//!   (`_c_<uuid>-lock-<seq>`); an async task per term, cancelled on loss; requeue.
+//! - [`Leadership`]: one term. [`Leadership::token`] is the czxid of our node, strictly
+//!   increasing from term to term in one election path; [`Leadership::lost`] resolves the
+//!   moment leadership may be lost; [`Leadership::guarded`] builds a multi that checks our
+//!   node, so a write after the loss fails with [`Error::NotLeader`].
+//!
+//! The protocol and its reasoning are in `docs/election.md`.
+//!
+//! # Example
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), rzk_election::Error> {
+//! use std::time::Duration;
+//! use rzk_election::{LatchOptions, LeaderLatch, Session, SessionConfig};
+//!
+//! let session = Session::connect(
+//!     SessionConfig::new("127.0.0.1:2181").with_session_timeout(Duration::from_secs(4)),
+//! )
+//! .await?;
+//! let latch = LeaderLatch::new(&session, "/demo/leader", LatchOptions::default().with_id("a"))?;
+//! latch.start().await?;
+//! loop {
+//!     let leadership = latch.await_leadership().await?;
+//!     println!("leading, token {}", leadership.token());
+//!     // Do the work; stop as soon as leadership may be lost.
+//!     let reason = leadership.lost().await;
+//!     println!("stepped down: {reason}");
+//! }
+//! # }
+//! ```
+//!
+//! # Mixing clients
+//!
+//! Java Curator latches (or selectors) and these can share one path: same names, same order.
+//! A path that also holds nodes this recipe cannot order (kazoo's `__lock__`, a latch node in a
+//! selector path, junk) makes it refuse to lead with [`Error::ForeignNodes`]: such mixes give
+//! two leaders in every implementation, and ours is the one it can stop.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+
+mod contender;
+mod decide;
+mod error;
+mod event;
+mod latch;
+mod leadership;
+mod naming;
+mod options;
+mod selector;
+mod session;
+
+pub use contender::BoxError;
+pub use error::Error;
+pub use event::{ElectionEvent, Events, JoinInfo, Metrics, Participant, Participants, Status};
+pub use latch::LeaderLatch;
+pub use leadership::{FencingToken, GuardedWrite, Leadership, LossReason, Lost};
+pub use options::{CloseMode, ConnectionPolicy, LatchOptions, SelectorOptions, WatchStrategy};
+pub use selector::LeaderSelector;
+pub use session::{
+    ConnectionEvent, ConnectionEvents, ConnectionState, Lease, Session, SessionConfig,
+};
+pub use zookeeper_client::SessionId;

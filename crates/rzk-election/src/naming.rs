@@ -1,0 +1,168 @@
+//! Curator's protected node names: `_c_<uuid>-<lock name><10-digit sequence>`.
+
+/// Curator's `ProtectedUtils.PROTECTED_PREFIX`.
+pub(crate) const PROTECTED_PREFIX: &str = "_c_";
+/// The lock name of a LeaderLatch (`LeaderLatch.LOCK_NAME`).
+pub(crate) const LATCH: &str = "latch-";
+/// The lock name of a LeaderSelector (`LeaderSelector`'s InterProcessMutex).
+pub(crate) const LOCK: &str = "lock-";
+
+/// A child name this recipe can order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Recognized<'a> {
+    /// The 36-character UUID.
+    pub uuid: &'a str,
+    /// The 10-digit, non-negative sequence suffix (the sort key).
+    pub sequence: &'a str,
+}
+
+/// True for a canonical 8-4-4-4-12 UUID (hex digits of either case), as Curator's
+/// `isProtectedZNode` accepts.
+pub(crate) fn is_uuid(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 36
+        && b.iter().enumerate().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => *c == b'-',
+            _ => c.is_ascii_hexdigit(),
+        })
+}
+
+/// Parses `_c_<uuid>-<lock><10 digits>`; anything else (other lock names, kazoo nodes, negative
+/// or overlong sequences, junk) is foreign.
+pub(crate) fn parse<'a>(name: &'a str, lock: &str) -> Option<Recognized<'a>> {
+    let rest = name.strip_prefix(PROTECTED_PREFIX)?;
+    let uuid = rest.get(..36)?;
+    if !is_uuid(uuid) || rest.as_bytes().get(36) != Some(&b'-') {
+        return None;
+    }
+    let sequence = rest.get(37..)?.strip_prefix(lock)?;
+    (sequence.len() == 10 && sequence.bytes().all(|c| c.is_ascii_digit()))
+        .then_some(Recognized { uuid, sequence })
+}
+
+/// The name prefix shared by every node one create attempt can produce: `_c_<uuid>-`.
+pub(crate) fn uuid_prefix(uuid: &str) -> String {
+    format!("{PROTECTED_PREFIX}{uuid}-")
+}
+
+/// The path to create (the server appends the sequence): `P/_c_<uuid>-<lock>`.
+pub(crate) fn create_path(parent: &str, uuid: &str, lock: &str) -> String {
+    format!("{parent}/{PROTECTED_PREFIX}{uuid}-{lock}")
+}
+
+/// Joins a parent path and a child name.
+pub(crate) fn child_path(parent: &str, name: &str) -> String {
+    format!("{parent}/{name}")
+}
+
+/// The last path segment.
+pub(crate) fn name_of(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// Validates an election path: absolute, no trailing `/`, not the root, no empty segment.
+pub(crate) fn validate_path(path: &str) -> Result<(), crate::Error> {
+    let bad = |why: &str| Err(crate::Error::BadArguments(format!("election path {path:?}: {why}")));
+    if !path.starts_with('/') {
+        return bad("must be absolute");
+    }
+    if path == "/" {
+        return bad("must not be the root");
+    }
+    if path.ends_with('/') {
+        return bad("must not end with '/'");
+    }
+    if path.split('/').skip(1).any(|s| s.is_empty() || s == "." || s == "..") {
+        return bad("has an empty, '.' or '..' segment");
+    }
+    if path.chars().any(|c| c == '\0') {
+        return bad("contains NUL");
+    }
+    Ok(())
+}
+
+/// Children sorted the way Curator's `StandardLockInternalsDriver` sorts recognized names (by the
+/// suffix after the lock name), with the foreign ones apart.
+pub(crate) fn sort_children(children: &[String], lock: &str) -> (Vec<String>, Vec<String>) {
+    let mut recognized = Vec::with_capacity(children.len());
+    let mut foreign = Vec::new();
+    for c in children {
+        match parse(c, lock) {
+            Some(r) => recognized.push((r.sequence.to_string(), c.clone())),
+            None => foreign.push(c.clone()),
+        }
+    }
+    recognized.sort();
+    foreign.sort();
+    (recognized.into_iter().map(|(_, c)| c).collect(), foreign)
+}
+
+/// True if an `ephemeralOwner` is a session id: not 0 (persistent, and containers and TTL nodes
+/// as ZooKeeper reports them), not `i64::MIN` (the container marker), not a TTL marker (top byte
+/// `0xff`).
+pub(crate) fn is_session_owner(owner: i64) -> bool {
+    owner != 0 && owner != i64::MIN && (owner as u64) >> 56 != 0xff
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const U: &str = "0f8e2b9a-5c3d-4e1f-8a7b-6c5d4e3f2a1b";
+
+    #[test]
+    fn recognizes_curator_names() {
+        let n = format!("_c_{U}-latch-0000000012");
+        assert_eq!(parse(&n, LATCH), Some(Recognized { uuid: U, sequence: "0000000012" }));
+        assert_eq!(parse(&n, LOCK), None);
+        let upper = format!("_c_{}-lock-0000000000", U.to_uppercase());
+        assert!(parse(&upper, LOCK).is_some());
+    }
+
+    #[test]
+    fn rejects_foreign_names() {
+        for n in [
+            "0123456789abcdef0123456789abcdef__lock__0000000003".to_string(),
+            format!("_c_{U}-latch--000000001"),
+            format!("_c_{U}-latch-000000001"),
+            format!("_c_{U}-latch-00000000012"),
+            format!("_c_{U}-latch-000000001x"),
+            "_c_not-a-uuid-at-all-latch-0000000001".to_string(),
+            "latch-0000000001".to_string(),
+            "config".to_string(),
+            format!("_c_{U}latch-0000000001"),
+        ] {
+            assert_eq!(parse(&n, LATCH), None, "{n}");
+        }
+    }
+
+    #[test]
+    fn sorts_on_the_suffix() {
+        let a = "_c_ffffffff-5c3d-4e1f-8a7b-6c5d4e3f2a1b-latch-0000000002".to_string();
+        let b = "_c_00000000-5c3d-4e1f-8a7b-6c5d4e3f2a1b-latch-0000000010".to_string();
+        let c = format!("_c_{U}-latch-0000000001");
+        let (sorted, foreign) =
+            sort_children(&[a.clone(), b.clone(), "junk".into(), c.clone()], LATCH);
+        assert_eq!(sorted, vec![c, a, b]);
+        assert_eq!(foreign, vec!["junk".to_string()]);
+    }
+
+    #[test]
+    fn owners() {
+        assert!(is_session_owner(0x1000_0000_0000_0001));
+        assert!(is_session_owner(1));
+        assert!(!is_session_owner(0));
+        assert!(!is_session_owner(i64::MIN));
+        assert!(!is_session_owner(-1));
+        assert!(!is_session_owner(0xff00_0000_0000_0001_u64 as i64));
+    }
+
+    #[test]
+    fn paths() {
+        assert!(validate_path("/demo/leader").is_ok());
+        for p in ["", "demo", "/", "/demo/", "/a//b", "/a/./b"] {
+            assert!(validate_path(p).is_err(), "{p}");
+        }
+        assert_eq!(name_of("/a/b/c"), "c");
+    }
+}
