@@ -66,7 +66,8 @@ def expect_raises(exc_type, fn, *args, **kw):
 
 
 class Suite:
-    def __init__(self, name, overall_timeout_s=120):
+    def __init__(self, name, overall_timeout_s=120, server_options=None):
+        self.server_options = server_options or {}
         self.name = name
         self.tests = []
         self.overall_timeout_s = overall_timeout_s
@@ -112,7 +113,7 @@ class Suite:
         t0 = time.monotonic()
         failures = []
         ran = 0
-        self.server = servers.start(args.server)
+        self.server = servers.start(args.server, **self.server_options)
         try:
             print("%s suite against %s on %s" % (self.name, args.server, self.server.hosts))
             for fn in self.tests:

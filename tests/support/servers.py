@@ -55,8 +55,8 @@ def wait_ready(port, timeout_s=30.0, proc=None):
 class Server:
     """A running server. `hosts` is the connect string, e.g. `127.0.0.1:40123`."""
 
-    def __init__(self, kind, proc, port, workdir):
-        self.kind, self.proc, self.port, self.workdir = kind, proc, port, workdir
+    def __init__(self, kind, proc, port, workdir, cmd):
+        self.kind, self.proc, self.port, self.workdir, self.cmd = kind, proc, port, workdir, cmd
         self.hosts = "127.0.0.1:%d" % port
 
     def four_letter(self, word):
@@ -74,6 +74,20 @@ class Server:
 
     def resume(self):
         self.proc.send_signal(signal.SIGCONT)
+
+    def restart(self, hard=True):
+        """Stops the server (SIGKILL when `hard`, else SIGTERM) and starts it again on the same
+        port with the same data: what an operator's restart or a crash looks like to clients."""
+        self.proc.send_signal(signal.SIGCONT)
+        if hard:
+            self.proc.kill()
+        else:
+            self.proc.terminate()
+        self.proc.wait(30)
+        log = open(os.path.join(self.workdir, "server.log"), "a")
+        self.proc = subprocess.Popen(self.cmd, stdout=log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        wait_ready(self.port, 60, self.proc)
 
     def stop(self):
         if self.proc.poll() is None:
@@ -122,7 +136,7 @@ def start_zookeeper(tick_ms=2000, extra_cfg=None, port=None):
     log = open(os.path.join(workdir, "server.log"), "w")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     wait_ready(port, 60, proc)
-    return Server("zookeeper", proc, port, workdir)
+    return Server("zookeeper", proc, port, workdir, cmd)
 
 
 def rzk_binary():
@@ -132,22 +146,24 @@ def rzk_binary():
     return path
 
 
-def start_rzk(tick_ms=2000, extra_args=(), port=None):
-    """rzk server, in memory unless `extra_args` says otherwise."""
+def start_rzk(tick_ms=2000, extra_args=(), port=None, durable=False):
+    """rzk server, in memory unless `durable` (then with a data directory, like ZooKeeper)."""
     workdir = tempfile.mkdtemp(prefix="rzk-")
     port = port or free_port()
+    storage = ["--data-dir", os.path.join(workdir, "data")] if durable else ["--in-memory"]
     cmd = [rzk_binary(), "server", "--port", str(port), "--bind", "127.0.0.1",
-           "--tick-ms", str(tick_ms), "--in-memory", "--four-letter-words", "*",
-           "--super-digest", SUPER_DIGEST, "--extended-types"] + list(extra_args)
+           "--tick-ms", str(tick_ms), "--four-letter-words", "*",
+           "--super-digest", SUPER_DIGEST, "--extended-types"] + storage + list(extra_args)
     log = open(os.path.join(workdir, "server.log"), "w")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     wait_ready(port, 30, proc)
-    return Server("rzk", proc, port, workdir)
+    return Server("rzk", proc, port, workdir, cmd)
 
 
 def start(kind, **kw):
     """`kind` is `zookeeper` or `rzk`."""
     if kind == "zookeeper":
+        kw.pop("durable", None)  # ZooKeeper always is
         return start_zookeeper(**kw)
     if kind == "rzk":
         return start_rzk(**kw)
