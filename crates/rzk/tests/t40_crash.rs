@@ -11,7 +11,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use rzk_proto::jute::{Reader, Writer};
-use rzk_proto::{Acl, ConnectRequest, CreateOp, CreateRequest, PathWatch, ReplyHeader, Request, Response};
+use rzk_proto::{
+    Acl, ConnectRequest, CreateOp, CreateRequest, PathWatch, ReplyHeader, Request, Response,
+};
 
 const WRITERS: usize = 4;
 const IN_FLIGHT: usize = 16;
@@ -85,18 +87,35 @@ impl Conn {
         let frame = self.recv()?;
         let mut r = Reader::new(&frame);
         let h = ReplyHeader::read(&mut r).unwrap();
-        let body = if h.err == 0 { Response::read(req.op_code(), &mut r).unwrap() } else { Response::Empty };
+        let body = if h.err == 0 {
+            Response::read(req.op_code(), &mut r).unwrap()
+        } else {
+            Response::Empty
+        };
         Ok((h, body))
     }
 }
 
 fn create(path: String, data: Vec<u8>) -> Request {
-    Request::Create(CreateRequest { op: CreateOp::Create, path, data: Some(data), acl: Acl::open(), flags: 0, ttl_ms: -1 })
+    Request::Create(CreateRequest {
+        op: CreateOp::Create,
+        path,
+        data: Some(data),
+        acl: Acl::open(),
+        flags: 0,
+        ttl_ms: -1,
+    })
 }
 
 /// Issues creates of /w{id}/{n} with increasing n, pipelined, until the server dies.
 /// Records n as issued when sent and as acknowledged when answered with success.
-fn writer(addr: SocketAddr, id: usize, first: u64, issued: Arc<Mutex<u64>>, acked: Arc<Mutex<BTreeSet<u64>>>) {
+fn writer(
+    addr: SocketAddr,
+    id: usize,
+    first: u64,
+    issued: Arc<Mutex<u64>>,
+    acked: Arc<Mutex<BTreeSet<u64>>>,
+) {
     let Ok(mut c) = Conn::open(addr) else { return };
     let mut next = first;
     let mut window = std::collections::VecDeque::new();
@@ -121,7 +140,8 @@ fn writer(addr: SocketAddr, id: usize, first: u64, issued: Arc<Mutex<u64>>, acke
 
 #[test]
 fn acknowledged_writes_survive_repeated_sigkill() {
-    let cycles: usize = std::env::var("RZK_CRASH_CYCLES").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
+    let cycles: usize =
+        std::env::var("RZK_CRASH_CYCLES").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
     let dir = std::env::temp_dir().join(format!("rzk-crash-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let port = free_port();
@@ -162,20 +182,36 @@ fn acknowledged_writes_survive_repeated_sigkill() {
         let mut xid = 1;
         for id in 0..WRITERS {
             xid += 1;
-            let (h, body) = c.call(&Request::GetChildren(PathWatch { path: format!("/w{id}"), watch: false }), xid).unwrap();
+            let (h, body) = c
+                .call(
+                    &Request::GetChildren(PathWatch { path: format!("/w{id}"), watch: false }),
+                    xid,
+                )
+                .unwrap();
             assert_eq!(h.err, 0, "cycle {cycle}: /w{id} missing");
             let Response::Children(children) = body else { panic!() };
             let present: BTreeSet<u64> = children.iter().map(|c| c.parse().unwrap()).collect();
             let acked = acked[id].lock().unwrap();
             let issued = *issued[id].lock().unwrap();
             let lost: Vec<_> = acked.difference(&present).collect();
-            assert!(lost.is_empty(), "cycle {cycle}: acknowledged writes lost under /w{id}: {lost:?}");
+            assert!(
+                lost.is_empty(),
+                "cycle {cycle}: acknowledged writes lost under /w{id}: {lost:?}"
+            );
             let phantom: Vec<_> = present.iter().filter(|n| **n >= issued).collect();
-            assert!(phantom.is_empty(), "cycle {cycle}: never-issued nodes appeared under /w{id}: {phantom:?}");
+            assert!(
+                phantom.is_empty(),
+                "cycle {cycle}: never-issued nodes appeared under /w{id}: {phantom:?}"
+            );
             // Spot-check data of the newest acknowledged node.
             if let Some(n) = acked.iter().next_back() {
                 xid += 1;
-                let (h, body) = c.call(&Request::GetData(PathWatch { path: format!("/w{id}/{n}"), watch: false }), xid).unwrap();
+                let (h, body) = c
+                    .call(
+                        &Request::GetData(PathWatch { path: format!("/w{id}/{n}"), watch: false }),
+                        xid,
+                    )
+                    .unwrap();
                 assert_eq!(h.err, 0);
                 let Response::GetData { data, .. } = body else { panic!() };
                 assert_eq!(data.unwrap(), format!("{id}:{n}").into_bytes());
@@ -185,6 +221,47 @@ fn acknowledged_writes_survive_repeated_sigkill() {
         }
     }
     drop(server);
-    assert!(total_acked > 100, "the load was too light to mean anything: {total_acked} acks per writer");
+    assert!(
+        total_acked > 100,
+        "the load was too light to mean anything: {total_acked} acks per writer"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn corrupt_synced_log_data_stops_the_server_with_file_and_offset() {
+    let dir = std::env::temp_dir().join(format!("rzk-corrupt-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let port = free_port();
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    let server = start(&dir, port);
+    {
+        let mut c = Conn::open(addr).unwrap();
+        for i in 0..50 {
+            let (h, _) = c.call(&create(format!("/n{i}"), vec![9; 64]), i + 1).unwrap();
+            assert_eq!(h.err, 0);
+        }
+    }
+    drop(server);
+    // Flip a byte inside an early record: data that was synced and followed by later batches.
+    let segment = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("log."))
+        .expect("a log segment");
+    let mut bytes = std::fs::read(&segment).unwrap();
+    bytes[200] ^= 0x5a;
+    std::fs::write(&segment, &bytes).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_rzk"))
+        .args(["server", "--bind", "127.0.0.1", "--port", &port.to_string()])
+        .arg("--data-dir")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "the server must refuse to start");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("corrupt data in"), "{stderr}");
+    assert!(stderr.contains(&segment.display().to_string()), "{stderr}");
+    assert!(stderr.contains("at offset"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }
