@@ -26,7 +26,8 @@ fn rss_mib() -> f64 {
 fn main() {
     let mut args = std::env::args().skip(1);
     let n: i64 = args.next().map_or(1_000_000, |s| s.parse().expect("N"));
-    let dir = args.next().map_or_else(|| std::env::temp_dir().join("rzk-recovery-time"), PathBuf::from);
+    let dir =
+        args.next().map_or_else(|| std::env::temp_dir().join("rzk-recovery-time"), PathBuf::from);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let storage = Arc::new(FsStorage);
@@ -34,18 +35,31 @@ fn main() {
     // 1000 parents with 1000 children each, 16-byte data: ZooKeeper's populate shape.
     let started = Instant::now();
     let end = LogEnd { segment: None, offset: 0, last_zxid: 0 };
-    let mut log = LogWriter::open(storage.clone(), &dir, rzk_storage::DEFAULT_SEGMENT_BYTES, &end).unwrap();
+    let mut log =
+        LogWriter::open(storage.clone(), &dir, rzk_storage::DEFAULT_SEGMENT_BYTES, &end).unwrap();
     let mut zxid = 0;
     let per_dir = 1000;
     let mut child_count = 0;
     while zxid < n {
         let d = zxid / (per_dir + 1);
         let op = if zxid % (per_dir + 1) == 0 {
-            TxnOp::Create { path: format!("/d{d}"), data: Some(vec![0; 16]), acl: Acl::open(), ephemeral_owner: 0, parent_cversion: (d + 1) as i32 }
+            TxnOp::Create {
+                path: format!("/d{d}"),
+                data: Some(vec![0; 16]),
+                acl: Acl::open(),
+                ephemeral_owner: 0,
+                parent_cversion: (d + 1) as i32,
+            }
         } else {
             child_count += 1;
             let c = zxid % (per_dir + 1);
-            TxnOp::Create { path: format!("/d{d}/n{c:06}"), data: Some(vec![7; 16]), acl: Acl::open(), ephemeral_owner: 0, parent_cversion: c as i32 }
+            TxnOp::Create {
+                path: format!("/d{d}/n{c:06}"),
+                data: Some(vec![7; 16]),
+                acl: Acl::open(),
+                ephemeral_owner: 0,
+                parent_cversion: c as i32,
+            }
         };
         zxid += 1;
         log.append(&Txn { zxid, time_ms: 1_700_000_000_000, session_id: 0, op }).unwrap();
@@ -69,7 +83,8 @@ fn main() {
 
     let t = Instant::now();
     let st = &rec.state;
-    let mut w = SnapshotWriter::begin(storage.clone(), &dir, st.last_zxid(), st.sessions()).unwrap();
+    let mut w =
+        SnapshotWriter::begin(storage.clone(), &dir, st.last_zxid(), st.sessions()).unwrap();
     let mut cursor = SnapshotCursor::new();
     while cursor.next_chunk(st, 512, |p, node, acl| w.node(p, node, acl)) {
         w.flush().unwrap();
