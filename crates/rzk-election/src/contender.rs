@@ -640,6 +640,7 @@ impl Driver {
             session: self.session.shared().clone(),
             lost,
             cmd: self.cmd_tx.clone(),
+            recipe: Arc::downgrade(&self.shared),
         });
         let suspensions = self.snap.borrow().suspensions;
         let shared = self.shared.clone();

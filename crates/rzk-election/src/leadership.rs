@@ -2,14 +2,15 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot, watch};
 use zookeeper_client::{CheckWriteError, Client, CreateOptions, MultiWriteResult, SessionId};
 
-use crate::contender::Command;
+use crate::contender::{Command, Kind, RecipeShared};
 use crate::options::ConnectionPolicy;
 use crate::session::{sleep_until, Shared};
 use crate::Error;
@@ -102,6 +103,7 @@ pub(crate) struct Term {
     pub session: Arc<Shared>,
     pub lost: watch::Sender<LossCell>,
     pub cmd: mpsc::UnboundedSender<Command>,
+    pub recipe: Weak<RecipeShared>,
 }
 
 impl Term {
@@ -347,6 +349,13 @@ impl Leadership {
     /// # Cancellation safety
     /// The resignation starts synchronously; dropping the future does not undo it.
     pub async fn resign(self) -> Result<(), Error> {
+        if let Some(r) = self.inner.recipe.upgrade() {
+            if r.kind == Kind::Latch {
+                // Resigning a latch closes it, silently.
+                r.closed.store(true, Ordering::Release);
+                r.silent.store(true, Ordering::Release);
+            }
+        }
         self.inner.lose(LossReason::Resigned);
         let (tx, rx) = oneshot::channel();
         if self.inner.cmd.send(Command::Resign { term: self.inner.term, done: tx }).is_err() {
@@ -416,6 +425,15 @@ pub struct GuardedWrite {
     term: Arc<Term>,
     client: Client,
     ops: Vec<Op>,
+}
+
+impl std::fmt::Debug for GuardedWrite {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GuardedWrite")
+            .field("node", &self.term.node_path)
+            .field("ops", &self.ops.len())
+            .finish()
+    }
 }
 
 impl GuardedWrite {
