@@ -135,7 +135,7 @@ async fn selector_requeue(kind: Kind) {
     let checker = Checker::new();
     let log: Log = Arc::default();
     let mut sessions = Vec::new();
-    let mut make = |id: &str, auto: bool, s: &rzk_election::Session| {
+    let make = |id: &str, auto: bool, s: &rzk_election::Session| {
         let sel = LeaderSelector::new(
             s,
             &path,
