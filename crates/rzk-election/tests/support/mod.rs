@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod checker;
+pub mod proxy;
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
@@ -243,19 +244,50 @@ pub async fn eventually(within: Duration, what: &str, mut f: impl FnMut() -> boo
     }
 }
 
-/// Expires `session`'s current ZooKeeper session on the server: attach a second client to it
-/// and close that one (docs/election.md §4.5 t82d).
-pub async fn force_expire(server: &Server, session: &Session) {
+/// Expires `session`'s current ZooKeeper session on the server (docs/election.md §4.5 t82d):
+/// cut the participant's proxy so that it cannot reconnect, attach a second client to the
+/// session and close it, then heal. The participant reconnects to a dead session.
+pub async fn force_expire(server: &Server, session: &Session, proxy: &proxy::Proxy) {
     let info = session.session_info().expect("session info");
+    proxy.cut();
     let other = zookeeper_client::Client::connector()
         .with_session(info)
         .with_session_timeout(T)
         .connect(&server.hosts())
         .await
         .expect("attach to the session");
+    // Dropping the only client closes the session; wait until the server has done it.
+    let mut state = other.state_watcher();
     drop(other);
-    // The close is sent by the library's task; give it a moment to go out.
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    let _ = tokio::time::timeout(Duration::from_secs(2), async {
+        while !state.peek_state().is_terminated() {
+            state.changed().await;
+        }
+    })
+    .await;
+    proxy.heal();
+}
+
+/// A managed session that connects through its own proxy.
+pub async fn session_via_proxy(server: &Server) -> (Session, proxy::Proxy) {
+    let p = proxy::Proxy::start(server.hosts()).await;
+    let s = Session::connect(SessionConfig::new(p.hosts()).with_session_timeout(T))
+        .await
+        .expect("connect via proxy");
+    (s, p)
+}
+
+/// Logs to stderr when `RZK_TEST_LOG` is set (`debug` or `trace`).
+pub fn init_tracing() {
+    static ONCE: OnceLock<()> = OnceLock::new();
+    ONCE.get_or_init(|| {
+        let level = match std::env::var("RZK_TEST_LOG").as_deref() {
+            Ok("trace") => tracing::Level::TRACE,
+            Ok(_) => tracing::Level::DEBUG,
+            Err(_) => return,
+        };
+        let _ = tracing_subscriber::fmt().with_max_level(level).with_test_writer().try_init();
+    });
 }
 
 /// Serialises the scenarios of one test binary: the machine has 2 cores and the assertions
@@ -285,6 +317,7 @@ macro_rules! both_servers {
             mod $name {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn rzk() {
+                    $crate::support::init_tracing();
                     let _g = $crate::support::serial().await;
                     let t = std::time::Instant::now();
                     super::$scenario($crate::support::Kind::Rzk).await;
@@ -292,6 +325,7 @@ macro_rules! both_servers {
                 }
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn zookeeper() {
+                    $crate::support::init_tracing();
                     let _g = $crate::support::serial().await;
                     let t = std::time::Instant::now();
                     super::$scenario($crate::support::Kind::ZooKeeper).await;
