@@ -398,6 +398,17 @@ struct Driver {
     resign_waiters: Vec<oneshot::Sender<Result<(), Error>>>,
 }
 
+type ZkError = zookeeper_client::Error;
+
+/// The library fails requests in flight at a connection failure with the I/O error (a custom
+/// error); for us that is a connection loss: the outcome of a write is unknown.
+pub(crate) fn normalize(e: ZkError) -> ZkError {
+    match e {
+        ZkError::Custom(_) => ZkError::ConnectionLoss,
+        e => e,
+    }
+}
+
 fn is_fatal(e: &zookeeper_client::Error) -> bool {
     use zookeeper_client::Error as Z;
     matches!(
@@ -549,6 +560,15 @@ impl Driver {
 
     async fn wait<F: Future>(&mut self, gen: u64, fut: F) -> Result<F::Output, Brk> {
         self.wait_ext(gen, None, fut).await
+    }
+
+    /// [`Driver::wait`] for a ZooKeeper operation; connection-level I/O errors, which the
+    /// library reports as custom errors, become `ConnectionLoss`.
+    async fn wait_op<T, F>(&mut self, gen: u64, fut: F) -> Result<Result<T, ZkError>, Brk>
+    where
+        F: Future<Output = Result<T, ZkError>>,
+    {
+        Ok(self.wait(gen, fut).await?.map_err(normalize))
     }
 
     async fn sleep(&mut self, gen: u64, d: Duration) -> Result<(), Brk> {
@@ -708,7 +728,7 @@ impl Driver {
             }
             MetricCells::inc(&self.shared.metrics.creates);
             let sent = Instant::now();
-            let r = match self.wait(gen, client.create(&prefix, &data, &options)).await {
+            let r = match self.wait_op(gen, client.create(&prefix, &data, &options)).await {
                 Ok(r) => r,
                 Err(b) => {
                     self.stale_uuids.push(uuid);
@@ -730,7 +750,7 @@ impl Driver {
                 Err(zookeeper_client::Error::NoNode) => {
                     let containers = CreateMode::Container.with_acls(self.acls);
                     let path = self.path().to_string();
-                    match self.wait(gen, client.mkdir(&path, &containers)).await? {
+                    match self.wait_op(gen, client.mkdir(&path, &containers)).await? {
                         Ok(()) => self.shared.emit(ElectionEvent::ParentRecreated { path }),
                         Err(e) if is_fatal(&e) => return Err(Brk::Fail(Error::from_zk(e, &path))),
                         Err(zookeeper_client::Error::ConnectionLoss) => {
@@ -798,13 +818,13 @@ impl Driver {
         let prefix = naming::uuid_prefix(uuid);
         loop {
             MetricCells::inc(&self.shared.metrics.get_children_calls);
-            match self.wait(gen, client.list_children(&self.shared.path)).await? {
+            match self.wait_op(gen, client.list_children(&self.shared.path)).await? {
                 Ok(children) => {
                     let Some(name) = children.into_iter().find(|c| c.starts_with(&prefix)) else {
                         return Ok(None);
                     };
                     let path = naming::child_path(self.path(), &name);
-                    match self.wait(gen, client.get_data(&path)).await? {
+                    match self.wait_op(gen, client.get_data(&path)).await? {
                         Ok((_, stat)) if stat.ephemeral_owner == sid.0 => {
                             return Ok(Some(Own { name, path, generation: gen, session_id: sid }))
                         }
@@ -841,7 +861,7 @@ impl Driver {
             return Ok(());
         }
         MetricCells::inc(&self.shared.metrics.get_children_calls);
-        let children = match self.wait(gen, client.list_children(&self.shared.path)).await? {
+        let children = match self.wait_op(gen, client.list_children(&self.shared.path)).await? {
             Ok(c) => c,
             Err(zookeeper_client::Error::NoNode) => {
                 self.stale_uuids.clear();
@@ -867,7 +887,7 @@ impl Driver {
     async fn delete_node(&mut self, client: &Client, gen: u64, path: &str) -> Result<(), Brk> {
         loop {
             MetricCells::inc(&self.shared.metrics.deletes);
-            let r = match self.wait(gen, client.delete(path, None)).await {
+            let r = match self.wait_op(gen, client.delete(path, None)).await {
                 Ok(r) => r,
                 Err(Brk::NewGeneration) => {
                     self.stale_paths.push(path.to_string());
@@ -914,11 +934,11 @@ impl Driver {
             MetricCells::inc(&self.shared.metrics.get_children_calls);
             let herd = self.strategy == WatchStrategy::Herd;
             let listed = if herd {
-                self.wait(gen, client.list_and_watch_children(&self.shared.path))
+                self.wait_op(gen, client.list_and_watch_children(&self.shared.path))
                     .await?
                     .map(|(c, w)| (c, Some(w)))
             } else {
-                self.wait(gen, client.list_children(&self.shared.path)).await?.map(|c| (c, None))
+                self.wait_op(gen, client.list_children(&self.shared.path)).await?.map(|c| (c, None))
             };
             let (children, herd_watch) = match listed {
                 Ok(x) => x,
@@ -1000,7 +1020,7 @@ impl Driver {
         let watcher = match herd_watch {
             Some(w) => {
                 // Same owner rule as the predecessor strategy, without a watch.
-                match self.wait(gen, client.check_stat(&pred_path)).await? {
+                match self.wait_op(gen, client.check_stat(&pred_path)).await? {
                     Ok(None) => return Ok(()),
                     Ok(Some(stat)) if !naming::is_session_owner(stat.ephemeral_owner) => {
                         return Err(self.refuse(client, gen, vec![predecessor]).await)
@@ -1015,7 +1035,7 @@ impl Driver {
                     Err(_) => return self.sleep(gen, Duration::from_millis(100)).await,
                 }
             }
-            None => match self.wait(gen, client.get_and_watch_data(&pred_path)).await? {
+            None => match self.wait_op(gen, client.get_and_watch_data(&pred_path)).await? {
                 Err(zookeeper_client::Error::NoNode) => return Ok(()),
                 Ok((_, stat, _)) if !naming::is_session_owner(stat.ephemeral_owner) => {
                     return Err(self.refuse(client, gen, vec![predecessor]).await)
@@ -1049,20 +1069,21 @@ impl Driver {
         let reconnects = self.snap.borrow().reconnects;
         // Ownership check (CURATOR-696) and the own-node watch (W3).
         let sent = Instant::now();
-        let (stat, own_watch) = match self.wait(gen, client.get_and_watch_data(&own.path)).await? {
-            Ok((_, stat, w)) => (stat, w),
-            Err(zookeeper_client::Error::NoNode) => return self.node_gone(own).map(Some),
-            Err(zookeeper_client::Error::ConnectionLoss) => {
-                self.wait_connected(gen).await?;
-                return Ok(None);
-            }
-            Err(e) if is_session_end(&e) => return Err(self.wait_generation_end(gen).await),
-            Err(e) => {
-                tracing::warn!(error = %e, "ownership check failed");
-                self.sleep(gen, Duration::from_millis(100)).await?;
-                return Ok(None);
-            }
-        };
+        let (stat, own_watch) =
+            match self.wait_op(gen, client.get_and_watch_data(&own.path)).await? {
+                Ok((_, stat, w)) => (stat, w),
+                Err(zookeeper_client::Error::NoNode) => return self.node_gone(own).map(Some),
+                Err(zookeeper_client::Error::ConnectionLoss) => {
+                    self.wait_connected(gen).await?;
+                    return Ok(None);
+                }
+                Err(e) if is_session_end(&e) => return Err(self.wait_generation_end(gen).await),
+                Err(e) => {
+                    tracing::warn!(error = %e, "ownership check failed");
+                    self.sleep(gen, Duration::from_millis(100)).await?;
+                    return Ok(None);
+                }
+            };
         self.session.shared().ack(gen, sent);
         if stat.ephemeral_owner != own.session_id.0 {
             tracing::info!(node = %own.path, owner = stat.ephemeral_owner, "our node belongs to another session");
@@ -1072,7 +1093,7 @@ impl Driver {
         // Children watch: foreign arrivals and membership changes reach the leader.
         MetricCells::inc(&self.shared.metrics.get_children_calls);
         let (children, child_watch) =
-            match self.wait(gen, client.list_and_watch_children(&self.shared.path)).await? {
+            match self.wait_op(gen, client.list_and_watch_children(&self.shared.path)).await? {
                 Ok(x) => x,
                 Err(zookeeper_client::Error::NoNode) => return self.node_gone(own).map(Some),
                 Err(zookeeper_client::Error::ConnectionLoss) => {

@@ -153,7 +153,8 @@ impl Error {
         use zookeeper_client::Error as Z;
         let path = path.to_string();
         match err {
-            Z::ConnectionLoss => Error::ConnectionLoss,
+            // Requests in flight at a connection failure fail with the I/O error.
+            Z::ConnectionLoss | Z::Custom(_) => Error::ConnectionLoss,
             Z::SessionExpired => Error::SessionExpired,
             Z::SessionMoved => Error::SessionMoved,
             Z::Timeout => Error::OperationTimeout,

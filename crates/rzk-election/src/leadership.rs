@@ -529,6 +529,9 @@ impl GuardedWrite {
                 term.lose(LossReason::NodeDeleted);
                 Err(term.not_leader(LossReason::NodeDeleted))
             }
+            Err(CheckWriteError::CheckFailed { source: zookeeper_client::Error::Custom(_) }) => {
+                Err(Error::ConnectionLoss)
+            }
             Err(CheckWriteError::CheckFailed { source }) => Err(Error::from_zk(source, &node)),
             Err(CheckWriteError::RequestFailed {
                 source: zookeeper_client::Error::SessionExpired,

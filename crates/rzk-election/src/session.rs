@@ -432,6 +432,19 @@ impl ConnectionEvents {
     }
 }
 
+impl ConnectionEvents {
+    /// The next event if one is ready (missed events are skipped).
+    pub fn try_recv(&mut self) -> Option<ConnectionEvent> {
+        loop {
+            match self.rx.try_recv() {
+                Ok(e) => return Some(e),
+                Err(broadcast::error::TryRecvError::Lagged(_)) => continue,
+                Err(_) => return None,
+            }
+        }
+    }
+}
+
 impl futures_core::Stream for ConnectionEvents {
     type Item = ConnectionEvent;
 

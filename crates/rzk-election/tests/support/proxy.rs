@@ -32,9 +32,21 @@ impl Proxy {
         let task = tokio::spawn(async move {
             loop {
                 let Ok((client, _)) = listener.accept().await else { return };
-                if *m.borrow() != Mode::Pass {
-                    drop(client);
-                    continue;
+                match *m.borrow() {
+                    Mode::Pass => {}
+                    Mode::Cut => {
+                        drop(client);
+                        continue;
+                    }
+                    Mode::Blackhole => {
+                        // Hold the socket, silent, until the mode changes; then drop it.
+                        let mut rx = m.subscribe();
+                        tokio::spawn(async move {
+                            let _ = rx.changed().await;
+                            drop(client);
+                        });
+                        continue;
+                    }
                 }
                 let rx = m.subscribe();
                 let upstream = upstream.clone();
