@@ -98,3 +98,37 @@ fn a_detached_session_expires_and_takes_its_ephemerals() {
     core.tick(at(1_010));
     assert!(core.state().node("/e").is_none(), "expired 1000 ms after its last packet");
 }
+
+#[test]
+fn no_read_sees_a_write_before_it_is_durable() {
+    let mut core = Core::new(Config::with_tick_ms(100), at(0));
+    connect(&mut core, 1, 1_000, at(0));
+    connect(&mut core, 2, 1_000, at(0));
+    let create = Request::Create(rzk_proto::CreateRequest {
+        op: rzk_proto::CreateOp::Create,
+        path: "/w".into(),
+        data: Some(b"x".to_vec()),
+        acl: rzk_proto::Acl::open(),
+        flags: 0,
+        ttl_ms: -1,
+    });
+    core.receive(1, &create.to_frame(1)[4..], at(1)).unwrap();
+    let read = Request::GetData(rzk_proto::PathWatch { path: "/w".into(), watch: false });
+    core.receive(2, &read.to_frame(1)[4..], at(2)).unwrap();
+    // Neither the writer's acknowledgement nor the other session's read (which would show the
+    // new node) leaves before the write is durable.
+    assert_eq!(core.poll_output(), None);
+    let zxid = core.state().last_zxid();
+    core.mark_durable(zxid - 1);
+    assert_eq!(core.poll_output(), None);
+    core.mark_durable(zxid);
+    let outs: Vec<Output> = std::iter::from_fn(|| core.poll_output()).collect();
+    let conns: Vec<u64> = outs
+        .iter()
+        .map(|o| match o {
+            Output::Send { conn, .. } => *conn,
+            Output::Close { conn, .. } => *conn,
+        })
+        .collect();
+    assert_eq!(conns, [1, 2], "the write's reply, then the read's, in order");
+}

@@ -2,9 +2,15 @@
 
 #![forbid(unsafe_code)]
 
-use anyhow::Context as _;
+use std::process::ExitCode;
+
 use clap::{Parser, Subcommand};
 
+mod cli;
+mod demo;
+mod elect;
+mod leader;
+mod node;
 mod server;
 mod zoocfg;
 
@@ -13,6 +19,8 @@ mod zoocfg;
 #[derive(Debug, Parser)]
 #[command(name = "rzk", version, about)]
 struct Cli {
+    #[command(flatten)]
+    connect: cli::Connect,
     #[command(subcommand)]
     command: Command,
 }
@@ -21,6 +29,14 @@ struct Cli {
 enum Command {
     /// Run a ZooKeeper-wire-compatible server.
     Server(server::ServerArgs),
+    /// Join an election and run a command only while leading.
+    Elect(elect::ElectArgs),
+    /// Show the leader and the queue of an election (live with --watch).
+    Leader(leader::LeaderArgs),
+    /// Play the seed scenarios on an in-process server and time them.
+    Demo(demo::DemoArgs),
+    #[command(flatten)]
+    Node(node::NodeCommand),
 }
 
 fn init_logging() {
@@ -31,16 +47,29 @@ fn init_logging() {
     tracing_subscriber::fmt().with_max_level(level).with_writer(std::io::stderr).init();
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging();
-    match cli.command {
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => return cli::CliError::runtime(format!("starting the tokio runtime: {e}")).exit(),
+    };
+    let result = match cli.command {
         Command::Server(args) => {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-                .context("starting the tokio runtime")?;
-            rt.block_on(server::run(args))
+            init_logging();
+            rt.block_on(server::run(args)).map_err(cli::CliError::from)
         }
+        Command::Node(cmd) => rt.block_on(node::run(&cli.connect, cmd)),
+        Command::Leader(args) => rt.block_on(leader::run(&cli.connect, args)),
+        Command::Demo(args) => rt.block_on(demo::run(args)),
+        Command::Elect(args) => {
+            return match rt.block_on(elect::run(&cli.connect, args)) {
+                Ok(code) => ExitCode::from(code),
+                Err(e) => e.exit(),
+            };
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => e.exit(),
     }
 }

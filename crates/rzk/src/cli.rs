@@ -1,0 +1,67 @@
+//! What every client command shares: where to connect, and how errors end the process.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use zookeeper_client as zk;
+
+/// An error that ends the command, with the exit status it maps to.
+#[derive(Debug)]
+pub(crate) struct CliError {
+    pub code: u8,
+    pub message: String,
+}
+
+impl CliError {
+    /// Something the user can fix: a missing node, a bad path, an unreachable server (2).
+    pub(crate) fn usage(message: impl Into<String>) -> CliError {
+        CliError { code: 2, message: message.into() }
+    }
+
+    /// Anything else (1).
+    pub(crate) fn runtime(message: impl Into<String>) -> CliError {
+        CliError { code: 1, message: message.into() }
+    }
+
+    pub(crate) fn exit(self) -> ExitCode {
+        eprintln!("rzk: {}", self.message);
+        ExitCode::from(self.code)
+    }
+}
+
+impl From<anyhow::Error> for CliError {
+    fn from(e: anyhow::Error) -> Self {
+        CliError::runtime(format!("{e:#}"))
+    }
+}
+
+/// Connection flags shared by every client command.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct Connect {
+    /// ZooKeeper or rzk servers, `host:port[,host:port...][/chroot]`.
+    #[arg(long = "connect", global = true, env = "RZK_CONNECT", default_value = "127.0.0.1:2181")]
+    pub hosts: String,
+    /// Give up connecting after this long.
+    #[arg(long, global = true, default_value_t = 5_000)]
+    pub connect_timeout_ms: u64,
+}
+
+impl Connect {
+    /// A session, or a clear error once the connect timeout has passed.
+    pub(crate) async fn client(&self) -> Result<zk::Client, CliError> {
+        let limit = Duration::from_millis(self.connect_timeout_ms);
+        let connecting = zk::Client::connector()
+            .with_connection_timeout(limit)
+            .with_session_timeout(Duration::from_secs(10))
+            .connect(&self.hosts);
+        match tokio::time::timeout(limit, connecting).await {
+            Ok(Ok(c)) => Ok(c),
+            Ok(Err(e)) => Err(CliError::usage(format!("cannot connect to {}: {e}", self.hosts))),
+            Err(_) => Err(CliError::usage(format!(
+                "cannot connect to {} within {} ms (is the server running?)",
+                self.hosts, self.connect_timeout_ms
+            ))),
+        }
+    }
+}

@@ -1,0 +1,161 @@
+//! `rzk leader PATH`: who leads, in what order the others follow, live with `--watch`.
+
+use clap::Args;
+use rzk_election::{
+    LatchOptions, LeaderLatch, LeaderSelector, Participants, SelectorOptions, Session,
+    SessionConfig,
+};
+use zookeeper_client as zk;
+
+use crate::cli::{CliError, Connect};
+use crate::elect::Recipe;
+
+/// Flags of `rzk leader`.
+#[derive(Debug, Args)]
+pub(crate) struct LeaderArgs {
+    /// The election path.
+    path: String,
+    /// Which recipe's node layout to read.
+    #[arg(long, value_enum, default_value_t = Recipe::Latch)]
+    recipe: Recipe,
+    /// Keep printing, once per change.
+    #[arg(long)]
+    watch: bool,
+    /// One JSON object per view: {"leader": {...} or null, "participants": [...]}.
+    #[arg(long)]
+    json: bool,
+}
+
+fn json_str(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The `--json` rendering of one view.
+pub(crate) fn to_json(p: &Participants) -> String {
+    let leader = p.list.first().map_or("null".to_string(), |l| {
+        format!(
+            "{{\"id\":{},\"token\":{},\"node\":{},\"session\":{}}}",
+            json_str(&l.id),
+            l.token.0,
+            json_str(&l.node),
+            json_str(&format!("{:#x}", l.session.0))
+        )
+    });
+    let list: Vec<String> = p
+        .list
+        .iter()
+        .map(|x| {
+            format!(
+                "{{\"id\":{},\"token\":{},\"node\":{}}}",
+                json_str(&x.id),
+                x.token.0,
+                json_str(&x.node)
+            )
+        })
+        .collect();
+    format!("{{\"leader\":{leader},\"participants\":[{}]}}", list.join(","))
+}
+
+fn to_text(path: &str, p: &Participants) -> String {
+    let mut out = match p.list.first() {
+        Some(l) => format!(
+            "leader of {path}: {} (token {}, node {}, session {:#x})\n",
+            l.id, l.token, l.node, l.session.0
+        ),
+        None => format!("no leader of {path}\n"),
+    };
+    for (i, x) in p.list.iter().enumerate() {
+        out.push_str(&format!("  {i}. {} (token {}, node {})\n", x.id, x.token, x.node));
+    }
+    for f in &p.foreign {
+        out.push_str(&format!("  ! foreign child {f}: no participant leads beside it\n"));
+    }
+    out
+}
+
+/// Runs `rzk leader`.
+pub(crate) async fn run(connect: &Connect, a: LeaderArgs) -> Result<(), CliError> {
+    let limit = std::time::Duration::from_millis(connect.connect_timeout_ms);
+    let config = SessionConfig::new(&connect.hosts).with_connect_timeout(limit);
+    let session = match tokio::time::timeout(limit, Session::connect(config)).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => {
+            return Err(CliError::usage(format!("cannot connect to {}: {e}", connect.hosts)))
+        }
+        Err(_) => {
+            return Err(CliError::usage(format!(
+                "cannot connect to {} within {} ms (is the server running?)",
+                connect.hosts, connect.connect_timeout_ms
+            )))
+        }
+    };
+    let bad = |e: rzk_election::Error| CliError::usage(format!("{}: {e}", a.path));
+    // A recipe that is never started only reads.
+    enum Reader {
+        Latch(LeaderLatch),
+        Selector(LeaderSelector),
+    }
+    let reader = match a.recipe {
+        Recipe::Latch => Reader::Latch(
+            LeaderLatch::new(&session, &a.path, LatchOptions::default()).map_err(bad)?,
+        ),
+        Recipe::Selector => Reader::Selector(
+            LeaderSelector::new(&session, &a.path, SelectorOptions::default()).map_err(bad)?,
+        ),
+    };
+    let read = || async {
+        match &reader {
+            Reader::Latch(l) => l.participants().await,
+            Reader::Selector(s) => s.participants().await,
+        }
+    };
+    let mut watcher = if a.watch {
+        let client = session.client().map_err(bad)?;
+        Some(
+            client
+                .watch(&a.path, zk::AddWatchMode::Persistent)
+                .await
+                .map_err(|e| CliError::usage(format!("{}: {e}", a.path)))?,
+        )
+    } else {
+        None
+    };
+    let mut last = None;
+    loop {
+        let view = match read().await {
+            Ok(v) => v,
+            Err(rzk_election::Error::NoNode { .. }) if a.watch => Participants::default(),
+            Err(rzk_election::Error::NoNode { .. }) => {
+                return Err(CliError::usage(format!("node {} does not exist", a.path)))
+            }
+            Err(e) => return Err(bad(e)),
+        };
+        if last.as_ref() != Some(&view) {
+            if a.json {
+                println!("{}", to_json(&view));
+            } else {
+                print!("{}", to_text(&a.path, &view));
+            }
+            last = Some(view);
+        }
+        let Some(w) = watcher.as_mut() else { return Ok(()) };
+        let ev = w.changed().await;
+        if ev.event_type == zk::EventType::Session && ev.session_state.is_terminated() {
+            return Err(CliError::runtime(format!("session ended: {:?}", ev.session_state)));
+        }
+    }
+}

@@ -1,0 +1,328 @@
+//! End-to-end tests of the `rzk` binary's client commands against an in-process server.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use rzk_server::TestServer;
+
+fn rzk(server: &str, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rzk"))
+        .arg("--connect")
+        .arg(server)
+        .args(args)
+        .output()
+        .expect("run rzk")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn server() -> TestServer {
+    TestServer::builder().tick_ms(100).extended_types(true).start().unwrap()
+}
+
+#[test]
+fn node_commands_and_their_errors() {
+    let s = server();
+    let cs = s.connect_string();
+    let ok = |args: &[&str]| {
+        let o = rzk(&cs, args);
+        assert!(o.status.success(), "rzk {args:?}: {}", stderr(&o));
+        stdout(&o)
+    };
+    assert_eq!(ok(&["create", "/app", "v1"]), "Created /app\n");
+    assert_eq!(ok(&["create", "-s", "/app/job-", "x"]), "Created /app/job-0000000000\n");
+    ok(&["create", "/app/cfg", "a=1"]);
+    ok(&["create", "-c", "/box"]);
+    ok(&["create", "-t", "60000", "/ttl"]);
+    assert_eq!(ok(&["get", "/app/cfg"]), "a=1\n");
+    ok(&["set", "/app/cfg", "a=2"]);
+    assert!(ok(&["get", "-s", "/app/cfg"]).contains("dataVersion = 1"));
+    assert_eq!(ok(&["ls", "/app"]), "[cfg, job-0000000000]\n");
+    assert!(ok(&["stat", "/app"]).contains("numChildren = 2"));
+    assert_eq!(ok(&["tree", "/app"]), "/app\n  cfg\n  job-0000000000\n");
+
+    // Errors are clear and exit with status 2.
+    let o = rzk(&cs, &["get", "/nope"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("node /nope does not exist"), "{}", stderr(&o));
+    let o = rzk(&cs, &["delete", "/app"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("has children"), "{}", stderr(&o));
+    let o = rzk(&cs, &["create", "bad-path"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("bad path"), "{}", stderr(&o));
+    let o = rzk(&cs, &["set", "/app/cfg", "x", "-v", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = rzk(&cs, &["ls", "/", "--no-such-flag"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--no-such-flag"), "{}", stderr(&o));
+
+    ok(&["delete", "-r", "/app"]);
+    assert_eq!(rzk(&cs, &["get", "/app"]).status.code(), Some(2));
+}
+
+#[test]
+fn an_unreachable_server_is_reported_after_a_bounded_timeout() {
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let started = Instant::now();
+    let o = rzk(&format!("127.0.0.1:{port}"), &["--connect-timeout-ms", "500", "ls", "/"]);
+    assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("cannot connect"), "{}", stderr(&o));
+    // The environment variable works as well as the flag.
+    let o = Command::new(env!("CARGO_BIN_EXE_rzk"))
+        .env("RZK_CONNECT", format!("127.0.0.1:{port}"))
+        .args(["--connect-timeout-ms", "300", "ls", "/"])
+        .output()
+        .unwrap();
+    assert!(stderr(&o).contains(&format!("127.0.0.1:{port}")), "{}", stderr(&o));
+}
+
+/// A `rzk elect` process whose command appends "start <id> <token>" to a shared log and,
+/// when terminated, "stop <id>".
+struct Elect {
+    child: Child,
+}
+
+impl Drop for Elect {
+    /// SIGTERM first: `rzk elect` then stops its command and resigns. SIGKILL if it hangs.
+    fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Kills a command's whole process group, for commands orphaned by a SIGKILLed `rzk elect`.
+fn kill_group(pid: &str) {
+    let _ = Command::new("kill").args(["-KILL", "--", &format!("-{pid}")]).status();
+}
+
+fn elect(server: &str, path: &str, id: &str, log: &Path, script: &str) -> Elect {
+    let child = Command::new(env!("CARGO_BIN_EXE_rzk"))
+        .args([
+            "--connect",
+            server,
+            "elect",
+            path,
+            "--id",
+            id,
+            "--session-timeout-ms",
+            "1000",
+            "--grace-ms",
+            "100",
+            "--",
+        ])
+        .args(["sh", "-c", script])
+        .env("LOG", log)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    Elect { child }
+}
+
+const WORKER: &str = r#"trap 'echo "stop $RZK_PARTICIPANT_ID" >> "$LOG"; exit 0' TERM; echo "start $RZK_PARTICIPANT_ID $RZK_FENCING_TOKEN $$" >> "$LOG"; while true; do sleep 0.05; done"#;
+
+fn log_lines(log: &Path) -> Vec<String> {
+    std::fs::read_to_string(log).unwrap_or_default().lines().map(str::to_string).collect()
+}
+
+fn wait_for(log: &Path, what: &str, n: usize, within: Duration) -> Vec<String> {
+    let deadline = Instant::now() + within;
+    loop {
+        let lines = log_lines(log);
+        if lines.iter().filter(|l| l.starts_with(what)).count() >= n {
+            return lines;
+        }
+        assert!(Instant::now() < deadline, "waited {within:?} for {n} x {what:?}; log: {lines:?}");
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("rzk-t50-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_file(&p);
+    p
+}
+
+fn tokens(lines: &[String]) -> Vec<i64> {
+    lines
+        .iter()
+        .filter(|l| l.starts_with("start"))
+        .map(|l| l.split(' ').nth(2).unwrap().parse().unwrap())
+        .collect()
+}
+
+#[test]
+fn a_killed_leader_is_replaced_within_the_session_timeout() {
+    let s = server();
+    let cs = s.connect_string();
+    let log = tmp("kill");
+    let mut procs: Vec<Elect> = Vec::new();
+    for id in ["a", "b", "c"] {
+        procs.push(elect(&cs, "/e/kill", id, &log, WORKER));
+        thread::sleep(Duration::from_millis(150));
+    }
+    wait_for(&log, "start a", 1, Duration::from_secs(10));
+    // `rzk leader --json` shows the queue.
+    let o = rzk(&cs, &["leader", "/e/kill", "--json"]);
+    let json = stdout(&o);
+    assert!(json.starts_with("{\"leader\":{\"id\":\"a\""), "{json}");
+    assert_eq!(json.matches("\"id\":").count(), 4, "leader + 3 participants: {json}");
+    // SIGKILL the leader's rzk: its child is orphaned but its session ends, so b takes over.
+    let killed = Instant::now();
+    procs[0].child.kill().unwrap();
+    procs[0].child.wait().unwrap();
+    let lines = wait_for(&log, "start b", 1, Duration::from_millis(1000 + 1000 + 500));
+    assert!(killed.elapsed() < Duration::from_millis(2000), "failover took {:?}", killed.elapsed());
+    let t = tokens(&lines);
+    assert!(t.windows(2).all(|w| w[0] < w[1]), "tokens grow: {t:?}");
+    // The orphaned command of the killed rzk still runs under its old, smaller token: that is
+    // what RZK_FENCING_TOKEN is for. Clean it up.
+    let a_pid = lines.iter().find(|l| l.starts_with("start a")).unwrap().split(' ').nth(3).unwrap();
+    kill_group(a_pid);
+}
+
+#[test]
+fn when_the_command_exits_the_next_candidate_takes_over() {
+    let s = server();
+    let cs = s.connect_string();
+    let log = tmp("exit");
+    let once =
+        r#"echo "start $RZK_PARTICIPANT_ID $RZK_FENCING_TOKEN" >> "$LOG"; sleep 0.2; exit 7"#;
+    let mut a = elect(&cs, "/e/exit", "a", &log, once);
+    thread::sleep(Duration::from_millis(150));
+    let _b = elect(&cs, "/e/exit", "b", &log, WORKER);
+    let lines = wait_for(&log, "start b", 1, Duration::from_secs(10));
+    assert!(lines[0].starts_with("start a"), "{lines:?}");
+    // rzk elect exits with its command's status.
+    let st = a.child.wait().unwrap();
+    assert_eq!(st.code(), Some(7));
+    let mut err = String::new();
+    a.child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert!(err.contains("resigning"), "{err}");
+}
+
+/// A proxy the test can cut, standing in for a network partition.
+fn proxy(target: std::net::SocketAddr) -> (String, Arc<AtomicBool>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    let cut = Arc::new(AtomicBool::new(false));
+    let flag = cut.clone();
+    thread::spawn(move || {
+        for inbound in l.incoming() {
+            let Ok(inbound) = inbound else { continue };
+            if flag.load(Ordering::SeqCst) {
+                continue;
+            }
+            let Ok(outbound) = TcpStream::connect(target) else { continue };
+            for (mut from, mut to) in
+                [(inbound.try_clone().unwrap(), outbound.try_clone().unwrap()), (outbound, inbound)]
+            {
+                let flag = flag.clone();
+                from.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+                thread::spawn(move || {
+                    let mut buf = [0u8; 16384];
+                    loop {
+                        if flag.load(Ordering::SeqCst) {
+                            let _ = from.shutdown(std::net::Shutdown::Both);
+                            let _ = to.shutdown(std::net::Shutdown::Both);
+                            return;
+                        }
+                        match from.read(&mut buf) {
+                            Ok(0) => return,
+                            Ok(n) => {
+                                if to.write_all(&buf[..n]).is_err() {
+                                    return;
+                                }
+                            }
+                            Err(e)
+                                if e.kind() == std::io::ErrorKind::WouldBlock
+                                    || e.kind() == std::io::ErrorKind::TimedOut => {}
+                            Err(_) => return,
+                        }
+                    }
+                });
+            }
+        }
+    });
+    (addr, cut)
+}
+
+#[test]
+fn a_cut_off_leader_kills_its_command_before_the_session_can_expire() {
+    let s = server();
+    let cs = s.connect_string();
+    let log = tmp("cut");
+    let (via_proxy, cut) = proxy(s.addr());
+    let mut a = elect(&via_proxy, "/e/cut", "a", &log, WORKER);
+    wait_for(&log, "start a", 1, Duration::from_secs(10));
+    let _b = elect(&cs, "/e/cut", "b", &log, WORKER);
+    thread::sleep(Duration::from_millis(200));
+    cut.store(true, Ordering::SeqCst);
+    let lines = wait_for(&log, "start b", 1, Duration::from_secs(5));
+    // a's command was stopped before b's started: no overlap.
+    let stop_a = lines
+        .iter()
+        .position(|l| l == "stop a")
+        .unwrap_or_else(|| panic!("a never stopped: {lines:?}"));
+    let start_b = lines.iter().position(|l| l.starts_with("start b")).unwrap();
+    assert!(stop_a < start_b, "a's command outlived its leadership: {lines:?}");
+    let _ = a.child.kill();
+    let mut err = String::new();
+    let _ = a.child.wait();
+    a.child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert!(err.contains("lost leadership"), "{err}");
+}
+
+#[test]
+fn leader_watch_prints_each_change() {
+    let s = server();
+    let cs = s.connect_string();
+    let log = tmp("watch");
+    let mut watch = Command::new(env!("CARGO_BIN_EXE_rzk"))
+        .args(["--connect", &cs, "leader", "/e/watch", "--watch", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(watch.stdout.take().unwrap()).lines();
+    assert_eq!(out.next().unwrap().unwrap(), "{\"leader\":null,\"participants\":[]}");
+    let _a = elect(&cs, "/e/watch", "a", &log, WORKER);
+    let line = out.next().unwrap().unwrap();
+    assert!(line.contains("\"id\":\"a\""), "{line}");
+    let _ = watch.kill();
+    let _ = watch.wait();
+}
+
+#[test]
+fn demo_runs_to_completion() {
+    let o = Command::new(env!("CARGO_BIN_EXE_rzk"))
+        .args(["demo", "--candidates", "4", "--session-timeout-ms", "1000", "--rotations", "4"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains("crash failover"), "{text}");
+    assert!(text.contains("selector rotation"), "{text}");
+}
