@@ -23,7 +23,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # kazoo is installed for the system interpreter only; never use a pyenv/venv python here.
 py=/usr/bin/python3
 
-suites=(kazoo_suite.py zkcli_suite.py curator_suite.py cclient_suite.py restart_suite.py)
+suites=(kazoo_suite.py zkcli_suite.py curator_suite.py cclient_suite.py restart_suite.py cli_suite.py)
 declare -A status secs
 failed=0
 for s in "${suites[@]}"; do
