@@ -41,10 +41,11 @@ pub struct Server {
     pub kind: Kind,
     inner: Inner,
     dir: PathBuf,
+    settings: Settings,
 }
 
 enum Inner {
-    Rzk(Box<rzk_server::TestServer>),
+    Rzk(Option<Box<rzk_server::TestServer>>),
     Zk { child: Option<Child>, port: u16, cfg: PathBuf, settings: Settings },
 }
 
@@ -124,7 +125,7 @@ impl Server {
                     b = b.data_dir(dir.join("data"));
                 }
                 let server = b.start().expect("start rzk test server");
-                Server { kind, inner: Inner::Rzk(Box::new(server)), dir }
+                Server { kind, inner: Inner::Rzk(Some(Box::new(server))), dir, settings }
             }
             Kind::ZooKeeper => {
                 let dir = temp_dir("rzk-election-zk");
@@ -140,7 +141,12 @@ impl Server {
                 std::fs::write(&cfg, text).expect("zoo.cfg");
                 let mut child = spawn_zookeeper(&cfg, &dir, &settings);
                 wait_ready(port, &mut child, &dir);
-                Server { kind, inner: Inner::Zk { child: Some(child), port, cfg, settings }, dir }
+                Server {
+                    kind,
+                    inner: Inner::Zk { child: Some(child), port, cfg, settings: settings.clone() },
+                    dir,
+                    settings,
+                }
             }
         }
     }
@@ -148,14 +154,14 @@ impl Server {
     /// The connect string.
     pub fn hosts(&self) -> String {
         match &self.inner {
-            Inner::Rzk(s) => s.connect_string(),
+            Inner::Rzk(s) => s.as_ref().expect("running").connect_string(),
             Inner::Zk { port, .. } => format!("127.0.0.1:{port}"),
         }
     }
 
     pub fn port(&self) -> u16 {
         match &self.inner {
-            Inner::Rzk(s) => s.addr().port(),
+            Inner::Rzk(s) => s.as_ref().expect("running").addr().port(),
             Inner::Zk { port, .. } => *port,
         }
     }
@@ -164,12 +170,46 @@ impl Server {
     /// (ZooKeeper always is).
     pub fn restart(&mut self) {
         match &mut self.inner {
-            Inner::Rzk(s) => s.restart().expect("restart rzk"),
+            Inner::Rzk(s) => s.as_mut().expect("running").restart().expect("restart rzk"),
             Inner::Zk { child, port, cfg, settings } => {
                 if let Some(mut c) = child.take() {
                     let _ = c.kill();
                     let _ = c.wait();
                 }
+                let mut c = spawn_zookeeper(cfg, &self.dir, settings);
+                wait_ready(*port, &mut c, &self.dir);
+                *child = Some(c);
+            }
+        }
+    }
+}
+
+impl Server {
+    /// Stops the server, waits `downtime`, and starts it again on the same port with its data
+    /// (rzk must be durable for that; ZooKeeper always is).
+    pub fn restart_after(&mut self, downtime: Duration) {
+        match &mut self.inner {
+            Inner::Rzk(s) => {
+                let old = s.take().expect("running");
+                let addr = old.addr();
+                old.stop();
+                std::thread::sleep(downtime);
+                let settings = self.settings.clone();
+                let mut b = rzk_server::TestServer::builder()
+                    .tick_ms(settings.tick_ms)
+                    .container_check_interval_ms(settings.container_check_ms)
+                    .config(|c| c.bind = addr);
+                if settings.durable {
+                    b = b.data_dir(self.dir.join("data"));
+                }
+                *s = Some(Box::new(b.start().expect("restart rzk on the same port")));
+            }
+            Inner::Zk { child, port, cfg, settings } => {
+                if let Some(mut c) = child.take() {
+                    let _ = c.kill();
+                    let _ = c.wait();
+                }
+                std::thread::sleep(downtime);
                 let mut c = spawn_zookeeper(cfg, &self.dir, settings);
                 wait_ready(*port, &mut c, &self.dir);
                 *child = Some(c);

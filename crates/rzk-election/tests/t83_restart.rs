@@ -1,0 +1,132 @@
+//! Server restart (docs/election.md §4.6), against a durable rzk server and Apache ZooKeeper
+//! (always durable). A short outage keeps the sessions: the leader steps down on Suspended and
+//! resumes with the same token, nobody else leads. A long outage loses every session: everyone
+//! rejoins on a new one and exactly one leader emerges, with a token above every earlier one
+//! (the server persists zxids).
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use rzk_election::{LatchOptions, LeaderLatch, Leadership, Session, SessionConfig};
+use support::checker::Checker;
+use support::*;
+
+both_servers! {
+    t83_server_restart_short => restart_short;
+    t83_server_restart_long => restart_long;
+}
+
+async fn latches(
+    server: &Server,
+    path: &str,
+    timeout: Duration,
+    checker: &Checker,
+) -> (Vec<Session>, Vec<LeaderLatch>) {
+    let mut sessions = Vec::new();
+    let mut latches = Vec::new();
+    for id in ["a", "b", "c"] {
+        let s = Session::connect(SessionConfig::new(server.hosts()).with_session_timeout(timeout))
+            .await
+            .unwrap();
+        let l = LeaderLatch::new(&s, path, LatchOptions::default().with_id(id)).unwrap();
+        checker.attach(id, l.events(), None);
+        l.start().await.unwrap();
+        sessions.push(s);
+        latches.push(l);
+    }
+    (sessions, latches)
+}
+
+fn durable() -> Settings {
+    Settings { durable: true, ..Settings::default() }
+}
+
+async fn restart(server: &mut Server, downtime: Duration) {
+    tokio::task::block_in_place(|| server.restart_after(downtime));
+}
+
+async fn restart_short(kind: Kind) {
+    let mut server = Server::start(kind, durable());
+    let path = test_path("t83-short", kind);
+    let checker = Checker::new();
+    // T = 8 s, so that a JVM restart (≈ 1–2 s) stays well inside the lease.
+    let (sessions, latches) = latches(&server, &path, Duration::from_secs(8), &checker).await;
+    let la = latches[0].await_leadership().await.unwrap();
+    let sid = sessions[0].session_id();
+    let downtime = match kind {
+        Kind::Rzk => Duration::from_secs(1),
+        Kind::ZooKeeper => Duration::ZERO, // the JVM start is the downtime
+    };
+    let stopped = Instant::now();
+    restart(&mut server, downtime).await;
+    eprintln!("server back after {:?}", stopped.elapsed());
+    assert!(la.lost_at().is_some(), "stepped down (Suspended)");
+    let again = tokio::time::timeout(Duration::from_secs(8), async {
+        loop {
+            assert!(!latches[1].has_leadership() && !latches[2].has_leadership());
+            if let Some(l) = latches[0].current().filter(|l| l.is_valid()) {
+                return l;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("a leads again");
+    eprintln!("a resumed {:?} after the stop", again.started_at().duration_since(stopped));
+    assert_eq!(sessions[0].session_id(), sid, "the session survived");
+    assert!(again.resumed());
+    assert_eq!(again.token(), la.token());
+    for l in latches {
+        l.close(None).await.unwrap();
+    }
+    checker.assert_ok();
+    assert_eq!(checker.leaders()[0], "a");
+}
+
+async fn restart_long(kind: Kind) {
+    let mut server = Server::start(kind, durable());
+    let path = test_path("t83-long", kind);
+    let checker = Checker::new();
+    let (sessions, latches) = latches(&server, &path, T, &checker).await;
+    let la = latches[0].await_leadership().await.unwrap();
+    let before: Vec<i64> =
+        latches[0].participants().await.unwrap().list.iter().map(|p| p.token.0).collect();
+    let gens: Vec<u64> = sessions.iter().map(|s| s.generation()).collect();
+    let stopped = Instant::now();
+    restart(&mut server, 2 * T).await;
+    let back = Instant::now();
+    eprintln!("server back after {:?}", back.duration_since(stopped));
+    assert!(la.lost_at().is_some());
+    assert!(la.lost_at().unwrap() <= stopped + T, "lost by stop_at");
+    // Every manager declared its session lost while the server was down.
+    for (s, g) in sessions.iter().zip(&gens) {
+        eventually(Duration::from_secs(5), "new session", || s.generation() > *g).await;
+    }
+    let leader: Leadership = tokio::time::timeout(T + Duration::from_secs(2), async {
+        loop {
+            let ls: Vec<Leadership> =
+                latches.iter().filter_map(|l| l.current()).filter(|l| l.is_valid()).collect();
+            assert!(ls.len() <= 1, "two leaders: {ls:?}");
+            if let Some(l) = ls.into_iter().next() {
+                return l;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("one leader within T + 2 s of the restart");
+    eprintln!("leader {:?} after the restart", leader.started_at().duration_since(back));
+    let max_before = *before.iter().max().unwrap();
+    assert!(leader.token().0 > max_before, "token {} after {before:?}", leader.token());
+    eventually(Duration::from_secs(8), "all three rejoined", || {
+        latches.iter().all(|l| l.our_path().is_some())
+    })
+    .await;
+    let p = latches[0].participants().await.unwrap();
+    assert!(p.list.iter().all(|p| p.token.0 > max_before), "{p:?}");
+    for l in latches {
+        l.close(None).await.unwrap();
+    }
+    checker.assert_ok();
+}
