@@ -238,6 +238,9 @@ impl Events {
 
     /// The next event; `None` once the recipe is gone.
     ///
+    /// # Errors
+    /// None; a subscriber that fell behind gets [`ElectionEvent::Lagged`] instead.
+    ///
     /// # Cancellation safety
     /// Safe: no event is lost if the future is dropped.
     pub async fn recv(&mut self) -> Option<ElectionEvent> {

@@ -384,6 +384,9 @@ impl Session {
     /// Closes the session: every recipe on it stops (its `lost()` resolves with `ClientClosed`),
     /// then the ZooKeeper session is closed, which deletes its ephemeral nodes.
     ///
+    /// # Errors
+    /// None: a session that is already closed or failed is left as it is.
+    ///
     /// # Cancellation safety
     /// The close is started synchronously; dropping the future does not stop it.
     pub async fn close(self) {
@@ -418,6 +421,9 @@ pub struct ConnectionEvents {
 
 impl ConnectionEvents {
     /// The next event; `None` once the session is gone.
+    ///
+    /// # Errors
+    /// None; events missed by a subscriber that fell behind are skipped.
     ///
     /// # Cancellation safety
     /// Safe: no event is lost if the future is dropped.
