@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod bench;
 mod cli;
 mod demo;
 mod elect;
@@ -35,6 +36,8 @@ enum Command {
     Leader(leader::LeaderArgs),
     /// Play the seed scenarios on an in-process server and time them.
     Demo(demo::DemoArgs),
+    /// Load a ZooKeeper-protocol server and report throughput and latency.
+    Bench(bench::BenchArgs),
     #[command(flatten)]
     Node(node::NodeCommand),
 }
@@ -61,6 +64,7 @@ fn main() -> ExitCode {
         Command::Node(cmd) => rt.block_on(node::run(&cli.connect, cmd)),
         Command::Leader(args) => rt.block_on(leader::run(&cli.connect, args)),
         Command::Demo(args) => rt.block_on(demo::run(args)),
+        Command::Bench(args) => rt.block_on(bench::run(&cli.connect, args)),
         Command::Elect(args) => {
             return match rt.block_on(elect::run(&cli.connect, args)) {
                 Ok(code) => ExitCode::from(code),

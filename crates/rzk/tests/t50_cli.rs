@@ -326,3 +326,36 @@ fn demo_runs_to_completion() {
     assert!(text.contains("crash failover"), "{text}");
     assert!(text.contains("selector rotation"), "{text}");
 }
+
+#[test]
+fn bench_reports_every_workload_as_json() {
+    let s = server();
+    let cs = s.connect_string();
+    for (w, extra) in [
+        ("get", vec!["--keys", "10"]),
+        ("create", vec![]),
+        ("churn", vec![]),
+        ("fanout", vec!["--watchers", "5"]),
+        ("populate", vec!["--znodes", "2000"]),
+    ] {
+        let mut args = vec![
+            "bench",
+            "--workload",
+            w,
+            "--duration-s",
+            "0.3",
+            "--sessions",
+            "2",
+            "--in-flight",
+            "4",
+            "--json",
+        ];
+        args.extend(extra);
+        let o = rzk(&cs, &args);
+        assert!(o.status.success(), "{w}: {}", stderr(&o));
+        let out = stdout(&o);
+        assert!(out.starts_with(&format!("{{\"workload\":\"{w}\",\"ops\":")), "{out}");
+        assert!(out.contains("\"errors\":0"), "{w}: {out}");
+        assert!(!out.contains("\"ops\":0,"), "{w} did nothing: {out}");
+    }
+}

@@ -1,0 +1,399 @@
+//! `rzk bench`: load any server that speaks the ZooKeeper protocol.
+//!
+//! Every session is a raw, pipelined connection keeping `--in-flight` requests outstanding, so
+//! the tool itself is cheap and loads Apache ZooKeeper and rzk identically. Latency is measured
+//! per request from send to reply (for `fanout`, from the write to the last notification).
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::{Args, ValueEnum};
+use rzk_proto::jute::{Reader, Writer};
+use rzk_proto::{Acl, ConnectRequest, CreateOp, CreateRequest, PathWatch, ReplyHeader, Request};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+
+use crate::cli::{CliError, Connect};
+
+/// What to measure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Workload {
+    /// Persistent sequential creates.
+    Create,
+    /// setData over `--keys` nodes.
+    Set,
+    /// getData over `--keys` nodes.
+    Get,
+    /// 90% getData, 10% setData.
+    Mixed,
+    /// Ephemeral create + delete, counted as one op.
+    Churn,
+    /// `--watchers` sessions watch one node; one setData per round; latency to the last event.
+    Fanout,
+    /// Create `--znodes` znodes with 16-byte data as fast as possible.
+    Populate,
+}
+
+/// Flags of `rzk bench`.
+#[derive(Debug, Args)]
+pub(crate) struct BenchArgs {
+    /// The workload.
+    #[arg(long, value_enum)]
+    workload: Workload,
+    /// Concurrent sessions.
+    #[arg(long, default_value_t = 8)]
+    sessions: usize,
+    /// Requests outstanding per session.
+    #[arg(long, default_value_t = 16)]
+    in_flight: usize,
+    /// How long to run (not for populate).
+    #[arg(long, default_value_t = 10.0)]
+    duration_s: f64,
+    /// Bytes of data per write.
+    #[arg(long, default_value_t = 100)]
+    data_bytes: usize,
+    /// Nodes that set/get/mixed spread over.
+    #[arg(long, default_value_t = 1000)]
+    keys: usize,
+    /// Znodes to create (populate).
+    #[arg(long, default_value_t = 1_000_000)]
+    znodes: usize,
+    /// Watching sessions (fanout).
+    #[arg(long, default_value_t = 100)]
+    watchers: usize,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+type Io = (BufReader<OwnedReadHalf>, OwnedWriteHalf);
+
+fn err(e: impl std::fmt::Display) -> CliError {
+    CliError::runtime(format!("bench: {e}"))
+}
+
+async fn connect(hosts: &str) -> Result<Io, CliError> {
+    let addr = hosts.split(',').next().unwrap_or(hosts).split('/').next().unwrap_or(hosts);
+    let stream = TcpStream::connect(addr)
+        .await
+        .map_err(|e| CliError::usage(format!("cannot connect to {addr}: {e}")))?;
+    stream.set_nodelay(true).map_err(err)?;
+    let (r, mut w) = stream.into_split();
+    let mut r = BufReader::with_capacity(256 * 1024, r);
+    let mut f = Writer::frame();
+    ConnectRequest {
+        protocol_version: 0,
+        last_zxid_seen: 0,
+        timeout_ms: 30_000,
+        session_id: 0,
+        passwd: vec![0; 16],
+        read_only: Some(false),
+    }
+    .write(&mut f);
+    w.write_all(&f.finish_frame()).await.map_err(err)?;
+    read_frame(&mut r).await?;
+    Ok((r, w))
+}
+
+async fn read_frame(r: &mut BufReader<OwnedReadHalf>) -> Result<Vec<u8>, CliError> {
+    let len = r.read_i32().await.map_err(err)?;
+    if !(0..=16 * 1024 * 1024).contains(&len) {
+        return Err(err(format!("bad frame length {len}")));
+    }
+    let mut buf = vec![0; len as usize];
+    r.read_exact(&mut buf).await.map_err(err)?;
+    Ok(buf)
+}
+
+fn create(path: String, data: Vec<u8>, flags: i32) -> Request {
+    Request::Create(CreateRequest {
+        op: CreateOp::Create,
+        path,
+        data: Some(data),
+        acl: Acl::open(),
+        flags,
+        ttl_ms: -1,
+    })
+}
+
+/// Runs requests one at a time (set-up work).
+async fn call(io: &mut Io, req: &Request) -> Result<i32, CliError> {
+    io.1.write_all(&req.to_frame(1)).await.map_err(err)?;
+    loop {
+        let f = read_frame(&mut io.0).await?;
+        let h = ReplyHeader::read(&mut Reader::new(&f)).map_err(err)?;
+        if h.xid != -1 {
+            return Ok(h.err);
+        }
+    }
+}
+
+struct Rng(u64);
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n.max(1) as u64) as usize
+    }
+}
+
+#[derive(Default)]
+struct Stats {
+    latencies_us: Vec<u32>,
+    errors: u64,
+}
+
+enum Pending {
+    Op(Instant),
+    /// Churn: the create half; the delete follows.
+    ChurnCreate(Instant, String),
+}
+
+/// One pipelined session running `workload` until `stop` (or until `quota` ops are done).
+async fn session_loop(
+    mut io: Io,
+    a: Arc<BenchArgs>,
+    id: usize,
+    stop: Arc<AtomicBool>,
+    quota: Option<(usize, usize)>,
+) -> Result<Stats, CliError> {
+    let mut stats = Stats::default();
+    let mut rng = Rng(0x9e37_79b9 ^ ((id as u64 + 1) * 0x2545_f491));
+    let mut window: VecDeque<Pending> = VecDeque::with_capacity(a.in_flight * 2);
+    let mut out = Vec::with_capacity(64 * 1024);
+    let data = vec![b'x'; a.data_bytes];
+    let mut xid = 0i32;
+    let mut issued = 0usize;
+    let (first, count) = quota.unwrap_or((0, usize::MAX));
+    loop {
+        let stopping = stop.load(Ordering::Relaxed) || issued >= count;
+        while !stopping && window.len() < a.in_flight && issued < count {
+            xid = xid.wrapping_add(1).max(1);
+            let (req, pending) = match a.workload {
+                Workload::Create => {
+                    (create("/bench/c-".into(), data.clone(), 2), Pending::Op(Instant::now()))
+                }
+                Workload::Set => (
+                    Request::SetData {
+                        path: format!("/bench/k{}", rng.below(a.keys)),
+                        data: Some(data.clone()),
+                        version: -1,
+                    },
+                    Pending::Op(Instant::now()),
+                ),
+                Workload::Get => (
+                    Request::GetData(PathWatch {
+                        path: format!("/bench/k{}", rng.below(a.keys)),
+                        watch: false,
+                    }),
+                    Pending::Op(Instant::now()),
+                ),
+                Workload::Mixed if rng.below(10) == 0 => (
+                    Request::SetData {
+                        path: format!("/bench/k{}", rng.below(a.keys)),
+                        data: Some(data.clone()),
+                        version: -1,
+                    },
+                    Pending::Op(Instant::now()),
+                ),
+                Workload::Mixed => (
+                    Request::GetData(PathWatch {
+                        path: format!("/bench/k{}", rng.below(a.keys)),
+                        watch: false,
+                    }),
+                    Pending::Op(Instant::now()),
+                ),
+                Workload::Churn => {
+                    let p = format!("/bench/e{id}-{issued}");
+                    (create(p.clone(), data.clone(), 1), Pending::ChurnCreate(Instant::now(), p))
+                }
+                Workload::Populate => {
+                    let n = first + issued;
+                    (
+                        create(format!("/bench/p{}/n{n}", n % 1000), vec![7; 16], 0),
+                        Pending::Op(Instant::now()),
+                    )
+                }
+                Workload::Fanout => unreachable!("fanout has its own loop"),
+            };
+            out.extend_from_slice(&req.to_frame(xid));
+            window.push_back(pending);
+            issued += 1;
+        }
+        if !out.is_empty() {
+            io.1.write_all(&out).await.map_err(err)?;
+            out.clear();
+        }
+        let Some(_) = window.front() else { break };
+        let f = read_frame(&mut io.0).await?;
+        let h = ReplyHeader::read(&mut Reader::new(&f)).map_err(err)?;
+        if h.xid == -1 {
+            continue;
+        }
+        if h.err != 0 {
+            stats.errors += 1;
+        }
+        match window.pop_front().expect("front checked") {
+            Pending::Op(t0) => {
+                stats.latencies_us.push(t0.elapsed().as_micros().min(u32::MAX as u128) as u32)
+            }
+            Pending::ChurnCreate(t0, path) => {
+                xid = xid.wrapping_add(1).max(1);
+                out.extend_from_slice(&Request::Delete { path, version: -1 }.to_frame(xid));
+                window.push_back(Pending::Op(t0));
+            }
+        }
+    }
+    Ok(stats)
+}
+
+/// `fanout`: rounds of one write and `watchers` notifications.
+async fn fanout(a: &BenchArgs, hosts: &str, deadline: Instant) -> Result<Stats, CliError> {
+    let mut setter = connect(hosts).await?;
+    call(&mut setter, &create("/bench/fan".into(), vec![], 0)).await?;
+    let (tx, mut rx) = mpsc::unbounded_channel::<bool>(); // true = armed, false = notified
+    let mut tasks = Vec::new();
+    for _ in 0..a.watchers {
+        let mut io = connect(hosts).await?;
+        let tx = tx.clone();
+        tasks.push(tokio::spawn(async move {
+            let arm =
+                Request::GetData(PathWatch { path: "/bench/fan".into(), watch: true }).to_frame(1);
+            loop {
+                if io.1.write_all(&arm).await.is_err() {
+                    return;
+                }
+                loop {
+                    let Ok(f) = read_frame(&mut io.0).await else { return };
+                    if f.get(..4) != Some(&[0xff; 4]) {
+                        break;
+                    }
+                }
+                let _ = tx.send(true);
+                loop {
+                    let Ok(f) = read_frame(&mut io.0).await else { return };
+                    if f.get(..4) == Some(&[0xff; 4]) {
+                        let _ = tx.send(false);
+                        break;
+                    }
+                }
+            }
+        }));
+    }
+    let mut stats = Stats::default();
+    let mut armed = 0;
+    let data = vec![b'x'; a.data_bytes];
+    while Instant::now() < deadline {
+        while armed < a.watchers {
+            match tokio::time::timeout(Duration::from_secs(10), rx.recv()).await {
+                Ok(Some(true)) => armed += 1,
+                Ok(Some(false)) => {}
+                _ => return Err(err("watchers stopped arming")),
+            }
+        }
+        let t0 = Instant::now();
+        call(
+            &mut setter,
+            &Request::SetData { path: "/bench/fan".into(), data: Some(data.clone()), version: -1 },
+        )
+        .await?;
+        let mut notified = 0;
+        while notified < a.watchers {
+            match tokio::time::timeout(Duration::from_secs(10), rx.recv()).await {
+                Ok(Some(false)) => notified += 1,
+                Ok(Some(true)) => armed += 1,
+                _ => return Err(err("notifications stopped")),
+            }
+        }
+        armed -= a.watchers.min(armed);
+        stats.latencies_us.push(t0.elapsed().as_micros().min(u32::MAX as u128) as u32);
+    }
+    for t in tasks {
+        t.abort();
+    }
+    Ok(stats)
+}
+
+async fn setup(a: &BenchArgs, hosts: &str) -> Result<(), CliError> {
+    let mut io = connect(hosts).await?;
+    call(&mut io, &create("/bench".into(), vec![], 0)).await?;
+    match a.workload {
+        Workload::Set | Workload::Get | Workload::Mixed => {
+            for k in 0..a.keys {
+                call(&mut io, &create(format!("/bench/k{k}"), vec![b'x'; a.data_bytes], 0)).await?;
+            }
+        }
+        Workload::Populate => {
+            for p in 0..1000.min(a.znodes.max(1)) {
+                call(&mut io, &create(format!("/bench/p{p}"), vec![], 0)).await?;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+fn percentile(sorted: &[u32], p: f64) -> u32 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+/// Runs `rzk bench`.
+pub(crate) async fn run(connect_args: &Connect, a: BenchArgs) -> Result<(), CliError> {
+    let hosts = connect_args.hosts.clone();
+    setup(&a, &hosts).await?;
+    let a = Arc::new(a);
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs_f64(a.duration_s);
+    let stats = if a.workload == Workload::Fanout {
+        vec![fanout(&a, &hosts, deadline).await?]
+    } else {
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut tasks = Vec::new();
+        let n = a.sessions.max(1);
+        for id in 0..n {
+            let io = connect(&hosts).await?;
+            let quota = (a.workload == Workload::Populate).then(|| {
+                let share = a.znodes / n + usize::from(id < a.znodes % n);
+                let first = id * (a.znodes / n) + id.min(a.znodes % n);
+                (first, share)
+            });
+            tasks.push(tokio::spawn(session_loop(io, a.clone(), id, stop.clone(), quota)));
+        }
+        if a.workload != Workload::Populate {
+            tokio::time::sleep_until(deadline.into()).await;
+            stop.store(true, Ordering::Relaxed);
+        }
+        let mut all = Vec::new();
+        for t in tasks {
+            all.push(t.await.map_err(err)??);
+        }
+        all
+    };
+    let seconds = started.elapsed().as_secs_f64();
+    let mut lat: Vec<u32> = stats.iter().flat_map(|s| s.latencies_us.iter().copied()).collect();
+    let errors: u64 = stats.iter().map(|s| s.errors).sum();
+    lat.sort_unstable();
+    let ops = lat.len();
+    let (p50, p99, p999) = (percentile(&lat, 0.5), percentile(&lat, 0.99), percentile(&lat, 0.999));
+    let name = format!("{:?}", a.workload).to_lowercase();
+    if a.json {
+        println!(
+            "{{\"workload\":\"{name}\",\"ops\":{ops},\"seconds\":{seconds:.3},\"ops_per_s\":{:.1},\"p50_us\":{p50},\"p99_us\":{p99},\"p999_us\":{p999},\"errors\":{errors}}}",
+            ops as f64 / seconds
+        );
+    } else {
+        println!(
+            "{name}: {ops} ops in {seconds:.2}s = {:.0} ops/s; latency p50 {p50} us, p99 {p99} us, p999 {p999} us; {errors} errors",
+            ops as f64 / seconds
+        );
+    }
+    Ok(())
+}
