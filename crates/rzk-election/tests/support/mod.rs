@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod checker;
+pub mod java;
 pub mod proxy;
 
 use std::io::{Read, Write};

@@ -1,0 +1,103 @@
+// One Apache Curator 5.4 election participant, driven by a Rust test (tests/t60_mixed.rs).
+//
+//   java -cp ... CuratorParticipant HOST:PORT PATH latch|selector ID [WORK_MS]
+//
+// Prints one line per event on stdout, "<event> <details>":
+//   joined <ourPath or ->       once our node exists
+//   elected                     isLeader() / takeLeadership() started
+//   lost                        notLeader() / takeLeadership() returned or was interrupted
+//   participants <id,id,...>    answer to the "participants" command (getParticipants order)
+//   closed                      answer to "close"
+// Commands on stdin, one per line: "participants", "close", "exit".
+// A LeaderLatch closes with CloseMode.NOTIFY_LEADER. A LeaderSelector has autoRequeue() and a
+// takeLeadership() that sleeps WORK_MS (default 200), the LeaderSelectorListenerAdapter policy.
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
+import org.apache.curator.framework.recipes.leader.LeaderSelector;
+import org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter;
+import org.apache.curator.framework.recipes.leader.Participant;
+import org.apache.curator.retry.ExponentialBackoffRetry;
+
+public class CuratorParticipant {
+    static synchronized void say(String line) {
+        System.out.println(line);
+        System.out.flush();
+    }
+
+    public static void main(String[] args) throws Exception {
+        String connect = args[0], path = args[1], recipe = args[2], id = args[3];
+        long workMs = args.length > 4 ? Long.parseLong(args[4]) : 200;
+        CuratorFramework client = CuratorFrameworkFactory.builder()
+            .connectString(connect)
+            .sessionTimeoutMs(4000)
+            .connectionTimeoutMs(4000)
+            .retryPolicy(new ExponentialBackoffRetry(100, 3))
+            .build();
+        client.start();
+        client.blockUntilConnected();
+
+        LeaderLatch latch = null;
+        LeaderSelector selector = null;
+        if (recipe.equals("latch")) {
+            latch = new LeaderLatch(client, path, id, LeaderLatch.CloseMode.NOTIFY_LEADER);
+            latch.addListener(new LeaderLatchListener() {
+                public void isLeader() { say("elected"); }
+                public void notLeader() { say("lost"); }
+            });
+            latch.start();
+            while (latch.getOurPath() == null) Thread.sleep(5);
+            say("joined " + latch.getOurPath());
+        } else {
+            selector = new LeaderSelector(client, path, new LeaderSelectorListenerAdapter() {
+                public void takeLeadership(CuratorFramework c) throws Exception {
+                    say("elected");
+                    try {
+                        Thread.sleep(workMs);
+                    } finally {
+                        say("lost");
+                    }
+                }
+            });
+            selector.setId(id);
+            selector.autoRequeue();
+            selector.start();
+            // The selector's node is not exposed (CURATOR-637): wait until it is listed.
+            while (true) {
+                boolean listed = false;
+                for (Participant p : selector.getParticipants()) listed |= p.getId().equals(id);
+                if (listed) break;
+                Thread.sleep(5);
+            }
+            say("joined -");
+        }
+
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        String cmd;
+        while ((cmd = in.readLine()) != null) {
+            cmd = cmd.trim();
+            if (cmd.equals("participants")) {
+                List<String> ids = new ArrayList<>();
+                for (Participant p : latch != null ? latch.getParticipants() : selector.getParticipants()) {
+                    ids.add(p.getId() + (p.isLeader() ? "*" : ""));
+                }
+                say("participants " + String.join(",", ids));
+            } else if (cmd.equals("close")) {
+                if (latch != null) latch.close(); else selector.close();
+                say("closed");
+            } else if (cmd.equals("exit")) {
+                break;
+            }
+        }
+        client.close();
+        System.exit(0);
+    }
+}
