@@ -153,32 +153,30 @@ pub fn recover(
         }
     }
     let start = state.last_zxid();
-    let read = log::read(storage, log_dir, start)?;
-    report.truncated = read.truncated;
     let gap = |reason: String| StorageError::Gap { dir: log_dir.to_path_buf(), reason };
-    if let Some(first) = read.txns.first() {
-        if first.zxid != start + 1 {
+    let read = log::visit(storage, log_dir, start, |txn| {
+        if state.last_zxid() == start && txn.zxid != start + 1 {
             return Err(gap(format!(
                 "state is at zxid {start:#x} but the log resumes at {:#x}",
-                first.zxid
+                txn.zxid
             )));
         }
-    }
+        let mode = if txn.zxid <= end_zxid { Mode::Replay } else { Mode::Strict };
+        state.apply_in(&txn, mode).map_err(|source| StorageError::Replay {
+            zxid: txn.zxid,
+            dir: log_dir.to_path_buf(),
+            source,
+        })?;
+        Ok(())
+    })?;
+    report.truncated = read.truncated.clone();
     if read.end.last_zxid < end_zxid {
         return Err(gap(format!(
             "snapshot reaches zxid {end_zxid:#x} but the log ends at {:#x}",
             read.end.last_zxid
         )));
     }
-    for txn in &read.txns {
-        let mode = if txn.zxid <= end_zxid { Mode::Replay } else { Mode::Strict };
-        state.apply_in(txn, mode).map_err(|source| StorageError::Replay {
-            zxid: txn.zxid,
-            dir: log_dir.to_path_buf(),
-            source,
-        })?;
-    }
-    report.replayed = read.txns.len();
+    report.replayed = read.visited;
     Ok(Recovered { state, log_end: read.end, report })
 }
 

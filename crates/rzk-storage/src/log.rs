@@ -63,8 +63,8 @@ pub struct LogEnd {
 /// What reading the log found.
 #[derive(Debug)]
 pub struct LogRead {
-    /// Transactions with zxid above the requested one, in order.
-    pub txns: Vec<Txn>,
+    /// How many transactions above the requested zxid were handed to the visitor.
+    pub visited: usize,
     /// Where to continue writing.
     pub end: LogEnd,
     /// A torn tail that was cut off: (file, offset, bytes dropped).
@@ -103,14 +103,38 @@ fn later_batch_exists(bytes: &[u8], from: usize, bad_zxid: i64) -> bool {
     })
 }
 
-/// Reads every segment and returns the transactions after `after_zxid`.
+/// Reads every segment and returns the transactions after `after_zxid`, collected.
+///
+/// # Errors
+/// As [`visit`].
+pub fn read(
+    storage: &dyn Storage,
+    dir: &Path,
+    after_zxid: i64,
+) -> Result<(Vec<Txn>, LogRead), StorageError> {
+    let mut txns = Vec::new();
+    let r = visit(storage, dir, after_zxid, |t| {
+        txns.push(t);
+        Ok(())
+    })?;
+    Ok((txns, r))
+}
+
+/// Reads every segment, handing each transaction after `after_zxid` to `visit` in order, one
+/// segment in memory at a time (recovery of a large log never holds all of it).
 ///
 /// # Errors
 /// [`StorageError::Corrupt`] for a bad record anywhere but an unsynced tail, a gap in zxids,
-/// or a bad segment header; [`StorageError::Io`] when a file cannot be read or repaired.
-pub fn read(storage: &dyn Storage, dir: &Path, after_zxid: i64) -> Result<LogRead, StorageError> {
+/// or a bad segment header; [`StorageError::Io`] when a file cannot be read or repaired; any
+/// error `visit` returns.
+pub fn visit(
+    storage: &dyn Storage,
+    dir: &Path,
+    after_zxid: i64,
+    mut visit: impl FnMut(Txn) -> Result<(), StorageError>,
+) -> Result<LogRead, StorageError> {
     let segments = list_segments(storage, dir)?;
-    let mut txns = Vec::new();
+    let mut visited = 0;
     let mut expected: Option<i64> = None;
     let mut end = LogEnd { segment: None, offset: SEGMENT_HEADER_BYTES, last_zxid: 0 };
     let mut truncated = None;
@@ -153,7 +177,8 @@ pub fn read(storage: &dyn Storage, dir: &Path, after_zxid: i64) -> Result<LogRea
                     expected = Some(zxid + 1);
                     end.last_zxid = zxid;
                     if zxid > after_zxid {
-                        txns.push(logged.txn);
+                        visited += 1;
+                        visit(logged.txn)?;
                     }
                     pos += len;
                 }
@@ -186,7 +211,7 @@ pub fn read(storage: &dyn Storage, dir: &Path, after_zxid: i64) -> Result<LogRea
         end.segment = Some((*first, path.clone()));
         end.offset = pos as u64;
     }
-    Ok(LogRead { txns, end, truncated })
+    Ok(LogRead { visited, end, truncated })
 }
 
 /// Appends transactions; one [`LogWriter::sync`] makes a whole batch durable.
