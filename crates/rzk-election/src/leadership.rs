@@ -285,9 +285,11 @@ impl Leadership {
     }
 
     /// The current lease deadline: the leader must not act after it. Moves forward with every
-    /// acknowledged request; once the session is gone, the loss time.
+    /// acknowledged request while the term lasts; once the term is lost, the earlier of the
+    /// session's last deadline and the loss time (the end of the term, as a checker sees it).
     pub fn deadline(&self) -> Instant {
-        match (self.inner.deadline(), self.inner.loss()) {
+        let last = self.inner.session.last_deadline(self.inner.generation);
+        match (last, self.inner.loss()) {
             (Some(d), Some((_, at))) => d.min(at),
             (Some(d), None) => d,
             (None, Some((_, at))) => at,

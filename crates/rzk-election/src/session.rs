@@ -185,6 +185,8 @@ pub(crate) struct LeaseState {
 pub(crate) struct Shared {
     pub snap: watch::Sender<Snapshot>,
     pub lease: watch::Sender<LeaseState>,
+    /// The final lease of the previous generation (for reporting a lost term's deadline).
+    prev_lease: std::sync::Mutex<Option<LeaseState>>,
     events: broadcast::Sender<ConnectionEvent>,
     config: SessionConfig,
     /// Negotiated session timeout of the first session (every session of one manager asks for
@@ -216,6 +218,23 @@ impl Shared {
                 false
             }
         });
+    }
+
+    /// The last lease deadline of `generation`, current or just ended.
+    pub fn last_deadline(&self, generation: u64) -> Option<Instant> {
+        let l = *self.lease.borrow();
+        let l = if l.generation == generation {
+            Some(l)
+        } else {
+            self.prev_lease.lock().expect("poisoned").filter(|p| p.generation == generation)
+        };
+        l.map(|l| l.last_ack_sent + self.timeout - self.margin)
+    }
+
+    /// Starts the lease of a new generation, keeping the final one of the old.
+    fn new_lease(&self, lease: LeaseState) {
+        let old = self.lease.send_replace(lease);
+        *self.prev_lease.lock().expect("poisoned") = Some(old);
     }
 
     /// The lease deadline of `generation`, or `None` if that generation is over.
@@ -312,7 +331,16 @@ impl Session {
         let (snap, _) = watch::channel(snapshot);
         let (lease, _) = watch::channel(LeaseState { generation: 1, last_ack_sent: started });
         let (events, _) = broadcast::channel(1024);
-        let shared = Arc::new(Shared { snap, lease, events, config, timeout, margin, heartbeat });
+        let shared = Arc::new(Shared {
+            snap,
+            lease,
+            prev_lease: std::sync::Mutex::new(None),
+            events,
+            config,
+            timeout,
+            margin,
+            heartbeat,
+        });
         let (cmd, cmd_rx) = mpsc::unbounded_channel();
         tokio::spawn(Driver { shared: shared.clone(), cmd_rx }.run(client));
         Ok(Session { inner: Arc::new(Handle { shared, cmd }) })
@@ -520,8 +548,7 @@ impl Driver {
                         Ok((c, started)) => {
                             let generation = self.shared.snap.borrow().generation + 1;
                             self.shared
-                                .lease
-                                .send_replace(LeaseState { generation, last_ack_sent: started });
+                                .new_lease(LeaseState { generation, last_ack_sent: started });
                             self.shared.publish(|s| {
                                 s.state = ConnectionState::Reconnected { new_session: true };
                                 s.session_id = Some(c.session_id());
