@@ -20,14 +20,7 @@ fuzz_target!(|data: &[u8]| {
     for conn in 1..=3u64 {
         core.open(conn, peer);
         let mut w = Writer::new();
-        ConnectRequest {
-            protocol_version: 0,
-            last_zxid_seen: 0,
-            timeout_ms: 1000,
-            session_id: 0,
-            passwd: vec![0; 16],
-            read_only: Some(false),
-        }
+        ConnectRequest::new_session(1000)
         .write(&mut w);
         core.receive(conn, &w.into_inner(), now).expect("valid handshake");
     }

@@ -13,15 +13,7 @@ fn at(ms: u64) -> Now {
 fn connect(core: &mut Core, conn: u64, timeout_ms: i32, now: Now) -> ConnectResponse {
     core.open(conn, SocketAddr::from(([127, 0, 0, 1], 1)));
     let mut w = Writer::new();
-    ConnectRequest {
-        protocol_version: 0,
-        last_zxid_seen: 0,
-        timeout_ms,
-        session_id: 0,
-        passwd: vec![0; 16],
-        read_only: Some(false),
-    }
-    .write(&mut w);
+    ConnectRequest::new_session(timeout_ms).write(&mut w);
     core.receive(conn, &w.into_inner(), now).unwrap();
     durable(core);
     let Some(Output::Send { frame, .. }) = core.poll_output() else { panic!("no ConnectResponse") };

@@ -337,6 +337,19 @@ pub struct ConnectRequest {
 }
 
 impl ConnectRequest {
+    /// The handshake of a client asking for a new session, as Java clients send it (with the
+    /// `readOnly` byte, false).
+    pub fn new_session(timeout_ms: i32) -> ConnectRequest {
+        ConnectRequest {
+            protocol_version: 0,
+            last_zxid_seen: 0,
+            timeout_ms,
+            session_id: 0,
+            passwd: vec![0; 16],
+            read_only: Some(false),
+        }
+    }
+
     /// Reads a `ConnectRequest`. The trailing `readOnly` byte is optional, as in
     /// `ProtocolManager`.
     pub fn read(r: &mut Reader<'_>) -> Result<Self, DecodeError> {

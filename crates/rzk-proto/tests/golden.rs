@@ -160,14 +160,7 @@ fn connect_response_lengths_match_zookeeper() {
 #[test]
 fn connect_request_with_and_without_read_only() {
     // The C client's fixed 45-byte handshake and go-zookeeper's 44-byte one.
-    let mut req = ConnectRequest {
-        protocol_version: 0,
-        last_zxid_seen: 0,
-        timeout_ms: 30_000,
-        session_id: 0,
-        passwd: vec![0; 16],
-        read_only: Some(false),
-    };
+    let mut req = ConnectRequest::new_session(30_000);
     let mut w = Writer::new();
     req.write(&mut w);
     assert_eq!(w.len(), 45);

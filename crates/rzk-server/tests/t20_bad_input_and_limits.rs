@@ -26,14 +26,7 @@ impl Raw {
 
     fn session(server: &TestServer) -> (Raw, ConnectResponse) {
         let mut raw = Raw::open(server);
-        let req = ConnectRequest {
-            protocol_version: 0,
-            last_zxid_seen: 0,
-            timeout_ms: 10_000,
-            session_id: 0,
-            passwd: vec![0; 16],
-            read_only: Some(false),
-        };
+        let req = ConnectRequest::new_session(10_000);
         let mut w = Writer::frame();
         req.write(&mut w);
         raw.send(&w.finish_frame());

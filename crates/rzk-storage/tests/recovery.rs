@@ -50,15 +50,7 @@ impl Workload {
         for conn in 1..=3 {
             core.open(conn, peer);
             let mut w = Writer::new();
-            ConnectRequest {
-                protocol_version: 0,
-                last_zxid_seen: 0,
-                timeout_ms: 2000,
-                session_id: 0,
-                passwd: vec![0; 16],
-                read_only: Some(false),
-            }
-            .write(&mut w);
+            ConnectRequest::new_session(2000).write(&mut w);
             core.receive(conn, &w.into_inner(), now).unwrap();
         }
         let mut w = Workload { core, rng: Rng(seed | 1), now, xid: 0, txns: Vec::new() };

@@ -85,15 +85,7 @@ async fn connect(hosts: &str) -> Result<Io, CliError> {
     let (r, mut w) = stream.into_split();
     let mut r = BufReader::with_capacity(256 * 1024, r);
     let mut f = Writer::frame();
-    ConnectRequest {
-        protocol_version: 0,
-        last_zxid_seen: 0,
-        timeout_ms: 30_000,
-        session_id: 0,
-        passwd: vec![0; 16],
-        read_only: Some(false),
-    }
-    .write(&mut f);
+    ConnectRequest::new_session(30_000).write(&mut f);
     w.write_all(&f.finish_frame()).await.map_err(err)?;
     read_frame(&mut r).await?;
     Ok((r, w))

@@ -48,6 +48,31 @@ pub(crate) struct Connect {
 }
 
 impl Connect {
+    /// A managed election session (rzk-election), or a clear error once the connect timeout
+    /// has passed.
+    pub(crate) async fn election_session(
+        &self,
+        session_timeout: Option<Duration>,
+    ) -> Result<rzk_election::Session, CliError> {
+        let limit = Duration::from_millis(self.connect_timeout_ms);
+        let mut config = rzk_election::SessionConfig::new(&self.hosts).with_connect_timeout(limit);
+        if let Some(t) = session_timeout {
+            config = config.with_session_timeout(t);
+        }
+        match tokio::time::timeout(limit, rzk_election::Session::connect(config)).await {
+            Ok(Ok(s)) => Ok(s),
+            Ok(Err(e)) => Err(CliError::usage(format!("cannot connect to {}: {e}", self.hosts))),
+            Err(_) => Err(self.unreachable()),
+        }
+    }
+
+    fn unreachable(&self) -> CliError {
+        CliError::usage(format!(
+            "cannot connect to {} within {} ms (is the server running?)",
+            self.hosts, self.connect_timeout_ms
+        ))
+    }
+
     /// A session, or a clear error once the connect timeout has passed.
     pub(crate) async fn client(&self) -> Result<zk::Client, CliError> {
         let limit = Duration::from_millis(self.connect_timeout_ms);
@@ -58,10 +83,7 @@ impl Connect {
         match tokio::time::timeout(limit, connecting).await {
             Ok(Ok(c)) => Ok(c),
             Ok(Err(e)) => Err(CliError::usage(format!("cannot connect to {}: {e}", self.hosts))),
-            Err(_) => Err(CliError::usage(format!(
-                "cannot connect to {} within {} ms (is the server running?)",
-                self.hosts, self.connect_timeout_ms
-            ))),
+            Err(_) => Err(self.unreachable()),
         }
     }
 }

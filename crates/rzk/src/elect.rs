@@ -16,7 +16,6 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 use rzk_election::{
     FencingToken, LatchOptions, LeaderLatch, LeaderSelector, Leadership, SelectorOptions, Session,
-    SessionConfig,
 };
 use tokio::process::{Child, Command};
 use tokio::signal::unix::{signal, SignalKind};
@@ -25,6 +24,31 @@ use crate::cli::{CliError, Connect};
 
 /// Time allowed between SIGKILL and the child's exit being reaped.
 pub(crate) const KILL_SLACK: Duration = Duration::from_millis(200);
+
+/// SIGINT and SIGTERM, as one stream of exit statuses (130 and 143, the shell's convention).
+struct StopSignals {
+    int: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    fn new() -> Result<StopSignals, CliError> {
+        let install = |k| {
+            signal(k).map_err(|e| CliError::runtime(format!("installing a signal handler: {e}")))
+        };
+        Ok(StopSignals {
+            int: install(SignalKind::interrupt())?,
+            term: install(SignalKind::terminate())?,
+        })
+    }
+
+    async fn recv(&mut self) -> u8 {
+        tokio::select! {
+            _ = self.int.recv() => 130,
+            _ = self.term.recv() => 143,
+        }
+    }
+}
 
 /// Which Curator recipe to join with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -162,22 +186,8 @@ pub(crate) async fn run(connect: &Connect, a: ElectArgs) -> Result<u8, CliError>
         let host = std::fs::read_to_string("/etc/hostname").unwrap_or_else(|_| "host".into());
         format!("{}-{}", host.trim(), std::process::id())
     });
-    let config = SessionConfig::new(&connect.hosts)
-        .with_session_timeout(Duration::from_millis(a.session_timeout_ms))
-        .with_connect_timeout(Duration::from_millis(connect.connect_timeout_ms));
-    let limit = Duration::from_millis(connect.connect_timeout_ms);
-    let session = match tokio::time::timeout(limit, Session::connect(config)).await {
-        Ok(Ok(s)) => s,
-        Ok(Err(e)) => {
-            return Err(CliError::usage(format!("cannot connect to {}: {e}", connect.hosts)))
-        }
-        Err(_) => {
-            return Err(CliError::usage(format!(
-                "cannot connect to {} within {} ms (is the server running?)",
-                connect.hosts, connect.connect_timeout_ms
-            )))
-        }
-    };
+    let session =
+        connect.election_session(Some(Duration::from_millis(a.session_timeout_ms))).await?;
     let timeout = session.negotiated_timeout();
     let grace = clamp_grace(Duration::from_millis(a.grace_ms), timeout);
     if grace < Duration::from_millis(a.grace_ms) {
@@ -188,10 +198,7 @@ pub(crate) async fn run(connect: &Connect, a: ElectArgs) -> Result<u8, CliError>
         ));
     }
     let budget = grace + KILL_SLACK;
-    let mut sigint =
-        signal(SignalKind::interrupt()).map_err(|e| CliError::runtime(e.to_string()))?;
-    let mut sigterm =
-        signal(SignalKind::terminate()).map_err(|e| CliError::runtime(e.to_string()))?;
+    let mut stop_signals = StopSignals::new()?;
     loop {
         let contender = join(&session, &a, &id, budget).await?;
         say(format_args!(
@@ -203,8 +210,11 @@ pub(crate) async fn run(connect: &Connect, a: ElectArgs) -> Result<u8, CliError>
         loop {
             let leadership = tokio::select! {
                 l = contender.await_leadership() => l.map_err(|e| CliError::usage(format!("election on {}: {e}", a.path)))?,
-                _ = sigint.recv() => { contender.close().await; say("interrupted; resigned"); return Ok(130); }
-                _ = sigterm.recv() => { contender.close().await; say("terminated; resigned"); return Ok(143); }
+                code = stop_signals.recv() => {
+                    contender.close().await;
+                    say("stopped by a signal; resigned");
+                    return Ok(code);
+                }
             };
             let token = leadership.token();
             say(format_args!("leader of {} with token {token}; starting {:?}", a.path, a.command));
@@ -226,19 +236,12 @@ pub(crate) async fn run(connect: &Connect, a: ElectArgs) -> Result<u8, CliError>
                     let st = stop(&mut child, grace).await;
                     say(format_args!("command stopped (status {})", exit_code(st)));
                 }
-                _ = sigint.recv() => {
+                code = stop_signals.recv() => {
                     stop(&mut child, grace).await;
                     let _ = leadership.resign().await;
                     contender.close().await;
-                    say("interrupted; command stopped; resigned");
-                    return Ok(130);
-                }
-                _ = sigterm.recv() => {
-                    stop(&mut child, grace).await;
-                    let _ = leadership.resign().await;
-                    contender.close().await;
-                    say("terminated; command stopped; resigned");
-                    return Ok(143);
+                    say("stopped by a signal; command stopped; resigned");
+                    return Ok(code);
                 }
             }
         }
@@ -253,7 +256,7 @@ mod tests {
     fn grace_fits_inside_the_session() {
         let ms = Duration::from_millis;
         assert_eq!(clamp_grace(ms(2_000), ms(10_000)), ms(2_000));
-        assert_eq!(clamp_grace(ms(9_000), ms(10_000)), ms(3_133));
+        assert_eq!(clamp_grace(ms(9_000), ms(10_000)), ms(10_000) / 3 - KILL_SLACK);
         assert_eq!(clamp_grace(ms(9_000), ms(300)), ms(0));
     }
 }

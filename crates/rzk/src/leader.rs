@@ -1,10 +1,7 @@
 //! `rzk leader PATH`: who leads, in what order the others follow, live with `--watch`.
 
 use clap::Args;
-use rzk_election::{
-    LatchOptions, LeaderLatch, LeaderSelector, Participants, SelectorOptions, Session,
-    SessionConfig,
-};
+use rzk_election::{LatchOptions, LeaderLatch, LeaderSelector, Participants, SelectorOptions};
 use zookeeper_client as zk;
 
 use crate::cli::{CliError, Connect};
@@ -89,20 +86,7 @@ fn to_text(path: &str, p: &Participants) -> String {
 
 /// Runs `rzk leader`.
 pub(crate) async fn run(connect: &Connect, a: LeaderArgs) -> Result<(), CliError> {
-    let limit = std::time::Duration::from_millis(connect.connect_timeout_ms);
-    let config = SessionConfig::new(&connect.hosts).with_connect_timeout(limit);
-    let session = match tokio::time::timeout(limit, Session::connect(config)).await {
-        Ok(Ok(s)) => s,
-        Ok(Err(e)) => {
-            return Err(CliError::usage(format!("cannot connect to {}: {e}", connect.hosts)))
-        }
-        Err(_) => {
-            return Err(CliError::usage(format!(
-                "cannot connect to {} within {} ms (is the server running?)",
-                connect.hosts, connect.connect_timeout_ms
-            )))
-        }
-    };
+    let session = connect.election_session(None).await?;
     let bad = |e: rzk_election::Error| CliError::usage(format!("{}: {e}", a.path));
     // A recipe that is never started only reads.
     enum Reader {

@@ -60,15 +60,7 @@ impl Conn {
         s.set_nodelay(true)?;
         let mut c = Conn(s);
         let mut w = Writer::frame();
-        ConnectRequest {
-            protocol_version: 0,
-            last_zxid_seen: 0,
-            timeout_ms: 4000,
-            session_id: 0,
-            passwd: vec![0; 16],
-            read_only: Some(false),
-        }
-        .write(&mut w);
+        ConnectRequest::new_session(4000).write(&mut w);
         c.0.write_all(&w.finish_frame())?;
         c.recv()?;
         Ok(c)
