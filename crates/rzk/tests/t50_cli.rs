@@ -359,3 +359,58 @@ fn bench_reports_every_workload_as_json() {
         assert!(!out.contains("\"ops\":0,"), "{w} did nothing: {out}");
     }
 }
+
+#[test]
+fn requeue_rejoins_after_the_command_exits() {
+    let s = server();
+    let cs = s.connect_string();
+    let log = tmp("requeue");
+    let quick = r#"echo "start $RZK_PARTICIPANT_ID $RZK_FENCING_TOKEN $$" >> "$LOG"; sleep 0.1"#;
+    let child = Command::new(env!("CARGO_BIN_EXE_rzk"))
+        .args([
+            "--connect",
+            &cs,
+            "elect",
+            "/e/requeue",
+            "--id",
+            "r",
+            "--requeue",
+            "--session-timeout-ms",
+            "1000",
+            "--",
+        ])
+        .args(["sh", "-c", quick])
+        .env("LOG", &log)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _guard = Elect { child };
+    // Alone in the election, it leads again after each run, each time with a larger token.
+    let lines = wait_for(&log, "start r", 3, Duration::from_secs(10));
+    let t = tokens(&lines);
+    assert!(t.windows(2).all(|w| w[0] < w[1]), "a fresh term each time: {t:?}");
+}
+
+#[test]
+fn watch_prints_changes_as_they_happen() {
+    let s = server();
+    let cs = s.connect_string();
+    assert!(rzk(&cs, &["create", "/w", "0"]).status.success());
+    let mut watch = Command::new(env!("CARGO_BIN_EXE_rzk"))
+        .args(["--connect", &cs, "watch", "-r", "/w", "--count", "2"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the watch is armed (it says so on stderr).
+    let mut err = BufReader::new(watch.stderr.take().unwrap());
+    let mut first = String::new();
+    err.read_line(&mut first).unwrap();
+    assert!(first.contains("watching /w"), "{first}");
+    assert!(rzk(&cs, &["set", "/w", "1"]).status.success());
+    assert!(rzk(&cs, &["create", "/w/kid", ""]).status.success());
+    let out = watch.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "NodeDataChanged /w\nNodeCreated /w/kid\n");
+}
