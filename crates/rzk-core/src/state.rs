@@ -629,59 +629,101 @@ pub enum RestoreError {
     NoRoot,
 }
 
+/// Builds a [`State`] from snapshot contents one node at a time, so that loading a large
+/// snapshot never holds a second copy of the tree. Nodes must come parent first (a snapshot
+/// is written in depth-first pre-order).
+#[derive(Debug)]
+pub struct StateBuilder {
+    state: State,
+}
+
+impl StateBuilder {
+    /// Adds one node and links it to its parent.
+    ///
+    /// # Errors
+    /// [`RestoreError::Duplicate`], or [`RestoreError::Orphan`] when its parent has not been
+    /// added.
+    pub fn push(&mut self, n: RestoredNode) -> Result<(), RestoreError> {
+        let s = &mut self.state;
+        if s.nodes.contains_key(n.path.as_str()) {
+            return Err(RestoreError::Duplicate(n.path));
+        }
+        if n.path != "/" {
+            let parent = path::parent(&n.path).unwrap_or("/");
+            match s.nodes.get_mut(parent) {
+                Some(p) => {
+                    p.children.insert(path::name(&n.path).into());
+                }
+                None => return Err(RestoreError::Orphan(n.path)),
+            }
+        }
+        let acl = s.acls.intern(&n.acl);
+        let node = Node {
+            data: n.data.map(Vec::into_boxed_slice),
+            children: BTreeSet::new(),
+            czxid: n.czxid,
+            mzxid: n.mzxid,
+            pzxid: n.pzxid,
+            ctime: n.ctime,
+            mtime: n.mtime,
+            ephemeral_owner: n.ephemeral_owner,
+            version: n.version,
+            cversion: n.cversion,
+            aversion: n.aversion,
+            acl,
+        };
+        s.insert_entry(&n.path, node);
+        Ok(())
+    }
+
+    /// The finished state.
+    ///
+    /// # Errors
+    /// [`RestoreError::NoRoot`] if no root was added.
+    pub fn finish(self) -> Result<State, RestoreError> {
+        if self.state.nodes.contains_key("/") {
+            Ok(self.state)
+        } else {
+            Err(RestoreError::NoRoot)
+        }
+    }
+}
+
 impl State {
-    /// Rebuilds a state from snapshot contents. Nodes may come in any order.
+    /// Starts rebuilding a state at `last_zxid` with a session table.
+    pub fn builder(
+        last_zxid: i64,
+        sessions: BTreeMap<i64, SessionRecord>,
+        nodes_hint: usize,
+    ) -> StateBuilder {
+        StateBuilder {
+            state: State {
+                nodes: HashMap::with_capacity(nodes_hint),
+                acls: AclCache::default(),
+                sessions,
+                ephemerals: HashMap::new(),
+                containers: BTreeSet::new(),
+                ttls: BTreeSet::new(),
+                last_zxid,
+                data_bytes: 0,
+            },
+        }
+    }
+
+    /// Rebuilds a state from snapshot contents, parents before children.
+    ///
+    /// # Errors
+    /// As [`StateBuilder::push`] and [`StateBuilder::finish`].
     pub fn restore(
         last_zxid: i64,
         sessions: BTreeMap<i64, SessionRecord>,
         nodes: Vec<RestoredNode>,
     ) -> Result<State, RestoreError> {
-        let mut s = State {
-            nodes: HashMap::with_capacity(nodes.len()),
-            acls: AclCache::default(),
-            sessions,
-            ephemerals: HashMap::new(),
-            containers: BTreeSet::new(),
-            ttls: BTreeSet::new(),
-            last_zxid,
-            data_bytes: 0,
-        };
-        let mut paths = Vec::with_capacity(nodes.len());
+        let mut b = State::builder(last_zxid, sessions, nodes.len());
         for n in nodes {
-            let acl = s.acls.intern(&n.acl);
-            let node = Node {
-                data: n.data.map(Vec::into_boxed_slice),
-                children: BTreeSet::new(),
-                czxid: n.czxid,
-                mzxid: n.mzxid,
-                pzxid: n.pzxid,
-                ctime: n.ctime,
-                mtime: n.mtime,
-                ephemeral_owner: n.ephemeral_owner,
-                version: n.version,
-                cversion: n.cversion,
-                aversion: n.aversion,
-                acl,
-            };
-            if s.nodes.contains_key(n.path.as_str()) {
-                return Err(RestoreError::Duplicate(n.path));
-            }
-            s.insert_entry(&n.path, node);
-            paths.push(n.path);
+            b.push(n)?;
         }
-        if !s.nodes.contains_key("/") {
-            return Err(RestoreError::NoRoot);
-        }
-        for p in paths.iter().filter(|p| p.as_str() != "/") {
-            let parent = path::parent(p).unwrap_or("/");
-            match s.nodes.get_mut(parent) {
-                Some(n) => {
-                    n.children.insert(path::name(p).into());
-                }
-                None => return Err(RestoreError::Orphan(p.clone())),
-            }
-        }
-        Ok(s)
+        b.finish()
     }
 
     /// The first difference between two states, for recovery checks; `None` if they are the

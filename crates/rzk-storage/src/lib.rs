@@ -142,10 +142,9 @@ pub fn recover(
             .and_then(|bytes| snapshot::load(&path, &bytes));
         match loaded {
             Ok(snap) => {
-                report.snapshot_nodes = snap.nodes.len();
+                report.snapshot_nodes = snap.nodes;
                 end_zxid = snap.end_zxid;
-                state = State::restore(snap.start_zxid, snap.sessions, snap.nodes)
-                    .map_err(|source| StorageError::Restore { file: path.clone(), source })?;
+                state = snap.state;
                 report.snapshot = Some(path);
                 break;
             }

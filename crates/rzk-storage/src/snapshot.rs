@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rzk_core::state::{Node, RestoredNode, SessionRecord};
+
 use rzk_proto::jute::{Reader, Writer};
 use rzk_proto::{Acl, DecodeError};
 
@@ -149,23 +150,24 @@ impl SnapshotWriter {
     }
 }
 
-/// A snapshot read back.
+/// A snapshot read back into a tree.
 #[derive(Debug)]
 pub struct LoadedSnapshot {
-    /// Every transaction up to here is in the snapshot.
+    /// Every transaction up to here is in the snapshot (the state's last zxid).
     pub start_zxid: i64,
     /// Transactions after `start_zxid` up to here may be in it, partly.
     pub end_zxid: i64,
-    /// The session table as of `start_zxid`.
-    pub sessions: BTreeMap<i64, SessionRecord>,
-    /// The nodes.
-    pub nodes: Vec<RestoredNode>,
+    /// The tree and sessions as the snapshot holds them.
+    pub state: rzk_core::State,
+    /// Nodes read.
+    pub nodes: usize,
 }
 
-/// Parses and verifies a snapshot file's bytes.
+/// Parses and verifies a snapshot file's bytes, building the tree as it goes.
 ///
 /// # Errors
-/// [`StorageError::Corrupt`] naming the file and the offset of the problem.
+/// [`StorageError::Corrupt`] naming the file and the offset of the problem, or
+/// [`StorageError::Restore`] when the nodes do not form a tree.
 pub fn load(path: &Path, bytes: &[u8]) -> Result<LoadedSnapshot, StorageError> {
     let corrupt = |offset: usize, why: String| StorageError::corrupt(path, offset as u64, why);
     if bytes.len() < SNAPSHOT_MAGIC.len() + 4 || &bytes[..8] != SNAPSHOT_MAGIC {
@@ -177,8 +179,8 @@ pub fn load(path: &Path, bytes: &[u8]) -> Result<LoadedSnapshot, StorageError> {
         return Err(corrupt(body.len(), "checksum mismatch".into()));
     }
     let mut r = Reader::new(&body[8..]);
-    let at = |r: &Reader<'_>| body.len() - r.remaining();
-    let parse = |r: &mut Reader<'_>| -> Result<LoadedSnapshot, DecodeError> {
+    let restore = |source| StorageError::Restore { file: path.to_path_buf(), source };
+    let mut parse = || -> Result<Result<LoadedSnapshot, StorageError>, DecodeError> {
         let start_zxid = r.read_i64()?;
         let n = r.read_i32()?;
         let mut sessions = BTreeMap::new();
@@ -189,12 +191,14 @@ pub fn load(path: &Path, bytes: &[u8]) -> Result<LoadedSnapshot, StorageError> {
             passwd.copy_from_slice(r.read_bytes(16)?);
             sessions.insert(id, SessionRecord { timeout_ms, passwd });
         }
-        let mut nodes = Vec::new();
+        // About 90 bytes per node on disk: a good first guess for the table size.
+        let mut builder = rzk_core::State::builder(start_zxid, sessions, body.len() / 90);
+        let mut nodes = 0usize;
         while r.read_bytes(1)?[0] == 1 {
-            nodes.push(RestoredNode {
+            let node = RestoredNode {
                 path: r.read_string()?,
                 data: r.read_buffer_opt()?,
-                acl: Acl::read_vec(r)?,
+                acl: Acl::read_vec(&mut r)?,
                 czxid: r.read_i64()?,
                 mzxid: r.read_i64()?,
                 pzxid: r.read_i64()?,
@@ -204,17 +208,25 @@ pub fn load(path: &Path, bytes: &[u8]) -> Result<LoadedSnapshot, StorageError> {
                 version: r.read_i32()?,
                 cversion: r.read_i32()?,
                 aversion: r.read_i32()?,
-            });
+            };
+            if let Err(e) = builder.push(node) {
+                return Ok(Err(restore(e)));
+            }
+            nodes += 1;
         }
         let end_zxid = r.read_i64()?;
         let count = r.read_i64()?;
-        if count != nodes.len() as i64 {
-            return Err(DecodeError::UnexpectedEof {
-                needed: count as usize,
-                remaining: nodes.len(),
-            });
+        if count != nodes as i64 {
+            return Err(DecodeError::UnexpectedEof { needed: count as usize, remaining: nodes });
         }
-        Ok(LoadedSnapshot { start_zxid, end_zxid, sessions, nodes })
+        Ok(builder
+            .finish()
+            .map(|state| LoadedSnapshot { start_zxid, end_zxid, state, nodes })
+            .map_err(restore))
     };
-    parse(&mut r).map_err(|e| corrupt(at(&r), e.to_string()))
+    let result = parse();
+    match result {
+        Ok(inner) => inner,
+        Err(e) => Err(corrupt(body.len() - r.remaining(), e.to_string())),
+    }
 }
