@@ -54,7 +54,7 @@ pub struct JavaParticipant {
     child: Child,
     stdin: ChildStdin,
     lines: Arc<Mutex<Vec<(Instant, String)>>>,
-    cursor: usize,
+    cursor: std::collections::HashMap<String, usize>,
 }
 
 impl JavaParticipant {
@@ -83,7 +83,8 @@ impl JavaParticipant {
                 l.lock().unwrap().push((Instant::now(), line));
             }
         });
-        let mut p = JavaParticipant { id: id.into(), child, stdin, lines, cursor: 0 };
+        let mut p =
+            JavaParticipant { id: id.into(), child, stdin, lines, cursor: Default::default() };
         p.expect("joined", Duration::from_secs(30)).await;
         p
     }
@@ -94,10 +95,13 @@ impl JavaParticipant {
         let end = Instant::now() + within;
         loop {
             {
+                // One cursor per prefix: lines may come in any order ("elected" before
+                // "joined" for a participant that leads at once).
                 let lines = self.lines.lock().unwrap();
-                while self.cursor < lines.len() {
-                    let (at, line) = &lines[self.cursor];
-                    self.cursor += 1;
+                let cursor = self.cursor.entry(prefix.to_string()).or_insert(0);
+                while *cursor < lines.len() {
+                    let (at, line) = &lines[*cursor];
+                    *cursor += 1;
                     if let Some(rest) = line.strip_prefix(prefix) {
                         return (*at, rest.trim().to_string());
                     }

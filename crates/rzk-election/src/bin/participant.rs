@@ -1,0 +1,161 @@
+//! One election participant in its own process, for the multi-process tests
+//! (docs/election.md §4.2) and for trying the crate by hand:
+//!
+//! ```text
+//! cargo run -p rzk-election --bin rzk-election-participant -- \
+//!     --connect 127.0.0.1:2181 --path /demo/leader --id a \
+//!     [--recipe latch|selector] [--policy suspended|lost] [--session-timeout-ms 4000] \
+//!     [--witness /demo/witness]
+//! ```
+//!
+//! It joins, and while it leads it writes `"<id>|<token>|<n>"` to the witness node every 50 ms
+//! with a guarded write. It prints one line per event on stdout:
+//!
+//! ```text
+//! joined <node>
+//! elected <token> <node>
+//! lease <ms until the deadline>
+//! write ok <token> <mzxid> | write refused <reason> | write unknown
+//! lost <reason>
+//! ```
+
+use std::time::Duration;
+
+use rzk_election::{
+    ConnectionPolicy, LatchOptions, LeaderLatch, LeaderSelector, Leadership, SelectorOptions,
+    Session, SessionConfig,
+};
+use zookeeper_client::MultiWriteResult;
+
+struct Args {
+    connect: String,
+    path: String,
+    id: String,
+    recipe: String,
+    policy: ConnectionPolicy,
+    timeout: Duration,
+    witness: Option<String>,
+}
+
+fn args() -> Args {
+    let mut a = Args {
+        connect: "127.0.0.1:2181".into(),
+        path: "/demo/leader".into(),
+        id: String::new(),
+        recipe: "latch".into(),
+        policy: ConnectionPolicy::StepDownOnSuspended,
+        timeout: Duration::from_secs(4),
+        witness: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(k) = it.next() {
+        let v = it.next().unwrap_or_else(|| panic!("{k} needs a value"));
+        match k.as_str() {
+            "--connect" => a.connect = v,
+            "--path" => a.path = v,
+            "--id" => a.id = v,
+            "--recipe" => a.recipe = v,
+            "--policy" => {
+                a.policy = match v.as_str() {
+                    "lost" => ConnectionPolicy::StepDownOnLost,
+                    _ => ConnectionPolicy::StepDownOnSuspended,
+                }
+            }
+            "--session-timeout-ms" => a.timeout = Duration::from_millis(v.parse().expect("ms")),
+            "--witness" => a.witness = Some(v),
+            _ => panic!("unknown argument {k}"),
+        }
+    }
+    a
+}
+
+fn say(line: String) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+/// Writes to the witness every 50 ms until the term is lost.
+async fn lead(l: Leadership, id: String, witness: Option<String>) {
+    say(format!("elected {} {}", l.token(), l.node_path()));
+    let mut n = 0u64;
+    loop {
+        let left = l.deadline().saturating_duration_since(std::time::Instant::now());
+        say(format!("lease {}", left.as_millis()));
+        if let Some(w) = &witness {
+            n += 1;
+            let data = format!("{id}|{}|{n}", l.token());
+            let r = match l.guarded() {
+                Ok(mut g) => {
+                    let _ = g.set_data(w, data.as_bytes(), None);
+                    g.commit().await
+                }
+                Err(e) => Err(e),
+            };
+            match r {
+                Ok(results) => {
+                    let mzxid = match results.first() {
+                        Some(MultiWriteResult::SetData { stat }) => stat.mzxid,
+                        _ => -1,
+                    };
+                    say(format!("write ok {} {mzxid}", l.token()));
+                }
+                Err(e) if e.is_not_leader() => say(format!("write refused {e}")),
+                Err(e) => say(format!("write unknown {e}")),
+            }
+        }
+        tokio::select! {
+            reason = l.lost() => {
+                say(format!("lost {reason:?}"));
+                return;
+            }
+            _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+        }
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), rzk_election::Error> {
+    let a = args();
+    let session =
+        Session::connect(SessionConfig::new(&a.connect).with_session_timeout(a.timeout)).await?;
+    if a.recipe == "selector" {
+        let sel = LeaderSelector::new(
+            &session,
+            &a.path,
+            SelectorOptions::default().with_id(&a.id).with_policy(a.policy).with_auto_requeue(true),
+        )?;
+        let (id, witness) = (a.id.clone(), a.witness.clone());
+        sel.start(move |l| {
+            let (id, witness) = (id.clone(), witness.clone());
+            async move {
+                // The future is dropped when the term is lost; `lead` also watches lost().
+                lead(l, id, witness).await;
+                std::future::pending::<()>().await;
+                Ok(())
+            }
+        })?;
+        loop {
+            if let Some(p) = sel.our_path() {
+                say(format!("joined {p}"));
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        std::future::pending::<()>().await;
+    } else {
+        let latch = LeaderLatch::new(
+            &session,
+            &a.path,
+            LatchOptions::default().with_id(&a.id).with_policy(a.policy),
+        )?;
+        let joined = latch.start().await?;
+        say(format!("joined {}", joined.node));
+        loop {
+            let l = latch.await_leadership().await?;
+            lead(l, a.id.clone(), a.witness.clone()).await;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,180 @@
+//! `kill -9` of the leader's process (docs/election.md §4.3): three participant processes
+//! (`src/bin/participant.rs`); the leader is killed; the next in node order is elected after
+//! the session timeout, with a larger token; the witness writes, ordered by the server, never
+//! go back to the old token.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use support::checker::{check, TermRecord};
+use support::*;
+use zookeeper_client::{Acls, CreateMode};
+
+both_servers! {
+    t80_kill9_latch => kill9_latch;
+    t80_kill9_selector => kill9_selector;
+}
+
+/// The participant binary (`src/bin/participant.rs`), built by cargo for the tests.
+fn participant_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_rzk-election-participant"))
+}
+
+struct Proc {
+    id: String,
+    child: Child,
+    lines: Arc<Mutex<Vec<(Instant, String)>>>,
+    cursor: std::collections::HashMap<String, usize>,
+}
+
+impl Proc {
+    fn spawn(hosts: &str, path: &str, witness: &str, id: &str, recipe: &str) -> Proc {
+        let mut child = Command::new(participant_bin())
+            .args(["--connect", hosts, "--path", path, "--id", id, "--recipe", recipe])
+            .args(["--witness", witness, "--session-timeout-ms", "4000"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn participant");
+        let out = child.stdout.take().expect("stdout");
+        let lines: Arc<Mutex<Vec<(Instant, String)>>> = Arc::default();
+        let l = lines.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines() {
+                let Ok(line) = line else { return };
+                l.lock().unwrap().push((Instant::now(), line));
+            }
+        });
+        Proc { id: id.into(), child, lines, cursor: Default::default() }
+    }
+
+    async fn expect(&mut self, prefix: &str, within: Duration) -> (Instant, String) {
+        let end = Instant::now() + within;
+        loop {
+            {
+                // One cursor per prefix: lines may come in any order ("elected" before
+                // "joined" for a participant that leads at once).
+                let lines = self.lines.lock().unwrap();
+                let cursor = self.cursor.entry(prefix.to_string()).or_insert(0);
+                while *cursor < lines.len() {
+                    let (at, line) = &lines[*cursor];
+                    *cursor += 1;
+                    if let Some(rest) = line.strip_prefix(prefix) {
+                        return (*at, rest.trim().to_string());
+                    }
+                }
+            }
+            assert!(Instant::now() < end, "{}: no {prefix:?} within {within:?}", self.id);
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+
+    fn kill(&mut self) -> Instant {
+        let at = Instant::now();
+        let _ = self.child.kill(); // SIGKILL
+        let _ = self.child.wait();
+        at
+    }
+
+    /// `(mzxid, token)` of every acknowledged witness write.
+    fn writes(&self) -> Vec<(i64, i64)> {
+        self.lines
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|(_, l)| {
+                let rest = l.strip_prefix("write ok ")?;
+                let mut it = rest.split(' ');
+                let token = it.next()?.parse().ok()?;
+                let mzxid = it.next()?.parse().ok()?;
+                Some((mzxid, token))
+            })
+            .collect()
+    }
+
+    fn elected_count(&self) -> usize {
+        self.lines.lock().unwrap().iter().filter(|(_, l)| l.starts_with("elected")).count()
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn kill9_latch(kind: Kind) {
+    kill9(kind, "latch").await
+}
+
+async fn kill9_selector(kind: Kind) {
+    kill9(kind, "selector").await
+}
+
+async fn kill9(kind: Kind, recipe: &str) {
+    let server = Server::start(kind, Settings::default());
+    let path = test_path("t80", kind);
+    let witness = format!("{path}-witness");
+    let raw = raw_client(&server).await;
+    raw.mkdir(&witness, &CreateMode::Persistent.with_acls(Acls::anyone_all())).await.unwrap();
+    let mut procs = Vec::new();
+    for id in ["a", "b", "c"] {
+        let mut p = Proc::spawn(&server.hosts(), &path, &witness, id, recipe);
+        p.expect("joined", Duration::from_secs(10)).await;
+        procs.push(p);
+    }
+    let (a_start, a_elected) = procs[0].expect("elected", Duration::from_secs(2)).await;
+    let token_a: i64 = a_elected.split(' ').next().unwrap().parse().unwrap();
+    for _ in 0..3 {
+        procs[0].expect("write ok", Duration::from_secs(2)).await;
+    }
+    let killed = procs[0].kill();
+    let (b_start, b_elected) = procs[1].expect("elected", Duration::from_secs(8)).await;
+    let token_b: i64 = b_elected.split(' ').next().unwrap().parse().unwrap();
+    let failover = b_start.duration_since(killed);
+    eprintln!("{recipe}: b elected {failover:?} after kill -9 of a");
+    assert!(
+        failover >= Duration::from_millis(3000) && failover <= Duration::from_millis(5500),
+        "failover {failover:?}"
+    );
+    assert!(token_b > token_a);
+    for _ in 0..3 {
+        procs[1].expect("write ok", Duration::from_secs(2)).await;
+    }
+    assert_eq!(procs[2].elected_count(), 0, "c still follows");
+    let b_end = procs[1].kill();
+    let c_end = procs[2].kill();
+    let _ = c_end;
+    // The checker: a's term ends at the kill; b's starts later, with a larger token.
+    let terms = vec![
+        TermRecord {
+            participant: "a".into(),
+            node: String::new(),
+            token: token_a,
+            start: a_start,
+            end: Some(killed),
+        },
+        TermRecord {
+            participant: "b".into(),
+            node: String::new(),
+            token: token_b,
+            start: b_start,
+            end: Some(b_end),
+        },
+    ];
+    check(&terms, Duration::ZERO).unwrap();
+    // The witness in server order: tokens never go back; a's last write precedes b's first.
+    let mut writes: Vec<(i64, i64)> = procs.iter().flat_map(|p| p.writes()).collect();
+    writes.sort();
+    assert!(writes.windows(2).all(|w| w[0].1 <= w[1].1), "witness order {writes:?}");
+    assert!(writes.iter().any(|w| w.1 == token_a) && writes.iter().any(|w| w.1 == token_b));
+    let (data, _) = raw.get_data(&witness).await.unwrap();
+    assert!(String::from_utf8_lossy(&data).starts_with(&format!("b|{token_b}|")));
+}
