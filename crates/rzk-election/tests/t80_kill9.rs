@@ -5,109 +5,16 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use support::checker::{check, TermRecord};
+use support::participant::Proc;
 use support::*;
 use zookeeper_client::{Acls, CreateMode};
 
 both_servers! {
     t80_kill9_latch => kill9_latch;
     t80_kill9_selector => kill9_selector;
-}
-
-/// The participant binary (`src/bin/participant.rs`), built by cargo for the tests.
-fn participant_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_rzk-election-participant"))
-}
-
-struct Proc {
-    id: String,
-    child: Child,
-    lines: Arc<Mutex<Vec<(Instant, String)>>>,
-    cursor: std::collections::HashMap<String, usize>,
-}
-
-impl Proc {
-    fn spawn(hosts: &str, path: &str, witness: &str, id: &str, recipe: &str) -> Proc {
-        let mut child = Command::new(participant_bin())
-            .args(["--connect", hosts, "--path", path, "--id", id, "--recipe", recipe])
-            .args(["--witness", witness, "--session-timeout-ms", "4000"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn participant");
-        let out = child.stdout.take().expect("stdout");
-        let lines: Arc<Mutex<Vec<(Instant, String)>>> = Arc::default();
-        let l = lines.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines() {
-                let Ok(line) = line else { return };
-                l.lock().unwrap().push((Instant::now(), line));
-            }
-        });
-        Proc { id: id.into(), child, lines, cursor: Default::default() }
-    }
-
-    async fn expect(&mut self, prefix: &str, within: Duration) -> (Instant, String) {
-        let end = Instant::now() + within;
-        loop {
-            {
-                // One cursor per prefix: lines may come in any order ("elected" before
-                // "joined" for a participant that leads at once).
-                let lines = self.lines.lock().unwrap();
-                let cursor = self.cursor.entry(prefix.to_string()).or_insert(0);
-                while *cursor < lines.len() {
-                    let (at, line) = &lines[*cursor];
-                    *cursor += 1;
-                    if let Some(rest) = line.strip_prefix(prefix) {
-                        return (*at, rest.trim().to_string());
-                    }
-                }
-            }
-            assert!(Instant::now() < end, "{}: no {prefix:?} within {within:?}", self.id);
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
-    }
-
-    fn kill(&mut self) -> Instant {
-        let at = Instant::now();
-        let _ = self.child.kill(); // SIGKILL
-        let _ = self.child.wait();
-        at
-    }
-
-    /// `(mzxid, token)` of every acknowledged witness write.
-    fn writes(&self) -> Vec<(i64, i64)> {
-        self.lines
-            .lock()
-            .unwrap()
-            .iter()
-            .filter_map(|(_, l)| {
-                let rest = l.strip_prefix("write ok ")?;
-                let mut it = rest.split(' ');
-                let token = it.next()?.parse().ok()?;
-                let mzxid = it.next()?.parse().ok()?;
-                Some((mzxid, token))
-            })
-            .collect()
-    }
-
-    fn elected_count(&self) -> usize {
-        self.lines.lock().unwrap().iter().filter(|(_, l)| l.starts_with("elected")).count()
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 async fn kill9_latch(kind: Kind) {

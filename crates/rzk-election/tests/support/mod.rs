@@ -4,6 +4,7 @@
 
 pub mod checker;
 pub mod java;
+pub mod participant;
 pub mod proxy;
 
 use std::io::{Read, Write};
