@@ -35,8 +35,8 @@ async fn sigstop_latch(kind: Kind) {
     let deadline = a
         .lines()
         .iter()
-        .filter(|(at, l)| *at <= stopped && l.starts_with("lease "))
-        .last()
+        .rev()
+        .find(|(at, l)| *at <= stopped && l.starts_with("lease "))
         .map(|(at, l)| *at + Duration::from_millis(l[6..].parse().unwrap()))
         .expect("a lease line");
     let (b_start, elected) = b.expect("elected", Duration::from_secs(8)).await;
