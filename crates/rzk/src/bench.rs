@@ -36,6 +36,12 @@ pub(crate) enum Workload {
     Fanout,
     /// Create `--znodes` znodes with 16-byte data as fast as possible.
     Populate,
+    /// LeaderLatch handoff: the leader resigns and rejoins; time to the successor's leadership.
+    Handoff,
+    /// LeaderSelector leaderships per second (auto-requeue, empty task).
+    Selector,
+    /// Crash failover: the leader's network is cut; time to the successor's leadership.
+    Failover,
 }
 
 /// Flags of `rzk bench`.
@@ -65,9 +71,33 @@ pub(crate) struct BenchArgs {
     /// Watching sessions (fanout).
     #[arg(long, default_value_t = 100)]
     watchers: usize,
+    /// Election participants (handoff, selector).
+    #[arg(long, default_value_t = 5)]
+    participants: usize,
+    /// Sessions the participants share (handoff); default one each.
+    #[arg(long)]
+    participant_sessions: Option<usize>,
+    /// Follower watch strategy (handoff): predecessor, or herd for comparison.
+    #[arg(long, value_enum, default_value_t = Strategy::Predecessor)]
+    strategy: Strategy,
+    /// Session timeout (failover), ms.
+    #[arg(long, default_value_t = 4_000)]
+    session_timeout_ms: u64,
+    /// Trials (failover).
+    #[arg(long, default_value_t = 10)]
+    trials: usize,
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
+}
+
+/// How election followers watch (`--strategy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Strategy {
+    /// Each follower watches its predecessor.
+    Predecessor,
+    /// Every follower watches the parent's children (comparison only).
+    Herd,
 }
 
 type Io = (BufReader<OwnedReadHalf>, OwnedWriteHalf);
@@ -211,7 +241,9 @@ async fn session_loop(
                         Pending::Op(Instant::now()),
                     )
                 }
-                Workload::Fanout => unreachable!("fanout has its own loop"),
+                Workload::Fanout | Workload::Handoff | Workload::Selector | Workload::Failover => {
+                    unreachable!("these have their own loops")
+                }
             };
             out.extend_from_slice(&req.to_frame(xid));
             window.push_back(pending);
@@ -340,6 +372,38 @@ fn percentile(sorted: &[u32], p: f64) -> u32 {
 /// Runs `rzk bench`.
 pub(crate) async fn run(connect_args: &Connect, a: BenchArgs) -> Result<(), CliError> {
     let hosts = connect_args.hosts.clone();
+    let duration = Duration::from_secs_f64(a.duration_s);
+    let strategy_name = format!("{:?}", a.strategy).to_lowercase();
+    match a.workload {
+        Workload::Handoff => {
+            let strategy = match a.strategy {
+                Strategy::Predecessor => rzk_election::WatchStrategy::Predecessor,
+                Strategy::Herd => rzk_election::WatchStrategy::Herd,
+            };
+            let sessions = a.participant_sessions.unwrap_or(a.participants);
+            let r = crate::bench_election::handoff(
+                &hosts,
+                a.participants,
+                sessions,
+                strategy,
+                duration,
+            )
+            .await?;
+            r.print("handoff", a.participants, &strategy_name, a.json);
+            return Ok(());
+        }
+        Workload::Selector => {
+            let r = crate::bench_election::selector(&hosts, a.participants, duration).await?;
+            r.print("selector", a.participants, "predecessor", a.json);
+            return Ok(());
+        }
+        Workload::Failover => {
+            let r = crate::bench_election::failover(&hosts, a.session_timeout_ms, a.trials).await?;
+            r.print("failover", 2, "predecessor", a.json);
+            return Ok(());
+        }
+        _ => {}
+    }
     setup(&a, &hosts).await?;
     let a = Arc::new(a);
     let started = Instant::now();

@@ -49,13 +49,13 @@ async fn session(hosts: &str, timeout_ms: u64) -> Result<Session, CliError> {
 }
 
 /// A TCP proxy one candidate talks through, so the demo can cut it off like a crashed host.
-struct Proxy {
-    addr: SocketAddr,
+pub(crate) struct Proxy {
+    pub(crate) addr: SocketAddr,
     cut: Arc<AtomicBool>,
 }
 
 impl Proxy {
-    async fn start(target: SocketAddr) -> Result<Proxy, CliError> {
+    pub(crate) async fn start(target: SocketAddr) -> Result<Proxy, CliError> {
         let listener = TcpListener::bind("127.0.0.1:0").await.map_err(err)?;
         let addr = listener.local_addr().map_err(err)?;
         let cut = Arc::new(AtomicBool::new(false));
@@ -84,7 +84,7 @@ impl Proxy {
         Ok(Proxy { addr, cut })
     }
 
-    fn cut(&self) {
+    pub(crate) fn cut(&self) {
         self.cut.store(true, Ordering::SeqCst);
     }
 }

@@ -1,0 +1,227 @@
+//! Election workloads of `rzk bench`: handoff latency at N participants, selector leaderships
+//! per second, crash failover, and herd against predecessor watching.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rzk_election::{
+    LatchOptions, LeaderLatch, LeaderSelector, SelectorOptions, Session, SessionConfig,
+    WatchStrategy,
+};
+use tokio::sync::mpsc;
+
+use crate::cli::CliError;
+use crate::demo::Proxy;
+
+fn err(e: impl std::fmt::Display) -> CliError {
+    CliError::runtime(format!("bench: {e}"))
+}
+
+async fn session(hosts: &str, timeout_ms: u64) -> Result<Session, CliError> {
+    let cfg = SessionConfig::new(hosts).with_session_timeout(Duration::from_millis(timeout_ms));
+    Session::connect(cfg).await.map_err(err)
+}
+
+fn pct(v: &mut [u64], p: f64) -> u64 {
+    if v.is_empty() {
+        return 0;
+    }
+    v.sort_unstable();
+    v[((v.len() - 1) as f64 * p).round() as usize]
+}
+
+/// Results of an election workload.
+pub(crate) struct ElectionResult {
+    pub rounds: usize,
+    pub seconds: f64,
+    pub samples_us: Vec<u64>,
+    pub notifications_per_change: f64,
+}
+
+impl ElectionResult {
+    pub(crate) fn print(mut self, workload: &str, participants: usize, strategy: &str, json: bool) {
+        let (p50, p99) = (pct(&mut self.samples_us, 0.5), pct(&mut self.samples_us, 0.99));
+        let per_s = self.rounds as f64 / self.seconds;
+        if json {
+            println!(
+                "{{\"workload\":\"{workload}\",\"participants\":{participants},\"strategy\":\"{strategy}\",\"rounds\":{},\"seconds\":{:.3},\"per_s\":{per_s:.1},\"p50_us\":{p50},\"p99_us\":{p99},\"notifications_per_change\":{:.2}}}",
+                self.rounds, self.seconds, self.notifications_per_change
+            );
+        } else {
+            println!(
+                "{workload} ({participants} participants, {strategy}): {} rounds in {:.2}s = {per_s:.1}/s; p50 {p50} us, p99 {p99} us; {:.2} notifications per change",
+                self.rounds, self.seconds, self.notifications_per_change
+            );
+        }
+    }
+}
+
+/// Leader resigns and rejoins at the tail, again and again; latency from the resign to the
+/// successor learning it leads, and watch notifications received by all participants per
+/// change.
+pub(crate) async fn handoff(
+    hosts: &str,
+    participants: usize,
+    sessions: usize,
+    strategy: WatchStrategy,
+    duration: Duration,
+) -> Result<ElectionResult, CliError> {
+    let path = format!("/bench-election/h{}", std::process::id());
+    let nsessions = sessions.clamp(1, participants.max(1));
+    let mut shared = Vec::new();
+    for _ in 0..nsessions {
+        shared.push(Arc::new(session(hosts, 10_000).await?));
+    }
+    // Wakeups (watch events that woke a follower) of every participant, published as they
+    // accrue, so herd and predecessor are counted alike.
+    let wakeups: Arc<Vec<AtomicU64>> =
+        Arc::new((0..participants).map(|_| AtomicU64::new(0)).collect());
+    let (led_tx, mut led_rx) = mpsc::unbounded_channel::<(usize, Instant)>();
+    let resign_started = Arc::new(std::sync::Mutex::new(None::<Instant>));
+    let mut resign_txs = Vec::new();
+    for i in 0..participants {
+        let s = shared[i % nsessions].clone();
+        let (rtx, mut rrx) = mpsc::unbounded_channel::<()>();
+        resign_txs.push(rtx);
+        let (led_tx, path, wakeups, started) =
+            (led_tx.clone(), path.clone(), wakeups.clone(), resign_started.clone());
+        tokio::spawn(async move {
+            let mut carried = 0;
+            let mut tick = tokio::time::interval(Duration::from_millis(50));
+            loop {
+                let opts = LatchOptions::default().with_id(format!("p{i}")).with_strategy(strategy);
+                let Ok(latch) = LeaderLatch::new(&s, &path, opts) else { return };
+                if latch.start().await.is_err() {
+                    return;
+                }
+                let l = loop {
+                    tokio::select! {
+                        l = latch.await_leadership() => break l,
+                        _ = tick.tick() => wakeups[i].store(carried + latch.metrics().wakeups, Ordering::Relaxed),
+                    }
+                };
+                let Ok(l) = l else { return };
+                let _ = led_tx.send((i, Instant::now()));
+                carried += latch.metrics().wakeups;
+                wakeups[i].store(carried, Ordering::Relaxed);
+                if rrx.recv().await.is_none() {
+                    return;
+                }
+                *started.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+                let _ = l.resign().await;
+            }
+        });
+    }
+    // Everyone must have joined before the measurement starts.
+    let (first, _) = led_rx.recv().await.ok_or_else(|| err("no leader"))?;
+    let reader = LeaderLatch::new(&shared[0], &path, LatchOptions::default()).map_err(err)?;
+    let join_deadline = Instant::now() + Duration::from_secs(300);
+    while reader.participants().await.map_err(err)?.list.len() < participants {
+        if Instant::now() > join_deadline {
+            return Err(err("participants did not all join within 300 s"));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let total = |w: &Arc<Vec<AtomicU64>>| w.iter().map(|a| a.load(Ordering::Relaxed)).sum::<u64>();
+    let baseline = total(&wakeups);
+    let mut samples = Vec::new();
+    let mut leader = first;
+    let started = Instant::now();
+    while started.elapsed() < duration {
+        let _ = resign_txs[leader].send(());
+        let (next, at) = led_rx.recv().await.ok_or_else(|| err("participants stopped"))?;
+        let t0 = resign_started.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or(at);
+        samples.push(at.saturating_duration_since(t0).as_micros() as u64);
+        leader = next;
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    // Let the last wakeups be published.
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let rounds = samples.len();
+    let per_change = (total(&wakeups) - baseline) as f64 / rounds.max(1) as f64;
+    drop(resign_txs);
+    Ok(ElectionResult {
+        rounds,
+        seconds,
+        samples_us: samples,
+        notifications_per_change: per_change,
+    })
+}
+
+/// LeaderSelector with auto-requeue and an empty task: leaderships per second.
+pub(crate) async fn selector(
+    hosts: &str,
+    participants: usize,
+    duration: Duration,
+) -> Result<ElectionResult, CliError> {
+    let path = format!("/bench-election/s{}", std::process::id());
+    let count = Arc::new(AtomicU64::new(0));
+    let mut keep = Vec::new();
+    for i in 0..participants.max(1) {
+        let s = session(hosts, 10_000).await?;
+        let opts = SelectorOptions::default().with_id(format!("s{i}")).with_auto_requeue(true);
+        let sel = LeaderSelector::new(&s, &path, opts).map_err(err)?;
+        let c = count.clone();
+        sel.start(move |_l| {
+            let c = c.clone();
+            async move {
+                c.fetch_add(1, Ordering::Relaxed);
+                Ok::<(), rzk_election::BoxError>(())
+            }
+        })
+        .map_err(err)?;
+        keep.push((s, sel));
+    }
+    let start_count = count.load(Ordering::Relaxed);
+    let started = Instant::now();
+    tokio::time::sleep(duration).await;
+    let rounds = (count.load(Ordering::Relaxed) - start_count) as usize;
+    let seconds = started.elapsed().as_secs_f64();
+    for (_, sel) in keep {
+        let _ = sel.close().await;
+    }
+    Ok(ElectionResult { rounds, seconds, samples_us: Vec::new(), notifications_per_change: 0.0 })
+}
+
+/// The leader's network is cut (a crash, as far as the server can tell); time until the
+/// successor leads, in microseconds, per trial.
+pub(crate) async fn failover(
+    hosts: &str,
+    timeout_ms: u64,
+    trials: usize,
+) -> Result<ElectionResult, CliError> {
+    let target: std::net::SocketAddr =
+        hosts.split(',').next().and_then(|h| h.parse().ok()).ok_or_else(|| {
+            CliError::usage(format!("failover needs --connect as one ip:port, got {hosts}"))
+        })?;
+    let mut samples = Vec::new();
+    let started = Instant::now();
+    for t in 0..trials.max(1) {
+        let path = format!("/bench-election/f{}-{t}", std::process::id());
+        let proxy = Proxy::start(target).await?;
+        let victim = session(&proxy.addr.to_string(), timeout_ms).await?;
+        let a = LeaderLatch::new(&victim, &path, LatchOptions::default().with_id("victim"))
+            .map_err(err)?;
+        a.start().await.map_err(err)?;
+        a.await_leadership().await.map_err(err)?;
+        let survivor = session(hosts, timeout_ms).await?;
+        let b = LeaderLatch::new(&survivor, &path, LatchOptions::default().with_id("survivor"))
+            .map_err(err)?;
+        b.start().await.map_err(err)?;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let cut = Instant::now();
+        proxy.cut();
+        b.await_leadership().await.map_err(err)?;
+        samples.push(cut.elapsed().as_micros() as u64);
+        drop(a);
+        let _ = b.close(None).await;
+    }
+    Ok(ElectionResult {
+        rounds: samples.len(),
+        seconds: started.elapsed().as_secs_f64(),
+        samples_us: samples,
+        notifications_per_change: 0.0,
+    })
+}
