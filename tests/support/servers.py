@@ -107,8 +107,11 @@ class Server:
         self.stop()
 
 
-def start_zookeeper(tick_ms=2000, extra_cfg=None, port=None):
-    """Apache ZooKeeper 3.8 standalone, with fsync on, as our tests and benchmarks expect."""
+def start_zookeeper(tick_ms=2000, extra_cfg=None, port=None, heap="512m", wait=True):
+    """Apache ZooKeeper 3.8 standalone, with fsync on, as our tests and benchmarks expect.
+
+    `heap` is the -Xmx value, or None for the JVM's own default as Debian's zkServer.sh runs it
+    (a quarter of RAM). With `wait=False` it returns as soon as the JVM is launched."""
     workdir = tempfile.mkdtemp(prefix="zk-")
     port = port or free_port()
     cfg = {
@@ -126,7 +129,7 @@ def start_zookeeper(tick_ms=2000, extra_cfg=None, port=None):
         for k, v in cfg.items():
             f.write("%s=%s\n" % (k, v))
     cmd = [
-        "java", "-Xmx512m",
+        "java"] + (["-Xmx" + heap] if heap else []) + [
         "-Dzookeeper.DigestAuthenticationProvider.superDigest=" + SUPER_DIGEST,
         "-Dzookeeper.extendedTypesEnabled=true",
         "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
@@ -135,7 +138,8 @@ def start_zookeeper(tick_ms=2000, extra_cfg=None, port=None):
     ]
     log = open(os.path.join(workdir, "server.log"), "w")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    wait_ready(port, 60, proc)
+    if wait:
+        wait_ready(port, 60, proc)
     return Server("zookeeper", proc, port, workdir, cmd)
 
 
@@ -146,8 +150,9 @@ def rzk_binary():
     return path
 
 
-def start_rzk(tick_ms=2000, extra_args=(), port=None, durable=False):
-    """rzk server, in memory unless `durable` (then with a data directory, like ZooKeeper)."""
+def start_rzk(tick_ms=2000, extra_args=(), port=None, durable=False, wait=True):
+    """rzk server, in memory unless `durable` (then with a data directory, like ZooKeeper).
+    With `wait=False` it returns as soon as the process is launched."""
     workdir = tempfile.mkdtemp(prefix="rzk-")
     port = port or free_port()
     storage = ["--data-dir", os.path.join(workdir, "data")] if durable else ["--in-memory"]
@@ -156,7 +161,8 @@ def start_rzk(tick_ms=2000, extra_args=(), port=None, durable=False):
            "--super-digest", SUPER_DIGEST, "--extended-types"] + storage + list(extra_args)
     log = open(os.path.join(workdir, "server.log"), "w")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    wait_ready(port, 30, proc)
+    if wait:
+        wait_ready(port, 30, proc)
     return Server("rzk", proc, port, workdir, cmd)
 
 

@@ -1,0 +1,723 @@
+#!/usr/bin/python3
+"""rzk server against Apache ZooKeeper 3.8, side by side in one run (issue 6).
+
+    /usr/bin/python3 scripts/bench-compare.py [--rounds 2] [--duration-s 10] [--workloads LIST]
+                                              [--skip-1m] [--markdown] [--json-out FILE]
+
+Both servers run on loopback with equal durability (ZooKeeper: forceSync=yes, its default;
+rzk: `rzk server --data-dir`, group commit with fdatasync), on the same disk (temporary
+directories under $TMPDIR), ONE AT A TIME: the machine has two cores and the load generator
+shares them with the server. The load generator is `rzk bench` ($RZK_BIN, else
+target/release/rzk), the same binary for both servers.
+
+For every workload and round the order is ZooKeeper, then rzk; each run gets a fresh server, a
+short warm-up run (not measured: JIT, caches, the keys the workload needs), then the measured run.
+Per run: throughput and p50/p99/p999 from the tool; server CPU per op (utime+stime of the server
+process from /proc/<pid>/stat, before and after, divided by ops; for ZooKeeper the java process);
+the load generator's CPU per op; peak RSS (VmHWM). Medians over the rounds are compared.
+
+Separately, per round and server: 1M znodes through `rzk bench --workload populate` (throughput,
+RSS growth per znode, for ZooKeeper also after `jcmd <pid> GC.run` and the live heap), then
+recovery: SIGKILL and relaunch on the same data, timed from launch to the first session with a
+read answered. Start-up time is the same measurement on an empty data directory. "The floor":
+fdatasync latency on the data directory's disk and a loopback TCP round trip, measured in Python.
+
+Progress goes to stderr; the result tables (plain text, or markdown with --markdown) to stdout.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import resource
+import shutil
+import socket
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.join(REPO, "tests", "support"))
+import servers  # noqa: E402
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+ALL_WORKLOADS = ["create", "set", "get", "mixed", "churn", "fanout"]
+KINDS = ["zookeeper", "rzk"]
+TARGETS = {  # issue 6, rzk / ZooKeeper
+    "throughput": (">=", 2.0),
+    "cpu_per_op": ("<=", 0.2),
+    "p99": ("<=", 0.5),
+    "rss_per_znode": ("<=", 0.25),
+    "startup": ("<=", 0.05),
+}
+
+
+def log(msg, *args):
+    sys.stderr.write("[%s] %s\n" % (time.strftime("%H:%M:%S"), msg % args if args else msg))
+    sys.stderr.flush()
+
+
+# ---------------------------------------------------------------------------------------------
+# A raw ZooKeeper-protocol probe: connect, getData("/"), closeSession. Used to time start-up and
+# recovery as "launch to first session with a read answered", identically for both servers.
+
+class ProbeError(Exception):
+    pass
+
+
+def _frame(payload):
+    return struct.pack(">i", len(payload)) + payload
+
+
+def _recv_exact(s, n):
+    buf = b""
+    while len(buf) < n:
+        chunk = s.recv(n - len(buf))
+        if not chunk:
+            raise ProbeError("connection closed")
+        buf += chunk
+    return buf
+
+
+def _recv_frame(s):
+    (n,) = struct.unpack(">i", _recv_exact(s, 4))
+    if n < 0 or n > 16 << 20:
+        raise ProbeError("bad frame length %d" % n)
+    return _recv_exact(s, n)
+
+
+def read_probe(port, timeout_s=2.0):
+    """True once a new session is established and getData("/") is answered without error."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout_s) as s:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        # ConnectRequest: protocolVersion, lastZxidSeen, timeOut, sessionId, passwd, readOnly.
+        s.sendall(_frame(struct.pack(">iqiqi", 0, 0, 10000, 0, 16) + b"\0" * 16 + b"\0"))
+        resp = _recv_frame(s)
+        if len(resp) < 16:
+            raise ProbeError("short connect response")
+        _, negotiated, _ = struct.unpack(">iiq", resp[:16])
+        if negotiated <= 0:
+            raise ProbeError("session refused")
+        # getData: header (xid, type 4), path "/", watch false.
+        s.sendall(_frame(struct.pack(">iii", 1, 4, 1) + b"/" + b"\0"))
+        while True:
+            r = _recv_frame(s)
+            xid, _, err = struct.unpack(">iqi", r[:16])
+            if xid == 1:
+                break
+        ok = err == 0
+        try:  # closeSession, so probes leave no sessions behind
+            s.sendall(_frame(struct.pack(">ii", 2, -11)))
+            _recv_frame(s)
+        except (OSError, ProbeError):
+            pass
+        return ok
+
+
+def time_to_first_read(srv, t0, timeout_s):
+    deadline = t0 + timeout_s
+    while True:
+        if srv.proc.poll() is not None:
+            raise RuntimeError("%s exited with %s during start-up; log in %s"
+                               % (srv.kind, srv.proc.returncode, srv.workdir))
+        try:
+            if read_probe(srv.port):
+                return time.monotonic() - t0
+        except (OSError, ProbeError):
+            pass
+        if time.monotonic() > deadline:
+            raise TimeoutError("%s: no read answered within %.0fs" % (srv.kind, timeout_s))
+        time.sleep(0.002)
+
+
+# ---------------------------------------------------------------------------------------------
+# /proc readers
+
+def cpu_seconds(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        s = f.read()
+    fields = s[s.rindex(")") + 2:].split()  # fields[0] is field 3 (state)
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime (14) + stime (15)
+
+
+def status_kib(pid, key):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    raise KeyError(key)
+
+
+def mib(kib):
+    return kib / 1024.0
+
+
+def system_cpu():
+    """(busy, total) CPU seconds of the whole machine, from /proc/stat."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:9]]
+    busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7]  # user nice system irq softirq steal
+    return busy / CLK_TCK, sum(v) / CLK_TCK
+
+
+def wait_quiet(max_wait_s, threshold=0.15):
+    """Waits (at most max_wait_s) until the machine is nearly idle for a second: other people's
+    builds on these 2 cores would otherwise be measured as the servers' slowness."""
+    if max_wait_s <= 0:
+        return None
+    t_end = time.monotonic() + max_wait_s
+    waited = False
+    while True:
+        b0, t0 = system_cpu()
+        time.sleep(1.0)
+        b1, t1 = system_cpu()
+        busy = (b1 - b0) / max(1e-9, t1 - t0)
+        if busy < threshold:
+            return busy
+        if time.monotonic() > t_end:
+            log("  machine still %.0f%% busy after %.0f s of waiting; measuring anyway",
+                busy * 100, max_wait_s)
+            return busy
+        if not waited:
+            log("  machine %.0f%% busy (someone else's work); waiting for it to go quiet",
+                busy * 100)
+            waited = True
+        time.sleep(4.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Servers and the load tool
+
+def start_server(kind, args, wait=True):
+    if kind == "zookeeper":
+        return servers.start_zookeeper(heap=args.zk_heap or None, wait=wait)
+    # Fan-out opens --watchers sessions from one address: lift rzk's per-IP limit as zoo.cfg's
+    # maxClientCnxns=0 does for ZooKeeper in servers.py.
+    return servers.start_rzk(durable=True, wait=wait,
+                             extra_args=["--max-client-cnxns", "0"])
+
+
+def relaunch(srv):
+    """SIGKILL the server and launch it again on the same data; returns the launch instant."""
+    srv.proc.kill()
+    srv.proc.wait(30)
+    out = open(os.path.join(srv.workdir, "server.log"), "a")
+    t0 = time.monotonic()
+    srv.proc = subprocess.Popen(srv.cmd, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    return t0
+
+
+def bench_args(workload, args):
+    if workload == "populate":
+        return ["--znodes", str(args.znodes), "--sessions", str(args.sessions),
+                "--in-flight", str(args.in_flight)]
+    a = ["--sessions", str(args.sessions), "--in-flight", str(args.in_flight),
+         "--data-bytes", str(args.data_bytes), "--keys", str(args.keys)]
+    if workload == "fanout":
+        a += ["--watchers", str(args.watchers)]
+    return a
+
+
+def run_bench(args, hosts, workload, duration_s, timeout_s):
+    cmd = [args.rzk_bin, "bench", "--connect", hosts, "--workload", workload]
+    cmd += bench_args(workload, args)
+    if workload != "populate":
+        cmd += ["--duration-s", "%g" % duration_s]
+    cmd += ["--json"]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=timeout_s)
+    if p.returncode != 0:
+        raise RuntimeError("%s failed (%d):\n%s%s" % (" ".join(cmd), p.returncode,
+                                                      p.stdout[-2000:], p.stderr[-2000:]))
+    for line in reversed(p.stdout.splitlines()):
+        if line.strip().startswith("{"):
+            return json.loads(line), cmd
+    raise RuntimeError("%s printed no JSON:\n%s" % (" ".join(cmd), p.stdout[-2000:]))
+
+
+def children_cpu_s():
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def measured_run(args, kind, workload, rnd):
+    wait_quiet(args.quiet_wait_s)
+    srv = start_server(kind, args)
+    try:
+        pid = srv.proc.pid
+        if args.warmup_s > 0:
+            run_bench(args, srv.hosts, workload, args.warmup_s, args.warmup_s + 180)
+        c0, k0, (b0, t0) = cpu_seconds(pid), children_cpu_s(), system_cpu()
+        r, cmd = run_bench(args, srv.hosts, workload, args.duration_s, args.duration_s + 180)
+        c1, k1, (b1, t1) = cpu_seconds(pid), children_cpu_s(), system_cpu()
+        ops = max(1, int(r["ops"]))
+        # CPU used by anything but the server and the load tool (other people's builds).
+        other = max(0.0, (b1 - b0) - (c1 - c0) - (k1 - k0))
+        r.update({
+            "server": kind, "round": rnd, "command": " ".join(cmd),
+            "other_cpu_frac": other / max(1e-9, t1 - t0),
+            "server_cpu_s": c1 - c0,
+            "server_cpu_us_per_op": (c1 - c0) * 1e6 / ops,
+            "client_cpu_us_per_op": (k1 - k0) * 1e6 / ops,
+            "peak_rss_mib": mib(status_kib(pid, "VmHWM")),
+            "rss_mib": mib(status_kib(pid, "VmRSS")),
+        })
+        log("  %-9s %-7s round %d: %9.0f ops/s  p50 %6s us  p99 %6s us  p999 %6s us  "
+            "cpu %6.1f us/op  peak RSS %6.0f MiB  errors %s  other CPU %.0f%%", kind, workload,
+            rnd, r["ops_per_s"], r["p50_us"], r["p99_us"], r["p999_us"],
+            r["server_cpu_us_per_op"], r["peak_rss_mib"], r.get("errors"),
+            r["other_cpu_frac"] * 100)
+        return r
+    finally:
+        srv.stop()
+
+
+def node_count(srv):
+    try:
+        m = re.search(r"Node count: (\d+)", srv.four_letter("srvr"))
+        return int(m.group(1)) if m else None
+    except OSError:
+        return None
+
+
+def populate_run(args, kind, rnd):
+    """1M znodes: throughput, RSS per znode (and after a full GC for ZooKeeper), recovery."""
+    wait_quiet(args.quiet_wait_s)
+    srv = start_server(kind, args)
+    try:
+        pid = srv.proc.pid
+        time.sleep(1.0)  # let the JVM settle after start-up before the baseline RSS
+        rss0 = status_kib(pid, "VmRSS")
+        c0 = cpu_seconds(pid)
+        r, cmd = run_bench(args, srv.hosts, "populate", 0, args.populate_timeout_s)
+        c1 = cpu_seconds(pid)
+        rss1 = status_kib(pid, "VmRSS")
+        n = int(args.znodes)
+        ops = max(1, int(r["ops"]))
+        r.update({
+            "server": kind, "round": rnd, "command": " ".join(cmd),
+            "server_cpu_us_per_op": (c1 - c0) * 1e6 / ops,
+            "rss_before_mib": mib(rss0), "rss_after_mib": mib(rss1),
+            "rss_per_znode_bytes": (rss1 - rss0) * 1024.0 / n,
+            "peak_rss_mib": mib(status_kib(pid, "VmHWM")),
+            "node_count": node_count(srv),
+        })
+        if kind == "zookeeper" and shutil.which("jcmd"):
+            subprocess.run(["jcmd", str(pid), "GC.run"], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, timeout=120)
+            time.sleep(1.0)
+            rss2 = status_kib(pid, "VmRSS")
+            r["rss_after_gc_mib"] = mib(rss2)
+            r["rss_per_znode_after_gc_bytes"] = (rss2 - rss0) * 1024.0 / n
+            hi = subprocess.run(["jcmd", str(pid), "GC.heap_info"], stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, text=True, timeout=60).stdout
+            m = re.search(r"used (\d+)K", hi)
+            if m:
+                r["live_heap_mib"] = int(m.group(1)) / 1024.0
+                r["live_heap_per_znode_bytes"] = int(m.group(1)) * 1024.0 / n
+        log("  %-9s populate round %d: %d znodes at %.0f/s, p99 %s us, RSS %.0f -> %.0f MiB "
+            "(%.0f B/znode%s)", kind, rnd, n, r["ops_per_s"], r["p99_us"], mib(rss0), mib(rss1),
+            r["rss_per_znode_bytes"],
+            ", %.0f after GC, live heap %.0f" % (r["rss_per_znode_after_gc_bytes"],
+                                                r.get("live_heap_per_znode_bytes", float("nan")))
+            if "rss_per_znode_after_gc_bytes" in r else "")
+        # Recovery: crash (SIGKILL) and relaunch on the same data.
+        t0 = relaunch(srv)
+        r["recovery_s"] = time_to_first_read(srv, t0, args.populate_timeout_s)
+        r["rss_after_recovery_mib"] = mib(status_kib(srv.proc.pid, "VmRSS"))
+        r["node_count_after_recovery"] = node_count(srv)
+        log("  %-9s recovery round %d: %.3f s to the first read; %s znodes; RSS %.0f MiB",
+            kind, rnd, r["recovery_s"], r["node_count_after_recovery"],
+            r["rss_after_recovery_mib"])
+        return r
+    finally:
+        srv.stop()
+
+
+def startup_run(args, kind):
+    wait_quiet(args.quiet_wait_s)
+    t0 = time.monotonic()
+    srv = start_server(kind, args, wait=False)
+    try:
+        return time_to_first_read(srv, t0, 60)
+    finally:
+        srv.stop()
+
+
+# ---------------------------------------------------------------------------------------------
+# The floor
+
+def pct(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+def fdatasync_floor(directory, n=1000):
+    """100-byte writes each followed by fdatasync: into a preallocated file (as both servers'
+    logs do) and appending to a growing file."""
+    out = {}
+    for mode in ("preallocated", "append"):
+        path = os.path.join(directory, "fdatasync-probe")
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            if mode == "preallocated":
+                os.write(fd, b"\0" * (n * 100 + 4096))
+                os.fsync(fd)
+                os.lseek(fd, 0, os.SEEK_SET)
+            lat = []
+            rec = b"r" * 100
+            for _ in range(n):
+                t = time.perf_counter_ns()
+                os.write(fd, rec)
+                os.fdatasync(fd)
+                lat.append((time.perf_counter_ns() - t) / 1000.0)
+        finally:
+            os.close(fd)
+            os.unlink(path)
+        out[mode] = {"p50_us": pct(lat, 0.5), "p99_us": pct(lat, 0.99), "n": n}
+    return out
+
+
+def loopback_floor(n=10000):
+    """Round trip of 100 bytes over a loopback TCP connection to a Python echo thread."""
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(1)
+
+    def echo():
+        c, _ = ls.accept()
+        c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with c:
+            while True:
+                d = c.recv(65536)
+                if not d:
+                    return
+                c.sendall(d)
+
+    t = threading.Thread(target=echo, daemon=True)
+    t.start()
+    s = socket.create_connection(ls.getsockname())
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    msg = b"e" * 100
+    lat = []
+    for i in range(n + 500):
+        t0 = time.perf_counter_ns()
+        s.sendall(msg)
+        got = 0
+        while got < len(msg):
+            got += len(s.recv(65536))
+        if i >= 500:
+            lat.append((time.perf_counter_ns() - t0) / 1000.0)
+    s.close()
+    t.join(5)
+    ls.close()
+    return {"p50_us": pct(lat, 0.5), "p99_us": pct(lat, 0.99), "n": n}
+
+
+# ---------------------------------------------------------------------------------------------
+# Report
+
+def med(rows, key):
+    vals = [r[key] for r in rows if r.get(key) is not None]
+    return statistics.median(vals) if vals else None
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def verdict(name, r):
+    if r is None or name not in TARGETS:
+        return ""
+    op, t = TARGETS[name]
+    ok = r >= t if op == ">=" else r <= t
+    return "%s (target %s %g)" % ("met" if ok else "MISSED", op, t)
+
+
+def fmt(v, digits=0):
+    if v is None:
+        return "-"
+    if isinstance(v, str):
+        return v
+    if digits == 0:
+        return "{:,.0f}".format(v)
+    return "{:,.{}f}".format(v, digits)
+
+
+def fmt_ratio(r):
+    return "-" if r is None else ("%.3f" % r if r < 0.1 else "%.2f" % r)
+
+
+def machine_info(args):
+    def sh(cmd):
+        try:
+            return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  text=True, timeout=30).stdout.strip()
+        except Exception as e:  # noqa: BLE001  (informational only)
+            return "? (%s)" % e
+    cpu = ""
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    with open("/proc/meminfo") as f:
+        mem_kib = int(f.readline().split()[1])
+    dev = sh(["df", "--output=source,fstype", tempfile.gettempdir()]).splitlines()[-1]
+    return {
+        "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
+        "cpu": "%d x %s" % (os.cpu_count(), cpu),
+        "mem_gib": round(mem_kib / 1024 / 1024, 1),
+        "kernel": platform.release(),
+        "disk": " ".join(dev.split()),
+        "java": sh(["java", "-version"]).splitlines()[0],
+        "rzk": sh([args.rzk_bin, "--version"]),
+        "git": sh(["git", "-C", REPO, "rev-parse", "--short", "HEAD"]),
+        "zk_heap": args.zk_heap or "JVM default (as Debian's zkServer.sh)",
+    }
+
+
+def build_tables(res, args):
+    """Returns a list of (title, header, rows) tables."""
+    tables = []
+    w_rows = []
+    for w in res["workloads"]:
+        runs = res["runs"][w]
+        zk = [r for r in runs if r["server"] == "zookeeper"]
+        rz = [r for r in runs if r["server"] == "rzk"]
+        m = {k: (med(zk, k), med(rz, k)) for k in
+             ("ops_per_s", "p50_us", "p99_us", "p999_us", "server_cpu_us_per_op",
+              "client_cpu_us_per_op", "peak_rss_mib", "errors")}
+        res.setdefault("medians", {})[w] = m
+        w_rows.append([w,
+                       fmt(m["ops_per_s"][0]), fmt(m["ops_per_s"][1]),
+                       fmt_ratio(ratio(m["ops_per_s"][1], m["ops_per_s"][0])),
+                       "%s / %s / %s" % (fmt(m["p50_us"][0]), fmt(m["p99_us"][0]),
+                                         fmt(m["p999_us"][0])),
+                       "%s / %s / %s" % (fmt(m["p50_us"][1]), fmt(m["p99_us"][1]),
+                                         fmt(m["p999_us"][1])),
+                       fmt_ratio(ratio(m["p99_us"][1], m["p99_us"][0])),
+                       fmt(m["server_cpu_us_per_op"][0], 1), fmt(m["server_cpu_us_per_op"][1], 1),
+                       fmt_ratio(ratio(m["server_cpu_us_per_op"][1],
+                                       m["server_cpu_us_per_op"][0])),
+                       fmt(m["client_cpu_us_per_op"][0], 1), fmt(m["client_cpu_us_per_op"][1], 1),
+                       fmt(m["peak_rss_mib"][0]), fmt(m["peak_rss_mib"][1]),
+                       "%s / %s" % (fmt(m["errors"][0]), fmt(m["errors"][1])),
+                       "%.0f%%" % (100 * max(r.get("other_cpu_frac", 0) for r in runs))])
+    if res.get("populate"):
+        zk = [r for r in res["populate"] if r["server"] == "zookeeper"]
+        rz = [r for r in res["populate"] if r["server"] == "rzk"]
+        g = lambda rows, k: med(rows, k)  # noqa: E731
+        w_rows.append(["populate %s" % fmt(args.znodes),
+                       fmt(g(zk, "ops_per_s")), fmt(g(rz, "ops_per_s")),
+                       fmt_ratio(ratio(g(rz, "ops_per_s"), g(zk, "ops_per_s"))),
+                       "%s / %s / %s" % (fmt(g(zk, "p50_us")), fmt(g(zk, "p99_us")),
+                                         fmt(g(zk, "p999_us"))),
+                       "%s / %s / %s" % (fmt(g(rz, "p50_us")), fmt(g(rz, "p99_us")),
+                                         fmt(g(rz, "p999_us"))),
+                       fmt_ratio(ratio(g(rz, "p99_us"), g(zk, "p99_us"))),
+                       fmt(g(zk, "server_cpu_us_per_op"), 1), fmt(g(rz, "server_cpu_us_per_op"), 1),
+                       fmt_ratio(ratio(g(rz, "server_cpu_us_per_op"),
+                                       g(zk, "server_cpu_us_per_op"))),
+                       "-", "-",
+                       fmt(g(zk, "peak_rss_mib")), fmt(g(rz, "peak_rss_mib")),
+                       "%s / %s" % (fmt(g(zk, "errors")), fmt(g(rz, "errors"))), "-"])
+    tables.append(("Server workloads, side by side (medians of %d rounds; ratio = rzk / ZooKeeper)"
+                   % args.rounds,
+                   ["workload", "ZK ops/s", "rzk ops/s", "ratio", "ZK p50/p99/p999 us",
+                    "rzk p50/p99/p999 us", "p99 ratio", "ZK CPU us/op", "rzk CPU us/op",
+                    "CPU ratio", "ZK client us/op", "rzk client us/op", "ZK peak RSS MiB",
+                    "rzk peak RSS MiB", "errors ZK / rzk", "max other CPU"], w_rows))
+
+    # Ratios against the targets.
+    t_rows = []
+    for w in res["workloads"] + (["populate"] if res.get("populate") else []):
+        if w == "populate":
+            zk = [r for r in res["populate"] if r["server"] == "zookeeper"]
+            rz = [r for r in res["populate"] if r["server"] == "rzk"]
+            m = {k: (med(zk, k), med(rz, k)) for k in
+                 ("ops_per_s", "p99_us", "server_cpu_us_per_op")}
+        else:
+            m = res["medians"][w]
+        for name, key in (("throughput", "ops_per_s"), ("cpu_per_op", "server_cpu_us_per_op"),
+                          ("p99", "p99_us")):
+            r = ratio(m[key][1], m[key][0])
+            t_rows.append(["%s: %s" % (w, name), fmt_ratio(r), verdict(name, r)])
+    # Resources.
+    r_rows = []
+    all_runs = [r for w in res["workloads"] for r in res["runs"][w]] + res.get("populate", [])
+    pk = [max((r["peak_rss_mib"] for r in all_runs if r["server"] == k), default=None)
+          for k in KINDS]
+    r_rows.append(["peak RSS over the whole run, MiB", fmt(pk[0]), fmt(pk[1]),
+                   fmt_ratio(ratio(pk[1], pk[0]))])
+    res["resources"] = {"peak_rss_mib": pk}
+    if res.get("populate"):
+        zk = [r for r in res["populate"] if r["server"] == "zookeeper"]
+        rz = [r for r in res["populate"] if r["server"] == "rzk"]
+        rpz = (med(zk, "rss_per_znode_bytes"), med(rz, "rss_per_znode_bytes"))
+        r_rows.append(["RSS growth per znode at %s znodes, bytes" % fmt(args.znodes),
+                       fmt(rpz[0]), fmt(rpz[1]), fmt_ratio(ratio(rpz[1], rpz[0]))])
+        gc = med(zk, "rss_per_znode_after_gc_bytes")
+        if gc is not None:
+            r_rows.append(["  ZooKeeper after jcmd GC.run (rzk: no GC)", fmt(gc), fmt(rpz[1]),
+                           fmt_ratio(ratio(rpz[1], gc))])
+        lh = med(zk, "live_heap_per_znode_bytes")
+        if lh is not None:
+            r_rows.append(["  ZooKeeper live heap per znode after GC", fmt(lh), fmt(rpz[1]),
+                           fmt_ratio(ratio(rpz[1], lh))])
+        rec = (med(zk, "recovery_s"), med(rz, "recovery_s"))
+        r_rows.append(["recovery after SIGKILL with %s znodes, launch to first read, ms"
+                       % fmt(args.znodes), fmt(rec[0] and rec[0] * 1000),
+                       fmt(rec[1] and rec[1] * 1000), fmt_ratio(ratio(rec[1], rec[0]))])
+        rar = (med(zk, "rss_after_recovery_mib"), med(rz, "rss_after_recovery_mib"))
+        r_rows.append(["RSS right after recovery, MiB", fmt(rar[0]), fmt(rar[1]),
+                       fmt_ratio(ratio(rar[1], rar[0]))])
+        nc = (med(zk, "node_count_after_recovery"), med(rz, "node_count_after_recovery"))
+        r_rows.append(["znodes after recovery (srvr Node count)", fmt(nc[0]), fmt(nc[1]), ""])
+        res["resources"].update({"rss_per_znode": rpz, "rss_per_znode_zk_after_gc": gc,
+                                 "live_heap_per_znode_zk": lh, "recovery_s": rec})
+        rr = ratio(rpz[1], rpz[0])
+        t_rows.append(["RSS per znode", fmt_ratio(rr), verdict("rss_per_znode", rr)])
+        if gc:
+            rr = ratio(rpz[1], gc)
+            t_rows.append(["RSS per znode (ZooKeeper after full GC)", fmt_ratio(rr),
+                           verdict("rss_per_znode", rr)])
+    su = (res["startup"] and (statistics.median(res["startup"]["zookeeper"]),
+                              statistics.median(res["startup"]["rzk"])))
+    if su:
+        r_rows.append(["start-up, launch to first read, ms (median of %d)"
+                       % len(res["startup"]["rzk"]), fmt(su[0] * 1000, 1), fmt(su[1] * 1000, 1),
+                       fmt_ratio(ratio(su[1], su[0]))])
+        res["resources"]["startup_s"] = su
+        rr = ratio(su[1], su[0])
+        t_rows.append(["start-up", fmt_ratio(rr), verdict("startup", rr)])
+    tables.append(("Server resources", ["measurement", "ZooKeeper", "rzk", "rzk / ZooKeeper"],
+                   r_rows))
+    tables.append(("Ratios against the issue-6 targets", ["ratio (rzk / ZooKeeper)", "value",
+                                                         "target"], t_rows))
+    fl = res["floor"]
+    tables.append(("The floor", ["measurement", "p50 us", "p99 us"], [
+        ["fdatasync of a 100-byte write, preallocated file (as both logs), %s" % fl["dir"],
+         fmt(fl["fdatasync"]["preallocated"]["p50_us"]),
+         fmt(fl["fdatasync"]["preallocated"]["p99_us"])],
+        ["fdatasync of a 100-byte append (file grows)",
+         fmt(fl["fdatasync"]["append"]["p50_us"]), fmt(fl["fdatasync"]["append"]["p99_us"])],
+        ["loopback TCP round trip, 100 bytes, Python echo",
+         fmt(fl["loopback"]["p50_us"]), fmt(fl["loopback"]["p99_us"])],
+        ["one durable write + one round trip",
+         fmt(fl["fdatasync"]["preallocated"]["p50_us"] + fl["loopback"]["p50_us"]),
+         fmt(fl["fdatasync"]["preallocated"]["p99_us"] + fl["loopback"]["p99_us"])],
+    ]))
+    return tables
+
+
+def render_plain(tables, info):
+    out = ["machine: %s" % ", ".join("%s=%s" % kv for kv in info.items())]
+    for title, header, rows in tables:
+        out.append("")
+        out.append(title)
+        widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)] if rows else []
+        for row in [header] + rows:
+            out.append("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
+    return "\n".join(out)
+
+
+def render_markdown(tables, info, argv):
+    out = ["### Run of %s" % info["date"], "",
+           "    /usr/bin/python3 scripts/bench-compare.py %s" % " ".join(argv), "",
+           "| machine | |", "|---|---|"]
+    out += ["| %s | %s |" % kv for kv in info.items()]
+    for title, header, rows in tables:
+        out += ["", "#### " + title, "", "| " + " | ".join(header) + " |",
+                "|" + "---|" * len(header)]
+        out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--duration-s", type=float, default=10.0)
+    ap.add_argument("--warmup-s", type=float, default=3.0)
+    ap.add_argument("--workloads", default=",".join(ALL_WORKLOADS),
+                    help="comma-separated, from %s" % ",".join(ALL_WORKLOADS))
+    ap.add_argument("--sessions", type=int, default=8)
+    ap.add_argument("--in-flight", type=int, default=16)
+    ap.add_argument("--data-bytes", type=int, default=100)
+    ap.add_argument("--keys", type=int, default=1000)
+    ap.add_argument("--watchers", type=int, default=100)
+    ap.add_argument("--znodes", type=int, default=1000000)
+    ap.add_argument("--populate-timeout-s", type=float, default=900)
+    ap.add_argument("--startup-trials", type=int, default=5)
+    ap.add_argument("--quiet-wait-s", type=float, default=300,
+                    help="before each run, wait up to this long for the machine to be idle")
+    ap.add_argument("--skip-1m", action="store_true",
+                    help="quick mode: no populate / RSS per znode / recovery")
+    ap.add_argument("--zk-heap", default="",
+                    help="ZooKeeper -Xmx (default: none, the JVM default, as Debian runs it)")
+    ap.add_argument("--rzk-bin", default=os.environ.get("RZK_BIN") or
+                    os.path.join(REPO, "target", "release", "rzk"))
+    ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--json-out", help="write every raw measurement here")
+    args = ap.parse_args()
+    args.rzk_bin = os.path.abspath(args.rzk_bin)
+    os.environ["RZK_BIN"] = args.rzk_bin  # servers.start_rzk runs this binary
+    workloads = [w for w in args.workloads.split(",") if w]
+    for w in workloads:
+        if w not in ALL_WORKLOADS:
+            ap.error("unknown workload %r" % w)
+    h = subprocess.run([args.rzk_bin, "bench", "--help"], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+    if h.returncode != 0:
+        sys.exit("%s has no `bench` subcommand" % args.rzk_bin)
+
+    info = machine_info(args)
+    log("machine: %s", info)
+    res = {"info": info, "args": vars(args), "workloads": workloads, "runs": {}, "populate": [],
+           "startup": None}
+
+    log("the floor")
+    wait_quiet(args.quiet_wait_s)
+    res["floor"] = {"dir": tempfile.gettempdir(),
+                    "fdatasync": fdatasync_floor(tempfile.gettempdir()),
+                    "loopback": loopback_floor()}
+    log("  %s", res["floor"])
+
+    log("start-up, %d trials per server, alternating", args.startup_trials)
+    res["startup"] = {k: [] for k in KINDS}
+    for i in range(args.startup_trials):
+        for k in KINDS:
+            t = startup_run(args, k)
+            res["startup"][k].append(t)
+            log("  %-9s start-up %d: %.1f ms", k, i, t * 1000)
+
+    for w in workloads:
+        res["runs"][w] = []
+        for rnd in range(args.rounds):
+            for k in KINDS:
+                res["runs"][w].append(measured_run(args, k, w, rnd))
+
+    if not args.skip_1m:
+        for rnd in range(args.rounds):
+            for k in KINDS:
+                res["populate"].append(populate_run(args, k, rnd))
+
+    tables = build_tables(res, args)
+    if args.json_out:
+        with open(args.json_out, "w") as f:
+            json.dump(res, f, indent=1, default=str)
+    if args.markdown:
+        print(render_markdown(tables, info, sys.argv[1:]))
+    else:
+        print(render_plain(tables, info))
+
+
+if __name__ == "__main__":
+    main()

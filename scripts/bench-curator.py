@@ -1,0 +1,241 @@
+#!/usr/bin/python3
+"""Curator 5.4 election benchmarks on Apache ZooKeeper 3.8 (issue 6).
+
+    /usr/bin/python3 scripts/bench-curator.py [--only latch,selector,crash,herd,predecessor]
+        [--latch-n 5,100,1000] [--handoffs 200] [--herd-n 100,1000] [--changes 20]
+        [--crash-trials 10] [--session-ms 4000] [--selector-s 10] [--markdown] [--json-out F]
+
+Compiles tests/interop/java/ElectionBench.java against Debian's Curator 5.4 / ZooKeeper 3.8
+jars (as tests/interop/curator_suite.py does) into tests/interop/java/build/, then for each
+measurement starts a fresh Apache ZooKeeper 3.8 (tests/support/servers.py: standalone,
+tickTime 2000, forceSync on, the JVM's default heap as Debian runs it), runs one harness JVM
+and prints the JSON line it reports. All participants of a measurement share one JVM, each
+with its own CuratorFramework (its own connection and session); in the crash measurement the
+leader is a child JVM that is SIGKILLed.
+
+Measurements:
+  latch        LeaderLatch handoff: leader close() to the next isLeader(), the old leader
+               rejoining at the tail; N from --latch-n; also start() of all to all nodes, and
+               the drain of the whole group one by one
+  selector     LeaderSelector, 3 participants, autoRequeue, empty takeLeadership: leaderships/s
+  crash        SIGKILL of the leading JVM to the survivor's isLeader(), / session timeout
+  herd         plain API, every participant watches the parent's children: notifications per
+               change (server mntr and client-side count) and handoff latency; N from --herd-n
+  predecessor  Curator LeaderLatch (each watches its predecessor): notifications per change
+               (server mntr); N from --herd-n
+"""
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.join(REPO, "tests", "support"))
+import servers  # noqa: E402
+
+JAVA_DIR = os.path.join(REPO, "tests", "interop", "java")
+BUILD = os.path.join(JAVA_DIR, "build")
+SRC = os.path.join(JAVA_DIR, "ElectionBench.java")
+CLASS = os.path.join(BUILD, "ElectionBench.class")
+JARS = ["curator-client", "curator-framework", "curator-recipes", "zookeeper", "zookeeper-jute",
+        "guava", "slf4j-api", "slf4j-simple"]
+CLASSPATH = ":".join("/usr/share/java/%s.jar" % j for j in JARS)
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+ALL = ["latch", "selector", "crash", "herd", "predecessor"]
+
+
+def log(msg, *args):
+    sys.stderr.write("[%s] %s\n" % (time.strftime("%H:%M:%S"), msg % args if args else msg))
+    sys.stderr.flush()
+
+
+def machine_busy_s():
+    with open("/proc/stat") as fo:
+        v = [int(x) for x in fo.readline().split()[1:9]]
+    return (v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / CLK_TCK
+
+
+def proc_cpu_s(pid):
+    with open("/proc/%d/stat" % pid) as fo:
+        s = fo.read()
+    x = s[s.rindex(")") + 2:].split()
+    return (int(x[11]) + int(x[12])) / CLK_TCK
+
+
+def children_cpu_s():
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def wait_quiet(max_wait_s, threshold=0.15):
+    """Waits (at most max_wait_s) until the machine is nearly idle for a second: other people's
+    builds on these 2 cores would otherwise be measured as ZooKeeper's and Curator's slowness."""
+    def sample():
+        with open("/proc/stat") as fo:
+            v = [int(x) for x in fo.readline().split()[1:9]]
+        return v[0] + v[1] + v[2] + v[5] + v[6] + v[7], sum(v)
+    t_end = time.monotonic() + max_wait_s
+    while max_wait_s > 0:
+        b0, t0 = sample()
+        time.sleep(1.0)
+        b1, t1 = sample()
+        busy = (b1 - b0) / max(1, t1 - t0)
+        if busy < threshold:
+            return
+        if time.monotonic() > t_end:
+            log("  machine still %.0f%% busy; measuring anyway", busy * 100)
+            return
+        log("  machine %.0f%% busy (someone else's work); waiting", busy * 100)
+        time.sleep(9.0)
+
+
+def compile_if_needed():
+    for j in CLASSPATH.split(":"):
+        if not os.path.exists(j):
+            sys.exit("missing jar %s (run scripts/install-deps.sh)" % j)
+    if os.path.exists(CLASS) and os.path.getmtime(CLASS) >= os.path.getmtime(SRC):
+        return
+    os.makedirs(BUILD, exist_ok=True)
+    p = subprocess.run(["javac", "-nowarn", "-d", BUILD, "-cp", CLASSPATH, SRC],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+    if p.returncode != 0:
+        sys.exit("javac failed:\n" + p.stdout)
+
+
+def run(args, measurement, params, timeout_s):
+    wait_quiet(args.quiet_wait_s)
+    srv = servers.start_zookeeper(heap=args.zk_heap or None)
+    try:
+        logf = os.path.join(BUILD, "election-bench-client.log")
+        cmd = ["java", "-Xmx%s" % args.client_heap,
+               "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+               "-Dorg.slf4j.simpleLogger.logFile=" + logf,
+               "-cp", BUILD + ":" + CLASSPATH, "ElectionBench", srv.hosts, measurement]
+        cmd += [str(p) for p in params]
+        log("%s", " ".join(cmd[cmd.index("ElectionBench"):]))
+        t0 = time.monotonic()
+        b0, s0, k0 = machine_busy_s(), proc_cpu_s(srv.proc.pid), children_cpu_s()
+        try:
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=None, text=True,
+                               timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            log("  TIMED OUT after %.0f s", timeout_s)
+            return {"measurement": measurement, "params": params, "error": "timeout"}
+        lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
+        if p.returncode != 0 or not lines:
+            log("  FAILED (exit %d); client log %s", p.returncode, logf)
+            return {"measurement": measurement, "params": params,
+                    "error": "exit %d" % p.returncode}
+        r = json.loads(lines[-1])
+        r["wall_s"] = round(time.monotonic() - t0, 1)
+        s1, k1 = proc_cpu_s(srv.proc.pid), children_cpu_s()
+        r["zk_server_cpu_s"] = round(s1 - s0, 2)
+        r["client_jvm_cpu_s"] = round(k1 - k0, 2)
+        # CPU used by anything else on the machine (other people's builds), as a fraction of it
+        other = max(0.0, machine_busy_s() - b0 - (s1 - s0) - (k1 - k0))
+        r["other_cpu_frac"] = round(other / (r["wall_s"] * os.cpu_count()), 3)
+        r["zk_server_peak_rss_mib"] = round(
+            int(next(ln.split()[1] for ln in open("/proc/%d/status" % srv.proc.pid)
+                     if ln.startswith("VmHWM:"))) / 1024.0)
+        print(json.dumps(r), flush=True)
+        return r
+    finally:
+        srv.stop()
+
+
+def f(v, d=2):
+    return "-" if v is None else ("%.*f" % (d, v))
+
+
+def markdown(results, argv):
+    out = ["    /usr/bin/python3 scripts/bench-curator.py %s" % " ".join(argv), "",
+           "| measurement | N | p50 | p99 | other |", "|---|---|---|---|---|"]
+    for r in results:
+        m = r.get("measurement")
+        if "error" in r:
+            out.append("| %s %s | | | | %s |" % (m, r.get("params"), r["error"]))
+        elif m in ("latch_handoff",):
+            out.append("| LeaderLatch handoff, close() to next isLeader() | %d | %s ms | %s ms | "
+                       "mean %s ms, max %s ms over %d handoffs; start() of all to all nodes "
+                       "%.0f ms; drain of the whole group %.0f ms |" % (
+                           r["n"], f(r["handoff_ms_p50"]), f(r["handoff_ms_p99"]),
+                           f(r["handoff_ms_mean"]), f(r["handoff_ms_max"], 1), r["handoffs"],
+                           r["start_all_to_all_nodes_ms"], r["drain_all_ms"]))
+        elif m == "selector_rate":
+            out.append("| LeaderSelector, autoRequeue, empty takeLeadership | 3 | %s ms | %s ms "
+                       "| **%.0f leaderships/s** over %.0f s |" % (
+                           f(r["handoff_ms_p50"]), f(r["handoff_ms_p99"]),
+                           r["leaderships_per_s"], r["seconds"]))
+        elif m == "crash_failover":
+            out.append("| crash: SIGKILL of the leader's JVM to the survivor's isLeader() | 2 | "
+                       "%s x timeout | %s x timeout | session timeout %d ms (granted %d); "
+                       "%d trials, min %s, max %s x; p50 %.0f ms |" % (
+                           f(r["ratio_p50"], 3), f(r["ratio_p99"], 3), r["session_timeout_ms"],
+                           r["granted_session_timeout_ms"], r["trials"], f(r["ratio_min"], 3),
+                           f(r["ratio_max"], 3), r["failover_ms_p50"]))
+        elif m == "herd_notifications":
+            out.append("| herd (plain API, all watch the parent's children): handoff | %d | "
+                       "%s ms | %s ms | notifications per change %.1f (%.1f on the delete + "
+                       "%.1f on the rejoin; clients counted %.1f) over %d changes |" % (
+                           r["n"], f(r["handoff_ms_p50"]), f(r["handoff_ms_p99"]),
+                           r["notifications_per_change_mean"],
+                           r["notifications_on_delete_mean"], r["notifications_on_rejoin_mean"],
+                           r["client_events_per_change_mean"], r["changes"]))
+        elif m == "predecessor_notifications":
+            out.append("| predecessor (Curator LeaderLatch): handoff | %d | %s ms | %s ms | "
+                       "notifications per change %.2f (min %.0f, max %.0f) over %d changes, "
+                       "delete and rejoin |" % (
+                           r["n"], f(r["handoff_ms_p50"]), f(r["handoff_ms_p99"]),
+                           r["notifications_per_change_mean"],
+                           r["notifications_per_change_min"], r["notifications_per_change_max"],
+                           r["handoffs"]))
+    return "\n".join(out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--only", default=",".join(ALL))
+    ap.add_argument("--latch-n", default="5,100,1000")
+    ap.add_argument("--handoffs", type=int, default=200)
+    ap.add_argument("--herd-n", default="100,1000")
+    ap.add_argument("--changes", type=int, default=20)
+    ap.add_argument("--crash-trials", type=int, default=10)
+    ap.add_argument("--session-ms", type=int, default=4000)
+    ap.add_argument("--selector-s", type=float, default=10.0)
+    ap.add_argument("--client-heap", default="3g")
+    ap.add_argument("--zk-heap", default="",
+                    help="ZooKeeper -Xmx (default: none, the JVM default, as Debian runs it)")
+    ap.add_argument("--quiet-wait-s", type=float, default=300,
+                    help="before each measurement, wait up to this long for the machine to idle")
+    ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--json-out")
+    args = ap.parse_args()
+    only = args.only.split(",")
+    compile_if_needed()
+    results = []
+    if "latch" in only:
+        for n in [int(x) for x in args.latch_n.split(",")]:
+            results.append(run(args, "latch", [n, args.handoffs], 900))
+    if "selector" in only:
+        results.append(run(args, "selector", [args.selector_s], args.selector_s + 300))
+    if "crash" in only:
+        results.append(run(args, "crash", [args.crash_trials, args.session_ms],
+                           args.crash_trials * (args.session_ms * 4 / 1000.0 + 30) + 120))
+    for n in [int(x) for x in args.herd_n.split(",")]:
+        if "herd" in only:
+            results.append(run(args, "herd", [n, args.changes], 1200))
+        if "predecessor" in only:
+            results.append(run(args, "latch", [n, args.changes, "count"], 900))
+    if args.json_out:
+        with open(args.json_out, "w") as fo:
+            json.dump(results, fo, indent=1)
+    if args.markdown:
+        print(markdown(results, sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    main()
