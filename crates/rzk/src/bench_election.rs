@@ -78,6 +78,8 @@ pub(crate) async fn handoff(
     let wakeups: Arc<Vec<AtomicU64>> =
         Arc::new((0..participants).map(|_| AtomicU64::new(0)).collect());
     let (led_tx, mut led_rx) = mpsc::unbounded_channel::<(usize, Instant)>();
+    // Participants publish their counts only when asked, so the measuring adds no load.
+    let (publish_tx, publish_rx) = tokio::sync::watch::channel(0u64);
     let resign_started = Arc::new(std::sync::Mutex::new(None::<Instant>));
     let mut resign_txs = Vec::new();
     for i in 0..participants {
@@ -86,9 +88,9 @@ pub(crate) async fn handoff(
         resign_txs.push(rtx);
         let (led_tx, path, wakeups, started) =
             (led_tx.clone(), path.clone(), wakeups.clone(), resign_started.clone());
+        let mut publish = publish_rx.clone();
         tokio::spawn(async move {
             let mut carried = 0;
-            let mut tick = tokio::time::interval(Duration::from_millis(50));
             loop {
                 let opts = LatchOptions::default().with_id(format!("p{i}")).with_strategy(strategy);
                 let Ok(latch) = LeaderLatch::new(&s, &path, opts) else { return };
@@ -98,7 +100,7 @@ pub(crate) async fn handoff(
                 let l = loop {
                     tokio::select! {
                         l = latch.await_leadership() => break l,
-                        _ = tick.tick() => wakeups[i].store(carried + latch.metrics().wakeups, Ordering::Relaxed),
+                        Ok(()) = publish.changed() => wakeups[i].store(carried + latch.metrics().wakeups, Ordering::Relaxed),
                     }
                 };
                 let Ok(l) = l else { return };
@@ -123,8 +125,9 @@ pub(crate) async fn handoff(
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    tokio::time::sleep(Duration::from_millis(100)).await;
     let total = |w: &Arc<Vec<AtomicU64>>| w.iter().map(|a| a.load(Ordering::Relaxed)).sum::<u64>();
+    let _ = publish_tx.send(1);
+    tokio::time::sleep(Duration::from_millis(300)).await;
     let baseline = total(&wakeups);
     let mut samples = Vec::new();
     let mut leader = first;
@@ -137,8 +140,9 @@ pub(crate) async fn handoff(
         leader = next;
     }
     let seconds = started.elapsed().as_secs_f64();
-    // Let the last wakeups be published.
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    // Ask for the final counts and let them be published.
+    let _ = publish_tx.send(2);
+    tokio::time::sleep(Duration::from_millis(300)).await;
     let rounds = samples.len();
     let per_change = (total(&wakeups) - baseline) as f64 / rounds.max(1) as f64;
     drop(resign_txs);
