@@ -1,0 +1,527 @@
+//! t85 (docs/election.md §4.8): a 3-node Apache ZooKeeper 3.8 ensemble on loopback, its ZAB
+//! leader killed with SIGKILL mid-election, i.e. while a latch term is active and three
+//! followers wait. ZooKeeper only (rzk has no replication).
+//!
+//! The latch leader's client is placed on the ZAB leader (the one that dies); the others land
+//! wherever the client's shuffle puts them (clients on followers are dropped too while the
+//! survivors are LOOKING). Asserted:
+//! - the two survivors elect a new ZAB leader;
+//! - every participant's client fails over to a survivor, on the same session (no expiry,
+//!   same generation): the new ZAB leader gives every session a fresh timeout;
+//! - the latch leader steps down (Suspended), then resumes with the same token; nobody else
+//!   leads in between; a leader exists again within `T` of the kill;
+//! - after the failover, a resignation hands over to the next in node order within 30 s (in
+//!   practice milliseconds) with a larger token;
+//! - a node created after the failover has a larger ZAB epoch (`token >> 32`, t33);
+//! - the path holds exactly one node per live participant (no orphans, no duplicates);
+//! - the §4.1 checker (no overlap, token order, token = czxid) and single-leader sampling every
+//!   5 ms throughout (the sampler shares the scenario's task, so it pauses while the harness
+//!   runs its blocking `srvr`/`cons` probes; the checker covers those gaps).
+//!
+//! `t85b` (with t85c folded in): p0 resigns in the same millisecond as the kill, and a fifth
+//! participant joins while the survivors are LOOKING. Exactly one successor (p1) within `T` of
+//! the kill with a larger token, sessions survive, p4 has exactly one node.
+
+mod support;
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use rzk_election::{LatchOptions, LeaderLatch, Session, SessionConfig};
+use support::checker::Checker;
+use support::{four_letter, init_tracing, serial, T};
+
+/// One `QuorumPeerMain` of the ensemble.
+struct Node {
+    client_port: u16,
+    dir: PathBuf,
+    child: Option<Child>,
+}
+
+/// A 3-node (or n-node) Apache ZooKeeper ensemble on 127.0.0.1, every process killed on drop.
+struct Ensemble {
+    dir: PathBuf,
+    nodes: Vec<Node>,
+}
+
+fn free_ports(n: usize) -> Vec<u16> {
+    // Hold every listener until all are chosen, so that the ports are distinct.
+    let ls: Vec<std::net::TcpListener> =
+        (0..n).map(|_| std::net::TcpListener::bind("127.0.0.1:0").expect("bind")).collect();
+    ls.iter().map(|l| l.local_addr().expect("addr").port()).collect()
+}
+
+impl Ensemble {
+    /// Starts `n` peers and waits until every one answers `srvr` as leader or follower.
+    fn start(n: usize) -> Ensemble {
+        static SEQ: AtomicUsize = AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "rzk-election-t85-{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        let ports = free_ports(3 * n);
+        let servers: String = (0..n)
+            .map(|i| {
+                format!("server.{}=127.0.0.1:{}:{}\n", i + 1, ports[3 * i + 1], ports[3 * i + 2])
+            })
+            .collect();
+        let mut nodes = Vec::new();
+        for i in 0..n {
+            let ndir = dir.join(format!("n{}", i + 1));
+            let data = ndir.join("data");
+            std::fs::create_dir_all(&data).expect("data dir");
+            std::fs::write(data.join("myid"), format!("{}\n", i + 1)).expect("myid");
+            let cfg = ndir.join("zoo.cfg");
+            std::fs::write(
+                &cfg,
+                format!(
+                    "tickTime=200\ninitLimit=20\nsyncLimit=10\ndataDir={}\nclientPort={}\n\
+                     clientPortAddress=127.0.0.1\nmaxClientCnxns=0\nadmin.enableServer=false\n\
+                     4lw.commands.whitelist=*\nextendedTypesEnabled=true\n{servers}",
+                    data.display(),
+                    ports[3 * i]
+                ),
+            )
+            .expect("zoo.cfg");
+            let log = std::fs::File::create(ndir.join("server.log")).expect("log");
+            let child = Command::new("java")
+                .arg("-Xmx256m")
+                .arg("-XX:+UseSerialGC")
+                .arg("-XX:TieredStopAtLevel=1")
+                .arg("-Dzookeeper.extendedTypesEnabled=true")
+                .arg("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn")
+                .arg("-cp")
+                .arg("/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar")
+                .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
+                .arg(&cfg)
+                .stdin(Stdio::null())
+                .stdout(log.try_clone().expect("log"))
+                .stderr(log)
+                .spawn()
+                .expect("start java (is the Debian zookeeper package installed?)");
+            nodes.push(Node { client_port: ports[3 * i], dir: ndir, child: Some(child) });
+        }
+        let e = Ensemble { dir, nodes };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !(0..n).all(|i| e.mode(i).is_some()) {
+            assert!(Instant::now() < deadline, "ensemble not ready after 60 s:\n{}", e.logs());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        e
+    }
+
+    fn hosts(&self) -> String {
+        self.nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.client_port))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// `Some("leader" | "follower")` when node `i` serves; `None` if down or LOOKING.
+    fn mode(&self, i: usize) -> Option<&'static str> {
+        self.nodes[i].child.as_ref()?;
+        let out = four_letter(self.nodes[i].client_port, "srvr").ok()?;
+        if out.contains("Mode: leader") {
+            Some("leader")
+        } else if out.contains("Mode: follower") {
+            Some("follower")
+        } else {
+            None
+        }
+    }
+
+    fn leader(&self) -> Option<usize> {
+        (0..self.nodes.len()).find(|&i| self.mode(i) == Some("leader"))
+    }
+
+    /// The session ids (`0x…`) with a connection on node `i` (`cons`).
+    fn sessions_on(&self, i: usize) -> HashSet<String> {
+        let out = four_letter(self.nodes[i].client_port, "cons").unwrap_or_default();
+        out.split([',', '(', ')'])
+            .filter_map(|f| f.trim().strip_prefix("sid="))
+            .map(str::to_string)
+            .collect()
+    }
+
+    fn node_of(&self, sid: &str) -> Option<usize> {
+        (0..self.nodes.len()).find(|&i| self.sessions_on(i).contains(sid))
+    }
+
+    /// SIGKILL of node `i`.
+    fn kill(&mut self, i: usize) {
+        if let Some(mut c) = self.nodes[i].child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    fn logs(&self) -> String {
+        self.nodes
+            .iter()
+            .map(|n| {
+                let log = std::fs::read_to_string(n.dir.join("server.log")).unwrap_or_default();
+                let tail: Vec<&str> = log.lines().rev().take(30).collect();
+                format!(
+                    "--- {}:\n{}",
+                    n.dir.display(),
+                    tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+impl Drop for Ensemble {
+    fn drop(&mut self) {
+        for i in 0..self.nodes.len() {
+            self.kill(i);
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn sid(s: &Session) -> String {
+    format!("{:#x}", s.session_id().expect("session id").0)
+}
+
+fn blocking<R>(f: impl FnOnce() -> R) -> R {
+    tokio::task::block_in_place(f)
+}
+
+fn config(hosts: &str) -> SessionConfig {
+    SessionConfig::new(hosts).with_session_timeout(T)
+}
+
+/// The common setup: the ensemble, four participants p0..p3 on one latch path, p0 leading and
+/// connected to the ZAB leader.
+struct Setup {
+    ens: Ensemble,
+    zab0: usize,
+    hosts: String,
+    path: String,
+    checker: Checker,
+    observer: zookeeper_client::Client,
+    sessions: Vec<Session>,
+    latches: Vec<LeaderLatch>,
+    /// (session id, generation) of every participant before the fault.
+    ids_before: Vec<(Option<rzk_election::SessionId>, u64)>,
+    la: rzk_election::Leadership,
+    before: rzk_election::Participants,
+}
+
+async fn setup(test: &str) -> Setup {
+    let t0 = Instant::now();
+    let ens = blocking(|| Ensemble::start(3));
+    let zab0 = ens.leader().expect("a ZAB leader");
+    let hosts = ens.hosts();
+    eprintln!("ensemble up in {:?}, ZAB leader node {}", t0.elapsed(), zab0 + 1);
+
+    // The first participant (the latch leader to be) on the ZAB leader: reconnect until the
+    // client's shuffle puts it there.
+    let mut first = None;
+    for _ in 0..30 {
+        let s = Session::connect(config(&hosts)).await.expect("connect");
+        let id = sid(&s);
+        if blocking(|| ens.sessions_on(zab0).contains(&id)) {
+            first = Some(s);
+            break;
+        }
+        s.close().await;
+    }
+    let mut sessions = vec![first.expect("a session on the ZAB leader within 30 tries")];
+    for _ in 1..4 {
+        sessions.push(Session::connect(config(&hosts)).await.expect("connect"));
+    }
+    let placed: Vec<Option<usize>> =
+        blocking(|| sessions.iter().map(|s| ens.node_of(&sid(s)).map(|n| n + 1)).collect());
+    eprintln!("participants p0..p3 on nodes {placed:?}");
+    let ids_before: Vec<_> = sessions.iter().map(|s| (s.session_id(), s.generation())).collect();
+
+    let path = format!("/t/{test}/{}", std::process::id());
+    let checker = Checker::new();
+    let observer = zookeeper_client::Client::connector()
+        .with_session_timeout(T)
+        .connect(&hosts)
+        .await
+        .expect("observer");
+    let mut latches = Vec::new();
+    for (i, s) in sessions.iter().enumerate() {
+        let id = format!("p{i}");
+        let l = LeaderLatch::new(s, &path, LatchOptions::default().with_id(&id)).unwrap();
+        checker.attach(&id, l.events(), Some(observer.clone()));
+        l.start().await.unwrap();
+        latches.push(l);
+    }
+    let la = latches[0].await_leadership_timeout(Duration::from_secs(10)).await.unwrap();
+    let la = la.expect("p0 leads");
+    let before = latches[0].participants().await.unwrap();
+    assert_eq!(before.list.len(), 4);
+    Setup { ens, zab0, hosts, path, checker, observer, sessions, latches, ids_before, la, before }
+}
+
+/// Waits until the survivors have a new ZAB leader; returns it.
+async fn new_zab_leader(ens: &Ensemble, zab0: usize, t_kill: Instant) -> usize {
+    let zab1 = loop {
+        if let Some(l) = blocking(|| ens.leader()) {
+            break l;
+        }
+        assert!(t_kill.elapsed() < Duration::from_secs(15), "no new ZAB leader:\n{}", ens.logs());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_ne!(zab1, zab0);
+    eprintln!("new ZAB leader node {} after {:?}", zab1 + 1, t_kill.elapsed());
+    zab1
+}
+
+/// Waits until every session is connected again, to a survivor, on its old session.
+async fn failed_over(ens: &Ensemble, zab0: usize, sessions: &[&Session], t_kill: Instant) {
+    loop {
+        let all = sessions.iter().all(|s| s.state().is_connected());
+        let on: Vec<Option<usize>> =
+            blocking(|| sessions.iter().map(|s| ens.node_of(&sid(s))).collect());
+        if all && on.iter().all(|n| n.is_some_and(|n| n != zab0)) {
+            eprintln!(
+                "all clients reconnected {:?} after the kill, on nodes {:?}",
+                t_kill.elapsed(),
+                on.iter().map(|n| n.map(|n| n + 1)).collect::<Vec<_>>()
+            );
+            return;
+        }
+        assert!(t_kill.elapsed() < Duration::from_secs(15), "clients did not fail over: {on:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// t85a: steady. The ZAB leader dies while p0 leads and p1..p3 wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t85a_ensemble_leader_killed_mid_election() {
+    init_tracing();
+    let _g = serial().await;
+    let t_test = Instant::now();
+    let Setup {
+        mut ens,
+        zab0,
+        hosts,
+        path,
+        checker,
+        observer,
+        sessions,
+        latches,
+        ids_before,
+        la,
+        before,
+    } = setup("t85a").await;
+
+    // Single-leader sampling every 5 ms for the whole failover and handoff.
+    let stop = AtomicBool::new(false);
+    let samples = AtomicUsize::new(0);
+    let sampler = async {
+        while !stop.load(Ordering::Acquire) {
+            let n = latches.iter().filter(|l| l.has_leadership()).count();
+            assert!(n <= 1, "{n} latches believe they lead");
+            samples.fetch_add(1, Ordering::Relaxed);
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+
+    let scenario = async {
+        // Mid-election: p0's term is active, p1..p3 wait on their predecessors.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(la.is_valid());
+        let t_kill = Instant::now();
+        blocking(|| ens.kill(zab0));
+        eprintln!("SIGKILL ZAB leader node {}", zab0 + 1);
+
+        // The survivors elect a new ZAB leader.
+        new_zab_leader(&ens, zab0, t_kill).await;
+
+        // p0 learnt of the disconnect and stepped down (default policy: on Suspended).
+        let lost_at = loop {
+            if let Some(at) = la.lost_at() {
+                break at;
+            }
+            assert!(t_kill.elapsed() < T, "p0 never stepped down");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        };
+        eprintln!(
+            "p0 stepped down {:?} after the kill ({:?})",
+            lost_at.duration_since(t_kill),
+            la.loss_reason()
+        );
+
+        // Every client fails over to a survivor, on its old session.
+        failed_over(&ens, zab0, &sessions.iter().collect::<Vec<_>>(), t_kill).await;
+        let ids_after: Vec<_> = sessions.iter().map(|s| (s.session_id(), s.generation())).collect();
+        assert_eq!(ids_after, ids_before, "every session survived the failover");
+
+        // p0 resumes with the same token within T of the kill; nobody else led.
+        let again = loop {
+            if let Some(l) = latches[0].current().filter(|l| l.is_valid()) {
+                break l;
+            }
+            assert!(latches[1..].iter().all(|l| !l.has_leadership()), "another participant leads");
+            assert!(t_kill.elapsed() < T, "p0 not back within T of the kill");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        };
+        eprintln!("p0 resumed {:?} after the kill", again.started_at().duration_since(t_kill));
+        assert!(again.resumed());
+        assert_eq!(again.token(), la.token());
+        let after = latches[3].participants().await.unwrap();
+        assert_eq!(
+            after.list.iter().map(|p| &p.node).collect::<Vec<_>>(),
+            before.list.iter().map(|p| &p.node).collect::<Vec<_>>(),
+            "same nodes after the failover"
+        );
+
+        // The election goes on: p0 resigns, p1 takes over.
+        let t_resign = Instant::now();
+        again.clone().resign().await.expect("resign");
+        let next = latches[1]
+            .await_leadership_timeout(Duration::from_secs(30))
+            .await
+            .unwrap()
+            .expect("p1 elected within 30 s of the resignation");
+        eprintln!("handoff after the failover: {:?}", next.started_at().duration_since(t_resign));
+        assert!(next.token() > la.token());
+
+        // t33: a node created after the failover carries the new epoch.
+        let s4 = Session::connect(config(&hosts)).await.expect("connect");
+        let l4 = LeaderLatch::new(&s4, &path, LatchOptions::default().with_id("p4")).unwrap();
+        checker.attach("p4", l4.events(), Some(observer.clone()));
+        l4.start().await.unwrap();
+        let p = latches[1].participants().await.unwrap();
+        let ids: Vec<&str> = p.list.iter().map(|p| p.id.as_str()).collect();
+        assert_eq!(ids, ["p1", "p2", "p3", "p4"], "one node per live participant: {p:?}");
+        assert!(p.foreign.is_empty());
+        let t4 = p.list[3].token;
+        assert!(
+            t4.epoch() > la.token().epoch(),
+            "epoch of a post-failover node {t4} vs {}",
+            la.token()
+        );
+        eprintln!("epochs: before {} after {}", la.token().epoch(), t4.epoch());
+        stop.store(true, Ordering::Release);
+        (s4, l4)
+    };
+    let ((), (s4, l4)) = tokio::join!(sampler, scenario);
+    eprintln!("{} single-leader samples", samples.load(Ordering::Relaxed));
+
+    l4.close(None).await.unwrap();
+    let mut it = latches.into_iter();
+    let _ = it.next().unwrap().close(None).await; // p0 resigned: already closed
+    for l in it {
+        l.close(None).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    checker.assert_ok();
+    assert_eq!(checker.leaders(), ["p0", "p1"]);
+    s4.close().await;
+    for s in sessions {
+        s.close().await;
+    }
+    drop(ens);
+    eprintln!("t85a: {:?}", t_test.elapsed());
+}
+
+/// t85b + t85c: mid-handoff and join during failover. p0 resigns and, in the same millisecond,
+/// the ZAB leader is killed; right after the kill, while the survivors are LOOKING, a fifth
+/// participant joins (its create may meet `ConnectionLoss` and go through the protected retry).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t85b_ensemble_leader_killed_mid_handoff() {
+    init_tracing();
+    let _g = serial().await;
+    let t_test = Instant::now();
+    let Setup {
+        mut ens,
+        zab0,
+        hosts,
+        path,
+        checker,
+        observer,
+        sessions,
+        latches,
+        ids_before,
+        la,
+        before: _,
+    } = setup("t85b").await;
+    let s4 = Session::connect(config(&hosts)).await.expect("connect");
+    let l4 = LeaderLatch::new(&s4, &path, LatchOptions::default().with_id("p4")).unwrap();
+    checker.attach("p4", l4.events(), Some(observer.clone()));
+
+    let stop = AtomicBool::new(false);
+    let samples = AtomicUsize::new(0);
+    let sampler = async {
+        while !stop.load(Ordering::Acquire) {
+            let n = latches.iter().chain([&l4]).filter(|l| l.has_leadership()).count();
+            assert!(n <= 1, "{n} latches believe they lead");
+            samples.fetch_add(1, Ordering::Relaxed);
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    let scenario = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(la.is_valid());
+        let resign = tokio::spawn(la.clone().resign());
+        let t_kill = Instant::now();
+        blocking(|| ens.kill(zab0));
+        eprintln!("p0 resigns and SIGKILL ZAB leader node {}", zab0 + 1);
+        let join = tokio::time::timeout(Duration::from_secs(15), l4.start()).await;
+        eprintln!("p4 joined {:?} after the kill: {join:?}", t_kill.elapsed());
+        join.expect("p4 joins within 15 s").expect("p4 joins");
+        new_zab_leader(&ens, zab0, t_kill).await;
+        let resigned = resign.await.expect("resign task");
+        eprintln!("resign: {resigned:?} ({:?} after the kill)", t_kill.elapsed());
+
+        // Exactly one successor, the next in node order, within T of the kill.
+        let next = latches[1]
+            .await_leadership_timeout(T.saturating_sub(t_kill.elapsed()))
+            .await
+            .unwrap()
+            .expect("p1 elected within T of the kill");
+        eprintln!("p1 elected {:?} after the kill", next.started_at().duration_since(t_kill));
+        assert!(next.token() > la.token());
+
+        let mut all: Vec<&Session> = sessions.iter().collect();
+        all.push(&s4);
+        failed_over(&ens, zab0, &all, t_kill).await;
+        let ids_after: Vec<_> = sessions.iter().map(|s| (s.session_id(), s.generation())).collect();
+        assert_eq!(ids_after, ids_before, "every session survived the failover");
+
+        // One node per live participant: the resigned node is gone, p4 has exactly one.
+        let p = latches[1].participants().await.unwrap();
+        let ids: Vec<&str> = p.list.iter().map(|p| p.id.as_str()).collect();
+        assert_eq!(ids, ["p1", "p2", "p3", "p4"], "one node per live participant: {p:?}");
+        assert!(p.foreign.is_empty());
+        assert_eq!(Some(&p.list[3].node), l4.our_path().as_ref());
+        // t33: if p4's node was created after the failover, it carries the new epoch.
+        eprintln!("epochs: p0 {} p4 {}", la.token().epoch(), p.list[3].token.epoch());
+        assert!(p.list[3].token.epoch() >= la.token().epoch());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        stop.store(true, Ordering::Release);
+    };
+    tokio::join!(sampler, scenario);
+    eprintln!("{} single-leader samples", samples.load(Ordering::Relaxed));
+
+    l4.close(None).await.unwrap();
+    let mut it = latches.into_iter();
+    let _ = it.next().unwrap().close(None).await; // p0 resigned: already closed
+    for l in it {
+        l.close(None).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    checker.assert_ok();
+    assert_eq!(checker.leaders(), ["p0", "p1"]);
+    s4.close().await;
+    for s in sessions {
+        s.close().await;
+    }
+    drop(ens);
+    eprintln!("t85b: {:?}", t_test.elapsed());
+}
