@@ -27,6 +27,7 @@ Progress goes to stderr; the result tables (plain text, or markdown with --markd
 
 import argparse
 import datetime
+import hashlib
 import json
 import os
 import platform
@@ -478,7 +479,7 @@ def machine_info(args):
         "kernel": platform.release(),
         "disk": " ".join(dev.split()),
         "java": sh(["java", "-version"]).splitlines()[0],
-        "rzk": sh([args.rzk_bin, "--version"]),
+        "rzk": "%s (sha256 %s)" % (sh([args.rzk_bin, "--version"]), args.rzk_sha256),
         "git": sh(["git", "-C", REPO, "rev-parse", "--short", "HEAD"]),
         "zk_heap": args.zk_heap or "JVM default (as Debian's zkServer.sh)",
     }
@@ -645,7 +646,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--duration-s", type=float, default=10.0)
-    ap.add_argument("--warmup-s", type=float, default=3.0)
+    ap.add_argument("--warmup-s", type=float, default=5.0)
     ap.add_argument("--workloads", default=",".join(ALL_WORKLOADS),
                     help="comma-separated, from %s" % ",".join(ALL_WORKLOADS))
     ap.add_argument("--sessions", type=int, default=8)
@@ -667,7 +668,12 @@ def main():
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--json-out", help="write every raw measurement here")
     args = ap.parse_args()
-    args.rzk_bin = os.path.abspath(args.rzk_bin)
+    # A private copy: other engineers may rebuild target/release/rzk during a long run.
+    snap = os.path.join(tempfile.mkdtemp(prefix="bench-rzk-bin-"), "rzk")
+    shutil.copy2(os.path.abspath(args.rzk_bin), snap)
+    with open(snap, "rb") as f:
+        args.rzk_sha256 = hashlib.sha256(f.read()).hexdigest()[:16]
+    args.rzk_bin = snap
     os.environ["RZK_BIN"] = args.rzk_bin  # servers.start_rzk runs this binary
     workloads = [w for w in args.workloads.split(",") if w]
     for w in workloads:

@@ -147,6 +147,40 @@ def run(args, measurement, params, timeout_s):
         srv.stop()
 
 
+def run_rzk(args, workload, flags, timeout_s):
+    """rzk-election on a durable rzk server, through `rzk bench` (for the side-by-side table)."""
+    wait_quiet(args.quiet_wait_s)
+    srv = servers.start_rzk(durable=True, extra_args=["--max-client-cnxns", "0"])
+    try:
+        cmd = [args.rzk_bin, "bench", "--connect", srv.hosts, "--workload", workload]
+        cmd += [str(x) for x in flags] + ["--json"]
+        log("%s", " ".join(cmd[1:]))
+        t0 = time.monotonic()
+        b0, s0, k0 = machine_busy_s(), proc_cpu_s(srv.proc.pid), children_cpu_s()
+        try:
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            log("  TIMED OUT after %.0f s", timeout_s)
+            return {"server": "rzk", "workload": workload, "flags": flags, "error": "timeout"}
+        lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
+        if p.returncode != 0 or not lines:
+            log("  FAILED (exit %d): %s", p.returncode, p.stderr[-500:])
+            return {"server": "rzk", "workload": workload, "flags": flags,
+                    "error": "exit %d" % p.returncode}
+        r = json.loads(lines[-1])
+        r["server"] = "rzk"
+        r["command"] = "rzk bench " + " ".join(cmd[4:])  # without --connect HOSTS
+        r["wall_s"] = round(time.monotonic() - t0, 1)
+        s1, k1 = proc_cpu_s(srv.proc.pid), children_cpu_s()
+        other = max(0.0, machine_busy_s() - b0 - (s1 - s0) - (k1 - k0))
+        r["other_cpu_frac"] = round(other / (r["wall_s"] * os.cpu_count()), 3)
+        print(json.dumps(r), flush=True)
+        return r
+    finally:
+        srv.stop()
+
+
 def f(v, d=2):
     return "-" if v is None else ("%.*f" % (d, v))
 
@@ -193,7 +227,76 @@ def markdown(results, argv):
                            r["notifications_per_change_mean"],
                            r["notifications_per_change_min"], r["notifications_per_change_max"],
                            r["handoffs"]))
+    rz = [r for r in results if r.get("server") == "rzk"]
+    if rz:
+        out += ["", "rzk-election on a durable rzk server, through `rzk bench` in the same run:",
+                "", "| rzk bench workload | N | strategy | p50 | p99 | other |",
+                "|---|---|---|---|---|---|"]
+        for r in rz:
+            if "error" in r:
+                out.append("| %s %s | | | | | %s |" % (r["workload"], r["flags"], r["error"]))
+                continue
+            other = "%d rounds in %.1f s = %.1f/s; notifications per change %.2f" % (
+                r["rounds"], r["seconds"], r["per_s"], r["notifications_per_change"])
+            out.append("| `%s` | %s | %s | %s us | %s us | %s |" % (
+                r["command"], r["participants"], r["strategy"], r["p50_us"], r["p99_us"],
+                other))
+        out += ["", comparison(results)]
     return "\n".join(out)
+
+
+def comparison(results):
+    """Side by side: Curator 5.4 on ZooKeeper 3.8 against rzk-election on rzk."""
+    cur = [r for r in results if r.get("server") != "rzk" and "error" not in r]
+    rz = [r for r in results if r.get("server") == "rzk" and "error" not in r]
+    rows = []
+
+    def one(xs, **kw):
+        for x in xs:
+            if all(x.get(k) == v for k, v in kw.items()):
+                return x
+        return None
+
+    def row(name, a, b, target=None, lower_better=True):
+        r = b / a if a and b is not None else None
+        verdict = ""
+        if target is not None and r is not None:
+            ok = r <= target if lower_better else r >= target
+            verdict = "%s (target %s %g)" % ("met" if ok else "MISSED",
+                                             "<=" if lower_better else ">=", target)
+        rows.append("| %s | %s | %s | %s | %s |" % (
+            name, "-" if a is None else "%.3g" % a, "-" if b is None else "%.3g" % b,
+            "-" if r is None else "%.2f" % r, verdict))
+
+    for c in [x for x in cur if x["measurement"] == "latch_handoff"]:
+        z = one(rz, workload="handoff", participants=c["n"], strategy="predecessor")
+        row("LeaderLatch handoff p50, N=%d, ms" % c["n"], c["handoff_ms_p50"],
+            z and z["p50_us"] / 1000.0, 1 / 3.0)
+        row("LeaderLatch handoff p99, N=%d, ms" % c["n"], c["handoff_ms_p99"],
+            z and z["p99_us"] / 1000.0)
+    c = one(cur, measurement="selector_rate")
+    z = one(rz, workload="selector")
+    if c:
+        row("LeaderSelector leaderships/s, N=3", c["leaderships_per_s"], z and z["per_s"],
+            None, False)
+    c = one(cur, measurement="crash_failover")
+    z = one(rz, workload="failover")
+    if c:
+        t = c["session_timeout_ms"] * 1000.0
+        row("crash failover p50, x session timeout", c["ratio_p50"], z and z["p50_us"] / t)
+        row("crash failover p99, x session timeout", c["ratio_p99"], z and z["p99_us"] / t)
+    for c in [x for x in cur if x["measurement"] == "herd_notifications"]:
+        z = one(rz, workload="handoff", participants=c["n"], strategy="herd")
+        row("herd: notifications per change, N=%d" % c["n"],
+            c["notifications_per_change_mean"], z and z["notifications_per_change"])
+        row("herd: handoff p50, N=%d, ms" % c["n"], c["handoff_ms_p50"],
+            z and z["p50_us"] / 1000.0)
+    for c in [x for x in cur if x["measurement"] == "predecessor_notifications"]:
+        z = one(rz, workload="handoff", participants=c["n"], strategy="predecessor")
+        row("predecessor: notifications per change, N=%d" % c["n"],
+            c["notifications_per_change_mean"], z and z["notifications_per_change"])
+    return "\n".join(["| measurement | Curator on ZooKeeper | rzk-election on rzk | ratio | "
+                      "target |", "|---|---|---|---|---|"] + rows)
 
 
 def main():
@@ -211,10 +314,17 @@ def main():
                     help="ZooKeeper -Xmx (default: none, the JVM default, as Debian runs it)")
     ap.add_argument("--quiet-wait-s", type=float, default=300,
                     help="before each measurement, wait up to this long for the machine to idle")
+    ap.add_argument("--rzk", action="store_true",
+                    help="also run rzk-election on a durable rzk server through `rzk bench`")
+    ap.add_argument("--rzk-only", action="store_true", help="only the --rzk part")
+    ap.add_argument("--rzk-duration-s", type=float, default=10.0)
+    ap.add_argument("--rzk-bin", default=os.environ.get("RZK_BIN") or
+                    os.path.join(REPO, "target", "release", "rzk"))
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--json-out")
     args = ap.parse_args()
-    only = args.only.split(",")
+    only = [] if args.rzk_only else args.only.split(",")
+    args.rzk = args.rzk or args.rzk_only
     compile_if_needed()
     results = []
     if "latch" in only:
@@ -230,6 +340,21 @@ def main():
             results.append(run(args, "herd", [n, args.changes], 1200))
         if "predecessor" in only:
             results.append(run(args, "latch", [n, args.changes, "count"], 900))
+    if args.rzk:
+        os.environ["RZK_BIN"] = args.rzk_bin
+        for n in [int(x) for x in args.latch_n.split(",")]:
+            results.append(run_rzk(args, "handoff", ["--participants", n, "--duration-s",
+                                                     args.rzk_duration_s], 900))
+        results.append(run_rzk(args, "selector", ["--participants", 3, "--duration-s",
+                                                  args.selector_s], args.selector_s + 300))
+        results.append(run_rzk(args, "failover", ["--session-timeout-ms", args.session_ms,
+                                                  "--trials", args.crash_trials],
+                               args.crash_trials * (args.session_ms * 4 / 1000.0 + 30) + 120))
+        for n in [int(x) for x in args.herd_n.split(",")]:
+            for strategy in ("herd", "predecessor"):
+                results.append(run_rzk(args, "handoff", [
+                    "--participants", n, "--strategy", strategy,
+                    "--duration-s", args.rzk_duration_s], 1200))
     if args.json_out:
         with open(args.json_out, "w") as fo:
             json.dump(results, fo, indent=1)
