@@ -25,9 +25,11 @@
 mod support;
 
 use std::collections::HashSet;
+use std::future::Future;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use rzk_election::{LatchOptions, LeaderLatch, Session, SessionConfig};
@@ -299,6 +301,35 @@ async fn failed_over(ens: &Ensemble, zab0: usize, sessions: &[&Session], t_kill:
     }
 }
 
+/// The participants once they are exactly `want`, as seen by `latch`'s own server (another
+/// participant's server may not have applied the latest create or delete yet: ZooKeeper is
+/// sequentially consistent per client only).
+async fn live(latch: &LeaderLatch, want: &[&str]) -> rzk_election::Participants {
+    let start = Instant::now();
+    loop {
+        let p = latch.participants().await.unwrap();
+        if p.list.iter().map(|p| p.id.as_str()).eq(want.iter().copied()) {
+            return p;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "not one node per live participant: {p:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Closes the latches from the back of the queue, so that no closing hands over a term.
+async fn close_all(l4: LeaderLatch, latches: Vec<LeaderLatch>) {
+    l4.close(None).await.unwrap();
+    for (i, l) in latches.into_iter().enumerate().rev() {
+        let r = l.close(None).await;
+        if i > 0 {
+            r.unwrap(); // p0 resigned: already closed
+        }
+    }
+}
+
 /// t85a: steady. The ZAB leader dies while p0 leads and p1..p3 wait.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn t85a_ensemble_leader_killed_mid_election() {
@@ -396,9 +427,7 @@ async fn t85a_ensemble_leader_killed_mid_election() {
         let l4 = LeaderLatch::new(&s4, &path, LatchOptions::default().with_id("p4")).unwrap();
         checker.attach("p4", l4.events(), Some(observer.clone()));
         l4.start().await.unwrap();
-        let p = latches[1].participants().await.unwrap();
-        let ids: Vec<&str> = p.list.iter().map(|p| p.id.as_str()).collect();
-        assert_eq!(ids, ["p1", "p2", "p3", "p4"], "one node per live participant: {p:?}");
+        let p = live(&l4, &["p1", "p2", "p3", "p4"]).await;
         assert!(p.foreign.is_empty());
         let t4 = p.list[3].token;
         assert!(
@@ -413,12 +442,7 @@ async fn t85a_ensemble_leader_killed_mid_election() {
     let ((), (s4, l4)) = tokio::join!(sampler, scenario);
     eprintln!("{} single-leader samples", samples.load(Ordering::Relaxed));
 
-    l4.close(None).await.unwrap();
-    let mut it = latches.into_iter();
-    let _ = it.next().unwrap().close(None).await; // p0 resigned: already closed
-    for l in it {
-        l.close(None).await.unwrap();
-    }
+    close_all(l4, latches).await;
     tokio::time::sleep(Duration::from_millis(100)).await;
     checker.assert_ok();
     assert_eq!(checker.leaders(), ["p0", "p1"]);
@@ -468,7 +492,10 @@ async fn t85b_ensemble_leader_killed_mid_handoff() {
     let scenario = async {
         tokio::time::sleep(Duration::from_millis(300)).await;
         assert!(la.is_valid());
-        let resign = tokio::spawn(la.clone().resign());
+        // Poll the resignation once (its synchronous start: lost() resolves, the latch is
+        // marked closed, the delete is queued), then kill at once.
+        let mut resign = Box::pin(la.clone().resign());
+        let first = std::future::poll_fn(|cx| Poll::Ready(resign.as_mut().poll(cx))).await;
         let t_kill = Instant::now();
         blocking(|| ens.kill(zab0));
         eprintln!("p0 resigns and SIGKILL ZAB leader node {}", zab0 + 1);
@@ -476,7 +503,10 @@ async fn t85b_ensemble_leader_killed_mid_handoff() {
         eprintln!("p4 joined {:?} after the kill: {join:?}", t_kill.elapsed());
         join.expect("p4 joins within 15 s").expect("p4 joins");
         new_zab_leader(&ens, zab0, t_kill).await;
-        let resigned = resign.await.expect("resign task");
+        let resigned = match first {
+            Poll::Ready(r) => r,
+            Poll::Pending => resign.await,
+        };
         eprintln!("resign: {resigned:?} ({:?} after the kill)", t_kill.elapsed());
 
         // Exactly one successor, the next in node order, within T of the kill.
@@ -495,9 +525,7 @@ async fn t85b_ensemble_leader_killed_mid_handoff() {
         assert_eq!(ids_after, ids_before, "every session survived the failover");
 
         // One node per live participant: the resigned node is gone, p4 has exactly one.
-        let p = latches[1].participants().await.unwrap();
-        let ids: Vec<&str> = p.list.iter().map(|p| p.id.as_str()).collect();
-        assert_eq!(ids, ["p1", "p2", "p3", "p4"], "one node per live participant: {p:?}");
+        let p = live(&l4, &["p1", "p2", "p3", "p4"]).await;
         assert!(p.foreign.is_empty());
         assert_eq!(Some(&p.list[3].node), l4.our_path().as_ref());
         // t33: if p4's node was created after the failover, it carries the new epoch.
@@ -509,12 +537,7 @@ async fn t85b_ensemble_leader_killed_mid_handoff() {
     tokio::join!(sampler, scenario);
     eprintln!("{} single-leader samples", samples.load(Ordering::Relaxed));
 
-    l4.close(None).await.unwrap();
-    let mut it = latches.into_iter();
-    let _ = it.next().unwrap().close(None).await; // p0 resigned: already closed
-    for l in it {
-        l.close(None).await.unwrap();
-    }
+    close_all(l4, latches).await;
     tokio::time::sleep(Duration::from_millis(100)).await;
     checker.assert_ok();
     assert_eq!(checker.leaders(), ["p0", "p1"]);
