@@ -2,7 +2,7 @@
 // ZooKeeper-protocol server; issue 6. Started by scripts/bench-curator.py, which starts the
 // server, compiles this file against Debian's jars and collects the JSON lines it prints.
 //
-//   java -cp build:JARS ElectionBench HOST:PORT latch N HANDOFFS [count]
+//   java -cp build:JARS ElectionBench HOST:PORT latch N HANDOFFS [count] [gap=MS]
 //   java -cp build:JARS ElectionBench HOST:PORT selector SECONDS
 //   java -cp build:JARS ElectionBench HOST:PORT crash TRIALS SESSION_MS
 //   java -cp build:JARS ElectionBench HOST:PORT herd N CHANGES
@@ -214,7 +214,7 @@ public class ElectionBench {
         return e;
     }
 
-    static void latch(int n, int handoffs, boolean count) throws Exception {
+    static void latch(int n, int handoffs, boolean count, long gapMs) throws Exception {
         String path = "/bench/latch-" + n + "-" + System.nanoTime();
         long tc = System.nanoTime();
         List<CuratorFramework> cs = newClients(n, SESSION_MS);
@@ -244,6 +244,7 @@ public class ElectionBench {
             if (next[0] == leader.id) throw new IllegalStateException("same leader again");
             cur = next;
             startLatch(leader, path, leaders);  // rejoin at the tail
+            if (gapMs > 0) Thread.sleep(gapMs);  // let the rejoin settle: an idle-state handoff
             if (count) {
                 while (cs.get(0).getChildren().forPath(path).size() < n) Thread.sleep(1);
                 Thread.sleep(50);  // the rejoiner's getData-with-watch on its predecessor
@@ -256,6 +257,7 @@ public class ElectionBench {
         out.put("n", n);
         out.put("handoffs", handoffs);
         out.put("warmup_handoffs", warm);
+        out.put("gap_ms", gapMs);
         putStats(out, "handoff_ms_", lat);
         if (count) {
             List<Double> nd = new ArrayList<>();
@@ -576,10 +578,16 @@ public class ElectionBench {
     public static void main(String[] a) throws Exception {
         connect = a[0];
         switch (a[1]) {
-            case "latch":
-                latch(Integer.parseInt(a[2]), Integer.parseInt(a[3]),
-                        a.length > 4 && a[4].equals("count"));
+            case "latch": {
+                boolean count = false;
+                long gap = 0;
+                for (int i = 4; i < a.length; i++) {
+                    if (a[i].equals("count")) count = true;
+                    else if (a[i].startsWith("gap=")) gap = Long.parseLong(a[i].substring(4));
+                }
+                latch(Integer.parseInt(a[2]), Integer.parseInt(a[3]), count, gap);
                 break;
+            }
             case "selector":
                 selector(Double.parseDouble(a[2]));
                 break;
