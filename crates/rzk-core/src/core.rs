@@ -18,7 +18,7 @@ use std::net::SocketAddr;
 use rzk_proto::jute::{Reader, Writer};
 use rzk_proto::{
     perms, xid, ClientInfo, ConnectRequest, ConnectResponse, DecodeError, ErrorCode, EventType, Id,
-    MultiOp, MultiResult, OpCode, ReplyHeader, Request, RequestHeader, Response,
+    MultiOp, MultiResult, OpCode, PathWatch, ReplyHeader, Request, RequestHeader, Response, Stat,
     STATE_SYNC_CONNECTED,
 };
 
@@ -703,6 +703,8 @@ impl Core {
             Request::Reconfig { .. } => self.reply(conn, xid, ErrorCode::ReconfigDisabled, None),
             Request::Sasl { .. } => self.reply(conn, xid, ErrorCode::Unimplemented, None),
             Request::Check { .. } => unreachable!("filtered before decoding"),
+            Request::GetChildren(pw) => self.get_children(conn, xid, &pw, false),
+            Request::GetChildren2(pw) => self.get_children(conn, xid, &pw, true),
             read => {
                 let result = self.read(conn, session_id, read);
                 match result {
@@ -811,9 +813,35 @@ impl Core {
         }
     }
 
+    /// getChildren and getChildren2, encoded straight from the tree: an election parent with
+    /// thousands of children is read on every join and every handoff, and a `String` per child
+    /// (allocated, copied, encoded, freed) was most of the cost.
+    fn get_children(&mut self, conn: ConnId, xid: i32, pw: &PathWatch, with_stat: bool) {
+        let st = &self.state;
+        let Some(n) = st.node(&pw.path) else {
+            return self.reply(conn, xid, ErrorCode::NoNode, None);
+        };
+        if !acl::check(st.acl_of(n), perms::READ, &self.conns[&conn].auth) {
+            return self.reply(conn, xid, ErrorCode::NoAuth, None);
+        }
+        let names: usize = n.children.iter().map(|c| 4 + c.len()).sum();
+        let mut w = Writer::frame_with_capacity(ReplyHeader::LEN + 4 + names + Stat::LEN);
+        ReplyHeader { xid, zxid: st.last_zxid(), err: 0 }.write(&mut w);
+        w.i32(n.children.len() as i32);
+        for c in &n.children {
+            w.string(c);
+        }
+        if with_stat {
+            st.stat_of(n).write(&mut w);
+        }
+        if pw.watch {
+            self.watches.add_child(&pw.path, conn);
+        }
+        self.send(conn, w.finish_frame());
+    }
+
     /// Reads never change the state; they may leave watches.
     fn read(&mut self, conn: ConnId, session_id: i64, req: Request) -> Result<Response, ErrorCode> {
-        let with_stat = matches!(req, Request::GetChildren2(_));
         let auth = &self.conns[&conn].auth;
         let st = &self.state;
         let readable = |p: &str| -> Result<&crate::state::Node, ErrorCode> {
@@ -846,19 +874,6 @@ impl Core {
                     self.watches.add_data(&pw.path, conn);
                 }
                 Ok(body)
-            }
-            Request::GetChildren(pw) | Request::GetChildren2(pw) => {
-                let n = readable(&pw.path)?;
-                let children: Vec<String> = n.children.iter().map(|c| c.to_string()).collect();
-                let stat = st.stat_of(n);
-                if pw.watch {
-                    self.watches.add_child(&pw.path, conn);
-                }
-                Ok(if with_stat {
-                    Response::Children2 { children, stat }
-                } else {
-                    Response::Children(children)
-                })
             }
             Request::GetAcl { path } => {
                 let n = st.node(&path).ok_or(ErrorCode::NoNode)?;
