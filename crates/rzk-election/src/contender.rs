@@ -370,6 +370,13 @@ enum TaskEnd {
     Cancelled,
 }
 
+/// The leader's two reads, sent together by a likely leader (see [`Driver::evaluate`]).
+struct Prefetched {
+    sent: Instant,
+    owned: Result<(zookeeper_client::Stat, OneshotWatcher), ZkError>,
+    child_watch: OneshotWatcher,
+}
+
 struct Driver {
     shared: Arc<RecipeShared>,
     session: Session,
@@ -383,6 +390,13 @@ struct Driver {
     stop_budget: Option<Duration>,
     rejoin_after_step_down: bool,
     own: Option<Own>,
+    /// Our predecessor's deletion woke us. Followers only wake when the node before them goes,
+    /// which in a settled election is the leader's, so the next evaluation asks the leader's
+    /// questions at once (one round trip).
+    next_in_line: bool,
+    /// The last term's watches, kept until our node is deleted: dropping them first would
+    /// send removeWatches ahead of the delete, delaying the handoff by round trips.
+    held_watches: Vec<Pin<Box<dyn Future<Output = zookeeper_client::WatchedEvent> + Send>>>,
     /// UUIDs of create attempts whose outcome is unknown; their nodes are deleted on sight.
     stale_uuids: Vec<String>,
     /// Nodes of older sessions to delete once a new session is up.
@@ -443,6 +457,8 @@ impl Driver {
             stop_budget: seed.stop_budget,
             rejoin_after_step_down: seed.rejoin_after_step_down,
             own: None,
+            next_in_line: false,
+            held_watches: Vec::new(),
             stale_uuids: Vec::new(),
             stale_paths: Vec::new(),
             term: None,
@@ -933,10 +949,39 @@ impl Driver {
             MetricCells::inc(&self.shared.metrics.evaluations);
             MetricCells::inc(&self.shared.metrics.get_children_calls);
             let herd = self.strategy == WatchStrategy::Herd;
+            // A likely leader (next in line, or leading already) sends the children read with
+            // the leader's watch and the ownership check together: the handoff then costs one
+            // round trip after the event instead of three. If it turns out to follow after
+            // all, the extra watches are dropped (and removed) unused.
+            let speculate = !herd && (self.next_in_line || self.term_active());
+            self.next_in_line = false;
+            let mut prefetched = None;
             let listed = if herd {
                 self.wait_op(gen, client.list_and_watch_children(&self.shared.path))
                     .await?
                     .map(|(c, w)| (c, Some(w)))
+            } else if speculate {
+                let sent = Instant::now();
+                let parent = self.shared.clone();
+                let (listed, owned) = self
+                    .wait(gen, async {
+                        tokio::join!(
+                            client.list_and_watch_children(&parent.path),
+                            client.get_and_watch_data(&own.path)
+                        )
+                    })
+                    .await?;
+                match listed.map_err(normalize) {
+                    Ok((children, child_watch)) => {
+                        prefetched = Some(Prefetched {
+                            sent,
+                            owned: owned.map(|(_, stat, w)| (stat, w)).map_err(normalize),
+                            child_watch,
+                        });
+                        Ok((children, None))
+                    }
+                    Err(e) => Err(e),
+                }
             } else {
                 self.wait_op(gen, client.list_children(&self.shared.path)).await?.map(|c| (c, None))
             };
@@ -968,7 +1013,8 @@ impl Driver {
                 }
                 Decision::Missing => return self.node_gone(&own),
                 Decision::Leader => {
-                    if let Some(step) = self.lead(&own, &client, gen).await? {
+                    let prefetched = prefetched.map(|p| (p, children));
+                    if let Some(step) = self.lead(&own, &client, gen, prefetched).await? {
                         return Ok(step);
                     }
                 }
@@ -1056,6 +1102,7 @@ impl Driver {
                     return Err(self.wait_generation_end(gen).await);
                 }
                 MetricCells::inc(&self.shared.metrics.wakeups);
+                self.next_in_line = true;
                 Ok(())
             }
             Err(Brk::Reconnected) => Ok(()),
@@ -1064,26 +1111,39 @@ impl Driver {
     }
 
     /// Our node sorts first. Checks ownership, claims (or keeps, or resumes) the term and waits.
-    /// `Ok(None)` means evaluate again.
-    async fn lead(&mut self, own: &Own, client: &Client, gen: u64) -> Result<Option<Step>, Brk> {
+    /// `prefetched`: the ownership check and the watched children list, already read together
+    /// (the children are the list that decided we lead). `Ok(None)` means evaluate again.
+    async fn lead(
+        &mut self,
+        own: &Own,
+        client: &Client,
+        gen: u64,
+        prefetched: Option<(Prefetched, Vec<String>)>,
+    ) -> Result<Option<Step>, Brk> {
         let reconnects = self.snap.borrow().reconnects;
-        // Ownership check (CURATOR-696) and the own-node watch (W3).
-        let sent = Instant::now();
-        let (stat, own_watch) =
-            match self.wait_op(gen, client.get_and_watch_data(&own.path)).await? {
-                Ok((_, stat, w)) => (stat, w),
-                Err(zookeeper_client::Error::NoNode) => return self.node_gone(own).map(Some),
-                Err(zookeeper_client::Error::ConnectionLoss) => {
-                    self.wait_connected(gen).await?;
-                    return Ok(None);
-                }
-                Err(e) if is_session_end(&e) => return Err(self.wait_generation_end(gen).await),
-                Err(e) => {
-                    tracing::warn!(error = %e, "ownership check failed");
-                    self.sleep(gen, Duration::from_millis(100)).await?;
-                    return Ok(None);
-                }
-            };
+        let (sent, owned, listed) = match prefetched {
+            Some((p, children)) => (p.sent, p.owned, Some((children, p.child_watch))),
+            None => {
+                // Ownership check (CURATOR-696) and the own-node watch (W3).
+                let sent = Instant::now();
+                let owned = self.wait_op(gen, client.get_and_watch_data(&own.path)).await?;
+                (sent, owned.map(|(_, stat, w)| (stat, w)), None)
+            }
+        };
+        let (stat, own_watch) = match owned {
+            Ok(x) => x,
+            Err(zookeeper_client::Error::NoNode) => return self.node_gone(own).map(Some),
+            Err(zookeeper_client::Error::ConnectionLoss) => {
+                self.wait_connected(gen).await?;
+                return Ok(None);
+            }
+            Err(e) if is_session_end(&e) => return Err(self.wait_generation_end(gen).await),
+            Err(e) => {
+                tracing::warn!(error = %e, "ownership check failed");
+                self.sleep(gen, Duration::from_millis(100)).await?;
+                return Ok(None);
+            }
+        };
         self.session.shared().ack(gen, sent);
         if stat.ephemeral_owner != own.session_id.0 {
             tracing::info!(node = %own.path, owner = stat.ephemeral_owner, "our node belongs to another session");
@@ -1091,23 +1151,33 @@ impl Driver {
             return self.node_gone(own).map(Some);
         }
         // Children watch: foreign arrivals and membership changes reach the leader.
-        MetricCells::inc(&self.shared.metrics.get_children_calls);
-        let (children, child_watch) =
-            match self.wait_op(gen, client.list_and_watch_children(&self.shared.path)).await? {
-                Ok(x) => x,
-                Err(zookeeper_client::Error::NoNode) => return self.node_gone(own).map(Some),
-                Err(zookeeper_client::Error::ConnectionLoss) => {
-                    self.wait_connected(gen).await?;
-                    return Ok(None);
+        let child_watch = match listed {
+            Some((_, w)) => w,
+            None => {
+                MetricCells::inc(&self.shared.metrics.get_children_calls);
+                let (children, w) = match self
+                    .wait_op(gen, client.list_and_watch_children(&self.shared.path))
+                    .await?
+                {
+                    Ok(x) => x,
+                    Err(zookeeper_client::Error::NoNode) => return self.node_gone(own).map(Some),
+                    Err(zookeeper_client::Error::ConnectionLoss) => {
+                        self.wait_connected(gen).await?;
+                        return Ok(None);
+                    }
+                    Err(e) if is_session_end(&e) => {
+                        return Err(self.wait_generation_end(gen).await)
+                    }
+                    Err(_) => return Ok(None),
+                };
+                match decide(&children, &own.name, self.shared.lock) {
+                    Decision::Leader => {}
+                    Decision::Foreign(names) => return Err(self.refuse(client, gen, names).await),
+                    _ => return Ok(None),
                 }
-                Err(e) if is_session_end(&e) => return Err(self.wait_generation_end(gen).await),
-                Err(_) => return Ok(None),
-            };
-        match decide(&children, &own.name, self.shared.lock) {
-            Decision::Leader => {}
-            Decision::Foreign(names) => return Err(self.refuse(client, gen, names).await),
-            _ => return Ok(None),
-        }
+                w
+            }
+        };
         // Claim, keep or resume.
         let keep = self
             .term
@@ -1135,10 +1205,8 @@ impl Driver {
         let leadership = Leadership { inner: term.clone() };
         let lost = leadership.lost();
         tokio::pin!(lost);
-        let own_ev = own_watch.changed();
-        tokio::pin!(own_ev);
-        let child_ev = child_watch.changed();
-        tokio::pin!(child_ev);
+        let mut own_ev = Box::pin(own_watch.changed());
+        let mut child_ev = Box::pin(child_watch.changed());
         enum Sel {
             Cmd(Option<Command>),
             Task(Result<TaskEnd, tokio::task::JoinError>),
@@ -1151,6 +1219,11 @@ impl Driver {
             match self.check(gen, Some(reconnects)) {
                 Ok(()) => {}
                 Err(Brk::Reconnected) => return Ok(None),
+                Err(Brk::Close) => {
+                    self.held_watches.push(own_ev);
+                    self.held_watches.push(child_ev);
+                    return Err(Brk::Close);
+                }
                 Err(b) => return Err(b),
             }
             let mut task = self.task_handle.take();
@@ -1193,6 +1266,8 @@ impl Driver {
                         LossReason::Closed | LossReason::Resigned => {
                             // The close command is on its way, or here.
                             self.closing = true;
+                            self.held_watches.push(own_ev);
+                            self.held_watches.push(child_ev);
                             return Err(Brk::Close);
                         }
                         _ => return Ok(None),
@@ -1360,6 +1435,7 @@ impl Driver {
                 let _ = self.cleanup_stale(&client, gen).await;
             }
         }
+        self.held_watches.clear();
         *self.shared.our_path.lock().expect("poisoned") = None;
         for w in self.close_waiters.drain(..).chain(self.resign_waiters.drain(..)) {
             let _ = w.send(result.clone());

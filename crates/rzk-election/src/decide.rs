@@ -33,15 +33,18 @@ pub(crate) fn decide(children: &[String], own: &str, lock: &str) -> Decision {
         return Decision::Missing;
     };
     let prefix = naming::uuid_prefix(own_parsed.uuid);
-    let orphans: Vec<String> =
-        sorted.iter().filter(|c| c.as_str() != own && c.starts_with(&prefix)).cloned().collect();
+    let orphans: Vec<String> = sorted
+        .iter()
+        .filter(|c| **c != own && c.starts_with(&prefix))
+        .map(|c| c.to_string())
+        .collect();
     if !orphans.is_empty() {
         return Decision::Orphans(orphans);
     }
-    match sorted.iter().position(|c| c == own) {
+    match sorted.iter().position(|c| *c == own) {
         None => Decision::Missing,
         Some(0) => Decision::Leader,
-        Some(i) => Decision::Follow { predecessor: sorted[i - 1].clone(), position: i },
+        Some(i) => Decision::Follow { predecessor: sorted[i - 1].to_string(), position: i },
     }
 }
 

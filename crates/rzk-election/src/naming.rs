@@ -83,16 +83,18 @@ pub(crate) fn validate_path(path: &str) -> Result<(), crate::Error> {
 
 /// Children sorted the way Curator's `StandardLockInternalsDriver` sorts recognized names (by the
 /// suffix after the lock name), with the foreign ones apart.
-pub(crate) fn sort_children(children: &[String], lock: &str) -> (Vec<String>, Vec<String>) {
+pub(crate) fn sort_children<'a>(children: &'a [String], lock: &str) -> (Vec<&'a str>, Vec<String>) {
+    // Borrowed, not cloned: at N = 10,000 every join and handoff sorts the whole list.
     let mut recognized = Vec::with_capacity(children.len());
     let mut foreign = Vec::new();
     for c in children {
         match parse(c, lock) {
-            Some(r) => recognized.push((r.sequence.to_string(), c.clone())),
+            Some(r) => recognized.push((r.sequence, c.as_str())),
             None => foreign.push(c.clone()),
         }
     }
-    recognized.sort();
+    // Names are unique, so the order is total and an unstable sort is exact.
+    recognized.sort_unstable();
     foreign.sort();
     (recognized.into_iter().map(|(_, c)| c).collect(), foreign)
 }
@@ -141,8 +143,8 @@ mod tests {
         let a = "_c_ffffffff-5c3d-4e1f-8a7b-6c5d4e3f2a1b-latch-0000000002".to_string();
         let b = "_c_00000000-5c3d-4e1f-8a7b-6c5d4e3f2a1b-latch-0000000010".to_string();
         let c = format!("_c_{U}-latch-0000000001");
-        let (sorted, foreign) =
-            sort_children(&[a.clone(), b.clone(), "junk".into(), c.clone()], LATCH);
+        let children = [a.clone(), b.clone(), "junk".into(), c.clone()];
+        let (sorted, foreign) = sort_children(&children, LATCH);
         assert_eq!(sorted, vec![c, a, b]);
         assert_eq!(foreign, vec!["junk".to_string()]);
     }

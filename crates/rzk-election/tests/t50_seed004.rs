@@ -148,7 +148,8 @@ async fn resign_after_work(kind: Kind) {
     // Silent (resign): no Lost event from the resigning leader.
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert!(lost_events(&drain(&mut c.events[0])).is_empty());
-    for l in c.latches.drain(1..) {
+    // From the back of the queue: no handoff during teardown.
+    for l in c.latches.drain(1..).rev() {
         l.close(None).await.unwrap();
     }
     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -222,10 +223,18 @@ async fn concurrent(kind: Kind) {
     let second: usize = order[1].strip_prefix("候选人-").unwrap().parse::<usize>().unwrap() - 1;
     let next = c.latches[second].await_leadership_timeout(Duration::from_secs(1)).await.unwrap();
     assert!(next.is_some(), "the next in node order takes over");
-    for (i, l) in c.latches.into_iter().enumerate() {
-        if i != first {
-            l.close(None).await.unwrap();
-        }
+    // From the back of the queue: no handoff during teardown.
+    let mut rest: Vec<(usize, _)> = c
+        .latches
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| *i != first)
+        .map(|(i, l)| (order.iter().position(|id| *id == format!("候选人-{}", i + 1)), l))
+        .map(|(pos, l)| (pos.expect("in the order"), l))
+        .collect();
+    rest.sort_by_key(|(pos, _)| std::cmp::Reverse(*pos));
+    for (_, l) in rest {
+        l.close(None).await.unwrap();
     }
     tokio::time::sleep(Duration::from_millis(100)).await;
     checker.assert_ok();
