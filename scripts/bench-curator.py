@@ -26,11 +26,13 @@ Measurements:
 """
 
 import argparse
+import importlib.util
 import json
 import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -147,8 +149,9 @@ def run(args, measurement, params, timeout_s):
         srv.stop()
 
 
-def run_rzk(args, workload, flags, timeout_s):
-    """rzk-election on a durable rzk server, through `rzk bench` (for the side-by-side table)."""
+def run_rzk(args, workload, flags, timeout_s, tag=None):
+    """rzk-election on a durable rzk server, through `rzk bench` (for the side-by-side table).
+    `tag` is merged into the result (e.g. the handoff's gap, to pair it with Curator's)."""
     wait_quiet(args.quiet_wait_s)
     srv = servers.start_rzk(durable=True, extra_args=["--max-client-cnxns", "0"])
     try:
@@ -169,6 +172,7 @@ def run_rzk(args, workload, flags, timeout_s):
             return {"server": "rzk", "workload": workload, "flags": flags,
                     "error": "exit %d" % p.returncode}
         r = json.loads(lines[-1])
+        r.update(tag or {})
         r["server"] = "rzk"
         r["command"] = "rzk bench " + " ".join(cmd[4:])  # without --connect HOSTS
         r["wall_s"] = round(time.monotonic() - t0, 1)
@@ -179,6 +183,25 @@ def run_rzk(args, workload, flags, timeout_s):
         return r
     finally:
         srv.stop()
+
+
+def floor_row():
+    """The fsync + round-trip floor, measured now, as scripts/bench-compare.py does."""
+    spec = importlib.util.spec_from_file_location(
+        "bench_compare", os.path.join(REPO, "scripts", "bench-compare.py"))
+    bc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bc)
+    d = tempfile.mkdtemp(prefix="rzk-floor-")
+    try:
+        fs = bc.fdatasync_floor(d)["preallocated"]
+    finally:
+        os.rmdir(d)
+    rt = bc.loopback_floor()
+    r = {"measurement": "floor", "server": "-", "fdatasync_p50_us": fs["p50_us"],
+         "fdatasync_p99_us": fs["p99_us"], "rtt_p50_us": rt["p50_us"],
+         "rtt_p99_us": rt["p99_us"], "floor_us": fs["p50_us"] + rt["p50_us"]}
+    print(json.dumps(r), flush=True)
+    return r
 
 
 def f(v, d=2):
@@ -275,12 +298,23 @@ def comparison(results):
             name, "-" if a is None else "%.3g" % a, "-" if b is None else "%.3g" % b,
             "-" if r is None else "%.2f" % r, verdict))
 
-    for c in [x for x in cur if x["measurement"] == "latch_handoff" and not x.get("gap_ms")]:
-        z = one(rz, workload="handoff", participants=c["n"], strategy="predecessor")
-        row("LeaderLatch handoff p50, N=%d, ms" % c["n"], c["handoff_ms_p50"],
+    fl = one(results, measurement="floor")
+    for c in [x for x in cur if x["measurement"] == "latch_handoff"]:
+        gap = c.get("gap_ms") or 0
+        z = one(rz, workload="handoff", participants=c["n"], strategy="predecessor",
+                gap_ms=gap)
+        how = "back to back" if not gap else "%d ms idle between" % gap
+        row("LeaderLatch handoff p50, N=%d, %s, ms" % (c["n"], how), c["handoff_ms_p50"],
             z and z["p50_us"] / 1000.0, 1 / 3.0)
-        row("LeaderLatch handoff p99, N=%d, ms" % c["n"], c["handoff_ms_p99"],
+        row("LeaderLatch handoff p99, N=%d, %s, ms" % (c["n"], how), c["handoff_ms_p99"],
             z and z["p99_us"] / 1000.0)
+        if fl and z:
+            rows.append("| rzk handoff p50, N=%d, %s, x the floor (fdatasync p50 %.0f us + "
+                        "loopback round trip p50 %.0f us) | | %.3g ms | %.2f | %s |" % (
+                            c["n"], how, fl["fdatasync_p50_us"], fl["rtt_p50_us"],
+                            z["p50_us"] / 1000.0, z["p50_us"] / fl["floor_us"],
+                            "met (target <= 1.5)" if z["p50_us"] <= 1.5 * fl["floor_us"]
+                            else "MISSED (target <= 1.5)"))
     c = one(cur, measurement="selector_rate")
     z = one(rz, workload="selector")
     if c:
@@ -328,6 +362,8 @@ def main():
                     help="also run rzk-election on a durable rzk server through `rzk bench`")
     ap.add_argument("--rzk-only", action="store_true", help="only the --rzk part")
     ap.add_argument("--rzk-duration-s", type=float, default=10.0)
+    ap.add_argument("--rzk-alone-n", default="10000",
+                    help="rzk-election handoffs at these N on rzk alone (no Curator run)")
     ap.add_argument("--rzk-bin", default=os.environ.get("RZK_BIN") or
                     os.path.join(REPO, "target", "release", "rzk"))
     ap.add_argument("--markdown", action="store_true")
@@ -356,9 +392,18 @@ def main():
             results.append(run(args, "latch", [n, args.changes, "count"], 900))
     if args.rzk:
         os.environ["RZK_BIN"] = args.rzk_bin
-        for n in [int(x) for x in args.latch_n.split(",")]:
-            results.append(run_rzk(args, "handoff", ["--participants", n, "--duration-s",
-                                                     args.rzk_duration_s], 900))
+        for gap in sorted({0, args.gap_ms}):
+            for n in [int(x) for x in args.latch_n.split(",")]:
+                results.append(run_rzk(args, "handoff", [
+                    "--participants", n, "--duration-s", args.rzk_duration_s, "--gap-ms", gap],
+                    900, {"gap_ms": gap}))
+        for n in [int(x) for x in args.rzk_alone_n.split(",") if x]:
+            # One session per 10 participants: 10,000 sessions would also work, but the
+            # harness's file descriptors are the limit then, not the election.
+            results.append(run_rzk(args, "handoff", [
+                "--participants", n, "--participant-sessions", max(1, n // 10),
+                "--duration-s", args.rzk_duration_s], 1800, {"gap_ms": 0}))
+        results.append(floor_row())
         results.append(run_rzk(args, "selector", ["--participants", 3, "--duration-s",
                                                   args.selector_s], args.selector_s + 300))
         results.append(run_rzk(args, "failover", ["--session-timeout-ms", args.session_ms,
@@ -371,7 +416,7 @@ def main():
                     continue  # measured above
                 results.append(run_rzk(args, "handoff", [
                     "--participants", n, "--strategy", strategy,
-                    "--duration-s", args.rzk_duration_s], 1200))
+                    "--duration-s", args.rzk_duration_s], 1200, {"gap_ms": 0}))
     if args.json_out:
         with open(args.json_out, "w") as fo:
             json.dump(results, fo, indent=1)

@@ -77,6 +77,10 @@ pub(crate) struct BenchArgs {
     /// Sessions the participants share (handoff); default one each.
     #[arg(long)]
     participant_sessions: Option<usize>,
+    /// Idle time after each handoff before the next resign (handoff), ms: the old leader's
+    /// rejoin is then out of the way. 0 hands off back to back.
+    #[arg(long, default_value_t = 0)]
+    gap_ms: u64,
     /// Follower watch strategy (handoff): predecessor, or herd for comparison.
     #[arg(long, value_enum, default_value_t = Strategy::Predecessor)]
     strategy: Strategy,
@@ -387,6 +391,7 @@ pub(crate) async fn run(connect_args: &Connect, a: BenchArgs) -> Result<(), CliE
                 sessions,
                 strategy,
                 duration,
+                Duration::from_millis(a.gap_ms),
             )
             .await?;
             r.print("handoff", a.participants, &strategy_name, a.json);

@@ -66,6 +66,7 @@ pub(crate) async fn handoff(
     sessions: usize,
     strategy: WatchStrategy,
     duration: Duration,
+    gap: Duration,
 ) -> Result<ElectionResult, CliError> {
     let path = format!("/bench-election/h{}", std::process::id());
     let nsessions = sessions.clamp(1, participants.max(1));
@@ -112,18 +113,28 @@ pub(crate) async fn handoff(
                 }
                 *started.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
                 let _ = l.resign().await;
+                // Rejoin only once the successor leads, as the Curator harness does: the
+                // rejoin's writes do not race the handoff being measured.
+                if rrx.recv().await.is_none() {
+                    return;
+                }
             }
         });
     }
     // Everyone must have joined before the measurement starts.
     let (first, _) = led_rx.recv().await.ok_or_else(|| err("no leader"))?;
-    let reader = LeaderLatch::new(&shared[0], &path, LatchOptions::default()).map_err(err)?;
-    let join_deadline = Instant::now() + Duration::from_secs(300);
-    while reader.participants().await.map_err(err)?.list.len() < participants {
-        if Instant::now() > join_deadline {
-            return Err(err("participants did not all join within 300 s"));
+    // Counted with a bare getChildren: `participants()` reads every node's data, which at
+    // N = 10,000 would load the server more than the joins being waited for.
+    let join_deadline = Instant::now() + Duration::from_secs(600);
+    loop {
+        let client = shared[0].client().map_err(err)?;
+        if client.list_children(&path).await.map_err(err)?.len() >= participants {
+            break;
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        if Instant::now() > join_deadline {
+            return Err(err("participants did not all join within 600 s"));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let total = |w: &Arc<Vec<AtomicU64>>| w.iter().map(|a| a.load(Ordering::Relaxed)).sum::<u64>();
     let _ = publish_tx.send(1);
@@ -137,7 +148,11 @@ pub(crate) async fn handoff(
         let (next, at) = led_rx.recv().await.ok_or_else(|| err("participants stopped"))?;
         let t0 = resign_started.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or(at);
         samples.push(at.saturating_duration_since(t0).as_micros() as u64);
+        let _ = resign_txs[leader].send(()); // rejoin at the tail
         leader = next;
+        if !gap.is_zero() {
+            tokio::time::sleep(gap).await;
+        }
     }
     let seconds = started.elapsed().as_secs_f64();
     // Ask for the final counts and let them be published.
