@@ -13,7 +13,8 @@
 #      to keep the suites honest, against Apache ZooKeeper;
 #   5. the differential test: one scripted scenario, rzk vs Apache ZooKeeper, byte for byte
 #      modulo masked ids and times;
-#   6. a fuzz smoke run of every fuzz target ($RZK_FUZZ_SECONDS per target, default 30).
+#   6. a fuzz smoke run of every fuzz target ($RZK_FUZZ_SECONDS per target, default 30);
+#   7. every criterion micro-benchmark run once (`-- --test`), so they keep building and working.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,5 +41,8 @@ step "differential test: rzk vs Apache ZooKeeper"
 
 step "fuzz smoke"
 scripts/fuzz-smoke.sh "${RZK_FUZZ_SECONDS:-30}"
+
+step "micro-benchmarks, each run once"
+cargo bench -p rzk-microbench -- --test
 
 step "all tests passed"
