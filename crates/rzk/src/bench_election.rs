@@ -57,6 +57,33 @@ impl ElectionResult {
     }
 }
 
+/// Participants started at once before the bench waits for them to be in the queue. Every join
+/// reads the whole list (as Curator's does), so 10,000 joining together would queue seconds of
+/// list parsing in this one process and starve its sessions' I/O past their timeouts.
+const JOIN_WAVE: usize = 250;
+
+/// Waits until `n` nodes are under `path`. Counted with a bare getChildren: `participants()`
+/// reads every node's data, which at N = 10,000 would load the server more than the joins.
+async fn wait_joined(
+    session: &Session,
+    path: &str,
+    n: usize,
+    deadline: Instant,
+) -> Result<(), CliError> {
+    loop {
+        let client = session.client().map_err(err)?;
+        match client.list_children(path).await {
+            Ok(c) if c.len() >= n => return Ok(()),
+            Ok(_) | Err(zookeeper_client::Error::NoNode) => {}
+            Err(e) => return Err(err(e)),
+        }
+        if Instant::now() > deadline {
+            return Err(err(format!("{n} participants did not join within 600 s")));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// Leader resigns and rejoins at the tail, again and again; latency from the resign to the
 /// successor learning it leads, and watch notifications received by all participants per
 /// change.
@@ -83,7 +110,11 @@ pub(crate) async fn handoff(
     let (publish_tx, publish_rx) = tokio::sync::watch::channel(0u64);
     let resign_started = Arc::new(std::sync::Mutex::new(None::<Instant>));
     let mut resign_txs = Vec::new();
+    let join_deadline = Instant::now() + Duration::from_secs(600);
     for i in 0..participants {
+        if i > 0 && i % JOIN_WAVE == 0 {
+            wait_joined(&shared[0], &path, i, join_deadline).await?;
+        }
         let s = shared[i % nsessions].clone();
         let (rtx, mut rrx) = mpsc::unbounded_channel::<()>();
         resign_txs.push(rtx);
@@ -123,19 +154,7 @@ pub(crate) async fn handoff(
     }
     // Everyone must have joined before the measurement starts.
     let (first, _) = led_rx.recv().await.ok_or_else(|| err("no leader"))?;
-    // Counted with a bare getChildren: `participants()` reads every node's data, which at
-    // N = 10,000 would load the server more than the joins being waited for.
-    let join_deadline = Instant::now() + Duration::from_secs(600);
-    loop {
-        let client = shared[0].client().map_err(err)?;
-        if client.list_children(&path).await.map_err(err)?.len() >= participants {
-            break;
-        }
-        if Instant::now() > join_deadline {
-            return Err(err("participants did not all join within 600 s"));
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    wait_joined(&shared[0], &path, participants, join_deadline).await?;
     let total = |w: &Arc<Vec<AtomicU64>>| w.iter().map(|a| a.load(Ordering::Relaxed)).sum::<u64>();
     let _ = publish_tx.send(1);
     tokio::time::sleep(Duration::from_millis(300)).await;
