@@ -389,9 +389,11 @@ def pct(xs, q):
     return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
-def fdatasync_floor(directory, n=1000):
+def fdatasync_floor(directory, n=1000, idle_ms=0.0):
     """100-byte writes each followed by fdatasync: into a preallocated file (as both servers'
-    logs do) and appending to a growing file."""
+    logs do) and appending to a growing file. With `idle_ms`, the machine sleeps that long
+    before each sample: on a virtual machine an idle vCPU is slow to wake, and a handoff after
+    an idle gap pays that too."""
     out = {}
     for mode in ("preallocated", "append"):
         path = os.path.join(directory, "fdatasync-probe")
@@ -404,6 +406,8 @@ def fdatasync_floor(directory, n=1000):
             lat = []
             rec = b"r" * 100
             for _ in range(n):
+                if idle_ms:
+                    time.sleep(idle_ms / 1000.0)
                 t = time.perf_counter_ns()
                 os.write(fd, rec)
                 os.fdatasync(fd)
@@ -415,8 +419,9 @@ def fdatasync_floor(directory, n=1000):
     return out
 
 
-def loopback_floor(n=10000):
-    """Round trip of 100 bytes over a loopback TCP connection to a Python echo thread."""
+def loopback_floor(n=10000, idle_ms=0.0):
+    """Round trip of 100 bytes over a loopback TCP connection to a Python echo thread; with
+    `idle_ms`, after that long asleep (see fdatasync_floor)."""
     ls = socket.socket()
     ls.bind(("127.0.0.1", 0))
     ls.listen(1)
@@ -438,6 +443,8 @@ def loopback_floor(n=10000):
     msg = b"e" * 100
     lat = []
     for i in range(n + 500):
+        if idle_ms and i >= 500:
+            time.sleep(idle_ms / 1000.0)
         t0 = time.perf_counter_ns()
         s.sendall(msg)
         got = 0
