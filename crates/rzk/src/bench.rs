@@ -121,7 +121,16 @@ async fn connect(hosts: &str) -> Result<Io, CliError> {
     let mut f = Writer::frame();
     ConnectRequest::new_session(30_000).write(&mut f);
     w.write_all(&f.finish_frame()).await.map_err(err)?;
-    read_frame(&mut r).await?;
+    // A server that refuses a connection (ZooKeeper and rzk alike, at maxClientCnxns) just
+    // closes it, which would otherwise surface as a bare "unexpected end of file".
+    read_frame(&mut r).await.map_err(|e| {
+        err(format!(
+            "{addr} closed the connection before answering the session request ({}); a \
+             connection limit such as maxClientCnxns (default 60 per address) refuses this way: \
+             for many sessions start rzk server with --max-client-cnxns 0",
+            e.message.trim_start_matches("bench: ")
+        ))
+    })?;
     Ok((r, w))
 }
 

@@ -364,6 +364,22 @@ fn bench_reports_every_workload_as_json() {
 }
 
 #[test]
+fn bench_names_a_refused_connection() {
+    let s = TestServer::builder()
+        .tick_ms(100)
+        .config(|c| c.max_client_connections_per_ip = 3)
+        .start()
+        .unwrap();
+    let cs = s.connect_string();
+    let args = ["bench", "--workload", "fanout", "--watchers", "5", "--duration-s", "0.3"];
+    let o = rzk(&cs, &args);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("closed the connection before answering"), "{err}");
+    assert!(err.contains("--max-client-cnxns 0"), "{err}");
+}
+
+#[test]
 fn requeue_rejoins_after_the_command_exits() {
     let s = server();
     let cs = s.connect_string();
