@@ -189,6 +189,13 @@ async fn parent_deleted_latch(kind: Kind) {
     assert!(new.token() > old.token(), "{new:?} after {old:?}");
     assert!(new.started_at().duration_since(deleted_at) < Duration::from_secs(1));
     assert_parent_is_container(&raw, &path).await;
+    // The new leader can claim before the last participant has rejoined (a woken candidate
+    // claims in one round trip): every one must be back within a second.
+    let rejoined = Instant::now() + Duration::from_secs(1);
+    while latches[0].participants().await.unwrap().list.len() < 3 {
+        assert!(Instant::now() < rejoined, "not all participants rejoined within 1 s");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     assert_eq!(latches[0].participants().await.unwrap().list.len(), 3);
     for l in latches {
         l.close(None).await.unwrap();
