@@ -276,10 +276,13 @@ pub(crate) async fn run(a: DemoArgs) -> Result<(), CliError> {
     {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+    // The rotations the scenario asked for; leaderships taken while the selectors close one by
+    // one below are teardown, not rotation, and are not judged.
+    let mut order = order.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    order.truncate(a.rotations);
     for (_, sel) in selectors {
         let _ = sel.close().await;
     }
-    let order = order.lock().unwrap_or_else(|e| e.into_inner()).clone();
 
     println!("\n== summary");
     let mut h = handoffs.clone();
