@@ -104,12 +104,13 @@ async fn selector_rotation(kind: Kind) {
         sessions.push(s);
     }
     tokio::time::sleep(Duration::from_secs(3)).await;
+    let closing = Instant::now();
     for s in selectors {
         s.close().await.unwrap();
     }
     tokio::time::sleep(Duration::from_millis(100)).await;
     checker.assert_ok();
-    let leaders = checker.leaders();
+    let leaders = checker.leaders_before(Some(closing));
     let order = &leaders[..3];
     let mut sorted = order.to_vec();
     sorted.sort();

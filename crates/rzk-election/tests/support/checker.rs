@@ -128,9 +128,18 @@ impl Checker {
 
     /// Participants of the terms in order, with resumptions collapsed.
     pub fn leaders(&self) -> Vec<String> {
+        self.leaders_before(None)
+    }
+
+    /// As `leaders`, counting only terms that began before `cutoff`: once participants start
+    /// closing, a closed one's turn passes to the next, so later terms say nothing of the order.
+    pub fn leaders_before(&self, cutoff: Option<Instant>) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
         let mut last: Option<(String, i64)> = None;
         for t in self.terms() {
+            if cutoff.is_some_and(|c| t.start >= c) {
+                break;
+            }
             if last.as_ref() != Some(&(t.participant.clone(), t.token)) {
                 out.push(t.participant.clone());
             }
