@@ -46,6 +46,10 @@ pub struct DiskConfig {
     pub purge_interval_hours: u64,
     /// Most transactions written under one fsync (bounds one group commit).
     pub group_commit_txns_max: usize,
+    /// Average write rate of a snapshot, bytes per second (0: unlimited). Snapshots are
+    /// written in the background and synced every MiB at this pace so that they do not
+    /// delay the log's fdatasyncs, which every write's reply waits for.
+    pub snapshot_write_bytes_per_sec_max: u64,
 }
 
 impl DiskConfig {
@@ -61,6 +65,7 @@ impl DiskConfig {
             snap_retain_count: 3,
             purge_interval_hours: 0,
             group_commit_txns_max: 10_000,
+            snapshot_write_bytes_per_sec_max: 100 * 1024 * 1024,
         }
     }
 }

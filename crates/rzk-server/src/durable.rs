@@ -152,6 +152,7 @@ pub(crate) fn take_snapshot(inner: &Inner, disk: &DiskConfig) -> Result<PathBuf,
         let sh = inner.lock();
         let st = sh.core.state();
         SnapshotWriter::begin(disk.storage.clone(), &disk.snap_dir, st.last_zxid(), st.sessions())?
+            .paced(disk.snapshot_write_bytes_per_sec_max)
     };
     let mut cursor = SnapshotCursor::new();
     loop {

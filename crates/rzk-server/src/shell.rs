@@ -2,8 +2,14 @@
 //!
 //! The core sits behind a `std::sync::Mutex` that is never held across an `.await`. A reader
 //! decodes every whole frame it has, feeds them to the core under one lock, and routes what
-//! the core emits to the writers' queues before releasing it, so replies and notifications
-//! keep the core's order.
+//! the core emits before releasing it, so replies and notifications keep the core's order.
+//!
+//! Routing gathers each connection's frames of one pump into one buffer and writes it straight
+//! to the socket with `try_write` when that connection's writer task has nothing queued: one
+//! `sendto` per connection per pump, and no task wake-up (a watch fan-out to N connections
+//! used to cost N channel sends and N wake-ups). Only what the socket does not take at once
+//! goes to the writer task, which waits for the socket to drain; while it holds anything, every
+//! later frame for that connection queues behind it, so the order on the wire is the core's.
 
 use std::collections::HashMap;
 use std::io;
@@ -14,7 +20,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rzk_core::{ConnId, Core, Now, Output, Txn};
 use rzk_proto::{four_letter_word, split_frame};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
+use tokio::io::AsyncReadExt;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, Notify};
@@ -43,12 +49,28 @@ pub enum ServerError {
 const TIMER_SLEEP_MS_MAX: u64 = 1_000;
 /// Bytes read from a socket per call.
 const READ_CHUNK_BYTES: usize = 64 * 1024;
-/// Buffered bytes per writer before a flush is forced.
-const WRITE_BUFFER_BYTES: usize = 64 * 1024;
 
+/// What the router hands a connection's writer task: bytes the socket did not take at once.
 enum WriterMsg {
-    Frame(Vec<u8>),
+    /// One frame, or the unsent tail of one, and whether it answers a request (1) or not
+    /// (0): the reader may read again once answers are on the wire.
+    Bytes {
+        bytes: Vec<u8>,
+        replies: usize,
+    },
     Close,
+}
+
+/// One connection's share of a pump: its frames in the core's order.
+struct Outgoing {
+    conn: ConnId,
+    bytes: Vec<u8>,
+    /// How many of the frames answer a request.
+    replies: usize,
+    /// Close the connection after these bytes.
+    close: bool,
+    /// Length-prefixed frames (everything but a four-letter word's answer).
+    framed: bool,
 }
 
 /// Per-connection flow control, shared by the reader, the writer and the router.
@@ -66,12 +88,106 @@ impl ConnCtl {
         self.stopped.store(true, Ordering::SeqCst);
         self.stop.notify_one();
     }
+
+    /// `replies` answers are on the wire: their requests no longer count as in flight.
+    fn replies_sent(&self, replies: usize) {
+        if replies > 0 {
+            let _ = self.in_flight.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                Some(n.saturating_sub(replies))
+            });
+            self.resume_reading.notify_one();
+        }
+    }
 }
 
 struct ConnHandle {
     tx: mpsc::UnboundedSender<WriterMsg>,
+    /// Shared with the writer task; written directly only while the writer holds nothing.
+    wr: Arc<OwnedWriteHalf>,
     ctl: Arc<ConnCtl>,
     ip: IpAddr,
+}
+
+impl ConnHandle {
+    /// Sends `out` in order after everything sent before it: straight to the socket when
+    /// nothing is queued, otherwise (or for what the socket does not take) via the writer.
+    fn send(&self, conn: ConnId, out: Outgoing, max_queued_bytes: usize) {
+        if self.ctl.stopped.load(Ordering::SeqCst) {
+            return;
+        }
+        let mut written = 0;
+        // `queued_bytes` is only raised under the core's lock (here), so zero means the
+        // writer has put everything it was given on the wire and nothing can overtake it.
+        if !out.bytes.is_empty() && self.ctl.queued_bytes.load(Ordering::SeqCst) == 0 {
+            match self.wr.try_write(&out.bytes) {
+                Ok(n) => written = n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => {
+                    tracing::debug!(conn, "closing connection: write failed: {e}");
+                    self.ctl.stop();
+                    return;
+                }
+            }
+        }
+        if written == out.bytes.len() {
+            self.ctl.replies_sent(out.replies);
+        } else if !self.queue_rest(conn, &out, written, max_queued_bytes) {
+            return;
+        }
+        if out.close {
+            let _ = self.tx.send(WriterMsg::Close);
+        }
+    }
+
+    /// Hands the writer what the socket did not take, one frame (or the unsent tail of one)
+    /// per message, so that each reply counts as sent, and the queue limit is checked, frame
+    /// by frame, as the client drains them. False if the connection was dropped.
+    fn queue_rest(&self, conn: ConnId, out: &Outgoing, written: usize, max_queued: usize) -> bool {
+        let bytes = &out.bytes;
+        let mut done = 0;
+        let mut pieces: Vec<(std::ops::Range<usize>, usize)> = Vec::new();
+        if out.framed {
+            let mut pos = 0;
+            while pos < bytes.len() {
+                let len = bytes
+                    .get(pos..pos + 4)
+                    .map_or(usize::MAX, |b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize);
+                let end = pos.saturating_add(4).saturating_add(len).min(bytes.len());
+                let replies = usize::from(is_reply(&bytes[pos..end]));
+                if end <= written {
+                    done += replies;
+                } else {
+                    pieces.push((pos.max(written)..end, replies));
+                }
+                pos = end;
+            }
+        } else {
+            pieces.push((written..bytes.len(), 0));
+        }
+        self.ctl.replies_sent(done);
+        for (range, replies) in pieces {
+            let len = range.len();
+            let queued = self.ctl.queued_bytes.fetch_add(len, Ordering::SeqCst) + len;
+            if queued > max_queued {
+                tracing::warn!(
+                    conn,
+                    queued,
+                    limit = max_queued,
+                    "closing connection: client is not reading its replies"
+                );
+                self.ctl.stop();
+                let _ = self.tx.send(WriterMsg::Close);
+                return false;
+            }
+            let _ = self.tx.send(WriterMsg::Bytes { bytes: bytes[range].to_vec(), replies });
+        }
+        true
+    }
+}
+
+/// Every frame but a notification (xid -1) answers one request.
+fn is_reply(frame: &[u8]) -> bool {
+    frame.get(4..8) != Some(&[0xff; 4])
 }
 
 pub(crate) struct Shared {
@@ -81,6 +197,10 @@ pub(crate) struct Shared {
     conns: HashMap<ConnId, ConnHandle>,
     per_ip: HashMap<IpAddr, usize>,
     next_conn: ConnId,
+    /// Scratch for `pump`: each connection's frames of one pump, and where each connection
+    /// sits in it. Kept to reuse their allocations.
+    outgoing: Vec<Outgoing>,
+    outgoing_at: HashMap<ConnId, usize>,
 }
 
 pub(crate) struct Inner {
@@ -126,33 +246,41 @@ impl Inner {
                 }
             }
         }
+        let mut outgoing = std::mem::take(&mut sh.outgoing);
+        let mut at = std::mem::take(&mut sh.outgoing_at);
         while let Some(out) = sh.core.poll_output() {
-            match out {
-                Output::Send { conn, frame } => {
-                    let Some(h) = sh.conns.get(&conn) else { continue };
-                    let len = frame.len();
-                    let queued = h.ctl.queued_bytes.fetch_add(len, Ordering::SeqCst) + len;
-                    if queued > self.config.max_queued_bytes_per_connection {
-                        tracing::warn!(
-                            conn,
-                            queued,
-                            limit = self.config.max_queued_bytes_per_connection,
-                            "closing connection: client is not reading its replies"
-                        );
-                        h.ctl.stop();
-                        let _ = h.tx.send(WriterMsg::Close);
-                        continue;
-                    }
-                    let _ = h.tx.send(WriterMsg::Frame(frame));
-                }
+            let (conn, frame, close) = match out {
+                Output::Send { conn, frame } => (conn, frame, false),
                 Output::Close { conn, reason } => {
                     tracing::debug!(conn, ?reason, "closing connection");
-                    if let Some(h) = sh.conns.get(&conn) {
-                        let _ = h.tx.send(WriterMsg::Close);
+                    (conn, Vec::new(), true)
+                }
+            };
+            let replies = usize::from(!close && is_reply(&frame));
+            match at.get(&conn) {
+                Some(&i) => {
+                    let o = &mut outgoing[i];
+                    if !o.close {
+                        o.bytes.extend_from_slice(&frame);
+                        o.replies += replies;
+                        o.close = close;
                     }
+                }
+                None => {
+                    at.insert(conn, outgoing.len());
+                    outgoing.push(Outgoing { conn, bytes: frame, replies, close, framed: true });
                 }
             }
         }
+        let max_queued = self.config.max_queued_bytes_per_connection;
+        for out in outgoing.drain(..) {
+            if let Some(h) = sh.conns.get(&out.conn) {
+                h.send(out.conn, out, max_queued);
+            }
+        }
+        at.clear();
+        sh.outgoing = outgoing;
+        sh.outgoing_at = at;
         if sh.core.next_deadline() < self.timer_target_ms.load(Ordering::SeqCst) {
             self.timer_wake.notify_one();
         }
@@ -205,6 +333,8 @@ impl Server {
                 conns: HashMap::new(),
                 per_ip: HashMap::new(),
                 next_conn: 1,
+                outgoing: Vec::new(),
+                outgoing_at: HashMap::new(),
             }),
             origin,
             config,
@@ -334,12 +464,13 @@ fn admit(
     *sh.per_ip.entry(ip).or_insert(0) += 1;
     let (tx, rx) = mpsc::unbounded_channel();
     let ctl = Arc::new(ConnCtl::default());
-    sh.conns.insert(conn, ConnHandle { tx, ctl: ctl.clone(), ip });
+    let (rd, wr) = stream.into_split();
+    let wr = Arc::new(wr);
+    sh.conns.insert(conn, ConnHandle { tx, wr: wr.clone(), ctl: ctl.clone(), ip });
     sh.core.open(conn, peer);
     drop(sh);
     let inner = inner.clone();
     Some(async move {
-        let (rd, wr) = stream.into_split();
         let writer = tokio::spawn(write_loop(wr, rx, ctl.clone()));
         if let Err(e) = read_loop(&inner, rd, conn, &ctl).await {
             tracing::info!(conn, %peer, "closing connection: {e}");
@@ -356,6 +487,13 @@ fn admit(
                 }
             }
             inner.pump(&mut sh);
+        }
+        // A stopped connection (dropped for not reading, a failed write, a close the writer
+        // already carried out) sends nothing more: a writer still waiting for the socket to
+        // drain would otherwise keep it open. After a client's own close, the writer finishes
+        // what it holds and ends once the handle is gone.
+        if ctl.stopped.load(Ordering::SeqCst) {
+            writer.abort();
         }
         let _ = writer.await;
     })
@@ -427,9 +565,10 @@ async fn read_loop(
                         let sh = inner.lock();
                         let text = rzk_core::four_letter::run(&sh.core, word, inner.now());
                         if let Some(h) = sh.conns.get(&conn) {
-                            let text = text.unwrap_or_default().into_bytes();
-                            let _ = h.tx.send(WriterMsg::Frame(text));
-                            let _ = h.tx.send(WriterMsg::Close);
+                            let bytes = text.unwrap_or_default().into_bytes();
+                            let out =
+                                Outgoing { conn, bytes, replies: 0, close: true, framed: false };
+                            h.send(conn, out, inner.config.max_queued_bytes_per_connection);
                         }
                     }
                     ctl.stop.notified().await;
@@ -454,48 +593,42 @@ async fn read_loop(
     }
 }
 
+/// Puts on the wire what the router could not write at once, in order. The router writes
+/// directly again once `queued_bytes` is back to zero, which happens only after these bytes
+/// are in the socket.
 async fn write_loop(
-    wr: OwnedWriteHalf,
+    wr: Arc<OwnedWriteHalf>,
     mut rx: mpsc::UnboundedReceiver<WriterMsg>,
     ctl: Arc<ConnCtl>,
 ) {
-    let mut w = BufWriter::with_capacity(WRITE_BUFFER_BYTES, wr);
-    while let Some(mut msg) = rx.recv().await {
-        loop {
-            match msg {
-                WriterMsg::Frame(frame) => {
-                    if w.write_all(&frame).await.is_err() {
-                        ctl.stop();
-                        return;
-                    }
-                    ctl.queued_bytes.fetch_sub(frame.len(), Ordering::SeqCst);
-                    // Every frame but a notification (xid -1) answers one request.
-                    if frame.get(4..8) != Some(&[0xff; 4]) {
-                        let _ =
-                            ctl.in_flight.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
-                                n.checked_sub(1)
-                            });
-                        ctl.resume_reading.notify_one();
-                    }
-                }
-                WriterMsg::Close => {
-                    let _ = w.flush().await;
-                    let _ = w.get_mut().shutdown().await;
+    while let Some(msg) = rx.recv().await {
+        let (bytes, replies) = match msg {
+            WriterMsg::Bytes { bytes, replies } => (bytes, replies),
+            WriterMsg::Close => {
+                // The socket closes (FIN) when the reader drops its handle, which it does
+                // as soon as it sees the stop.
+                ctl.stop();
+                return;
+            }
+        };
+        let mut sent = 0;
+        while sent < bytes.len() {
+            let written = match wr.writable().await {
+                Ok(()) => wr.try_write(&bytes[sent..]),
+                Err(e) => Err(e),
+            };
+            match written {
+                Ok(n) => sent += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(_) => {
                     ctl.stop();
                     return;
                 }
             }
-            match rx.try_recv() {
-                Ok(next) => msg = next,
-                Err(_) => break,
-            }
         }
-        if w.flush().await.is_err() {
-            ctl.stop();
-            return;
-        }
+        ctl.queued_bytes.fetch_sub(bytes.len(), Ordering::SeqCst);
+        ctl.replies_sent(replies);
     }
-    let _ = w.flush().await;
 }
 
 async fn timer_loop(inner: Arc<Inner>) {

@@ -18,14 +18,32 @@ struct Raw {
 
 impl Raw {
     fn open(server: &TestServer) -> Raw {
-        let s = TcpStream::connect(server.addr()).unwrap();
+        Raw::wrap(TcpStream::connect(server.addr()).unwrap())
+    }
+
+    fn wrap(s: TcpStream) -> Raw {
         s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
         s.set_nodelay(true).unwrap();
         Raw { s }
     }
 
     fn session(server: &TestServer) -> (Raw, ConnectResponse) {
-        let mut raw = Raw::open(server);
+        Raw::handshake(Raw::open(server))
+    }
+
+    /// A session over a socket whose receive buffer is fixed at `bytes` (no autotuning), so
+    /// that the kernel holds little of what the client does not read.
+    fn session_with_receive_buffer(server: &TestServer, bytes: usize) -> (Raw, ConnectResponse) {
+        let addr: std::net::SocketAddr = server.addr();
+        let sock =
+            socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM, None)
+                .unwrap();
+        sock.set_recv_buffer_size(bytes).unwrap();
+        sock.connect(&addr.into()).unwrap();
+        Raw::handshake(Raw::wrap(sock.into()))
+    }
+
+    fn handshake(mut raw: Raw) -> (Raw, ConnectResponse) {
         let req = ConnectRequest::new_session(10_000);
         let mut w = Writer::frame();
         req.write(&mut w);
@@ -244,17 +262,22 @@ fn a_client_that_lets_replies_pile_up_is_dropped() {
     let (mut writer, _) = Raw::session(&s);
     writer.send(&create("/blob", vec![1; 64 * 1024]).to_frame(1));
     assert_eq!(writer.reply().0.err, 0);
-    // Eight outstanding reads of a 64 KiB node exceed 256 KiB of queued replies when the
-    // client does not read: the server drops the client rather than buffer for it.
-    let (mut greedy, _) = Raw::session(&s);
+    // Reads of a 64 KiB node from a client that does not read its replies: once the kernel's
+    // socket buffers are full (the client's is fixed at 64 KiB; the server's send buffer grows
+    // to at most 4 MiB; 2,048 replies are 128 MiB), replies queue in the server, and past
+    // 256 KiB the server drops the client rather than buffer for it.
+    let (mut greedy, _) = Raw::session_with_receive_buffer(&s, 64 * 1024);
     greedy.s.set_write_timeout(Some(Duration::from_secs(2))).unwrap();
     let req = Request::GetData(PathWatch { path: "/blob".into(), watch: false }).to_frame(2);
-    for _ in 0..64 {
+    for _ in 0..2048 {
         if greedy.s.write_all(&req).is_err() {
             break;
         }
     }
     assert!(writer.ping_ok(), "other connections keep being served");
+    // The client keeps not reading for a while (the server needs a few milliseconds to fill
+    // the buffers); reading now would drain them and let the server catch up.
+    std::thread::sleep(Duration::from_secs(2));
     assert!(greedy.closed_by_server(), "the client that never reads is dropped");
 }
 

@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use rzk_core::state::{Node, RestoredNode, SessionRecord};
 
@@ -24,6 +25,12 @@ use crate::StorageError;
 pub const SNAPSHOT_MAGIC: &[u8; 8] = b"RZKSNAP\x01";
 /// Bytes buffered before a write to the file.
 const FLUSH_BYTES: usize = 1024 * 1024;
+/// With pacing on, bytes written between fdatasyncs of the snapshot file. A snapshot written
+/// at full speed and synced once at the end fills the device queue with tens of megabytes,
+/// and every log fdatasync behind it waits: measured on this project's VM, log fdatasync p99
+/// 8-28 ms and maximum 55-83 ms during a 150 MiB unpaced write, against p99 1.5-2.7 ms and
+/// p99.9 4-6 ms with a sync per MiB at 100 MiB/s.
+const PACED_SYNC_EVERY_BYTES: u64 = 1024 * 1024;
 
 /// The file name of a snapshot that starts at `zxid`.
 pub fn snapshot_name(start_zxid: i64) -> String {
@@ -59,6 +66,10 @@ pub struct SnapshotWriter {
     crc: crc32fast::Hasher,
     start_zxid: i64,
     nodes: u64,
+    /// `Some(bytes per second)` when the writer is paced.
+    pace_bytes_per_sec: Option<u64>,
+    started: Instant,
+    unsynced: u64,
 }
 
 impl SnapshotWriter {
@@ -90,7 +101,18 @@ impl SnapshotWriter {
             crc: crc32fast::Hasher::new(),
             start_zxid,
             nodes: 0,
+            pace_bytes_per_sec: None,
+            started: Instant::now(),
+            unsynced: 0,
         })
+    }
+
+    /// Writes at most `bytes_per_sec` on average and syncs every MiB, so that a snapshot
+    /// does not starve the transaction log's fdatasyncs on the same device (0: unpaced).
+    /// [`SnapshotWriter::flush`] then sleeps; call it outside any lock.
+    pub fn paced(mut self, bytes_per_sec: u64) -> SnapshotWriter {
+        self.pace_bytes_per_sec = (bytes_per_sec > 0).then_some(bytes_per_sec);
+        self
     }
 
     /// Adds one node. Cheap: it only encodes into a buffer, so it can run under the core's
@@ -122,6 +144,16 @@ impl SnapshotWriter {
             .write_at(self.offset, &bytes)
             .map_err(|e| StorageError::io("write", &self.tmp, e))?;
         self.offset += bytes.len() as u64;
+        let Some(rate) = self.pace_bytes_per_sec else { return Ok(()) };
+        self.unsynced += bytes.len() as u64;
+        if self.unsynced >= PACED_SYNC_EVERY_BYTES {
+            self.file.sync_data().map_err(|e| StorageError::io("fdatasync", &self.tmp, e))?;
+            self.unsynced = 0;
+        }
+        let due = Duration::from_secs_f64(self.offset as f64 / rate as f64);
+        if let Some(ahead) = due.checked_sub(self.started.elapsed()) {
+            std::thread::sleep(ahead);
+        }
         Ok(())
     }
 
