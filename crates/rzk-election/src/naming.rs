@@ -18,26 +18,30 @@ pub(crate) struct Recognized<'a> {
 
 /// True for a canonical 8-4-4-4-12 UUID (hex digits of either case), as Curator's
 /// `isProtectedZNode` accepts.
-pub(crate) fn is_uuid(s: &str) -> bool {
-    let b = s.as_bytes();
+fn is_uuid(b: &[u8]) -> bool {
+    const GROUPS: [(usize, usize); 5] = [(0, 8), (9, 13), (14, 18), (19, 23), (24, 36)];
     b.len() == 36
-        && b.iter().enumerate().all(|(i, c)| match i {
-            8 | 13 | 18 | 23 => *c == b'-',
-            _ => c.is_ascii_hexdigit(),
-        })
+        && [8, 13, 18, 23].iter().all(|&i| b[i] == b'-')
+        && GROUPS.iter().all(|&(from, to)| b[from..to].iter().all(u8::is_ascii_hexdigit))
 }
 
 /// Parses `_c_<uuid>-<lock><10 digits>`; anything else (other lock names, kazoo nodes, negative
-/// or overlong sequences, junk) is foreign.
+/// or overlong sequences, junk) is foreign. Every join and handoff parses the whole list (1,000
+/// names at N = 1,000), so this checks bytes and slices only once they are known to be ASCII.
 pub(crate) fn parse<'a>(name: &'a str, lock: &str) -> Option<Recognized<'a>> {
-    let rest = name.strip_prefix(PROTECTED_PREFIX)?;
-    let uuid = rest.get(..36)?;
-    if !is_uuid(uuid) || rest.as_bytes().get(36) != Some(&b'-') {
+    let b = name.as_bytes();
+    let seq_at = PROTECTED_PREFIX.len() + 37 + lock.len();
+    if b.len() != seq_at + 10
+        || !b.starts_with(PROTECTED_PREFIX.as_bytes())
+        || b[39] != b'-'
+        || &b[40..seq_at] != lock.as_bytes()
+        || !b[seq_at..].iter().all(u8::is_ascii_digit)
+        || !is_uuid(&b[3..39])
+    {
         return None;
     }
-    let sequence = rest.get(37..)?.strip_prefix(lock)?;
-    (sequence.len() == 10 && sequence.bytes().all(|c| c.is_ascii_digit()))
-        .then_some(Recognized { uuid, sequence })
+    // Bytes 3..40 and seq_at.. are ASCII, so these are character boundaries.
+    Some(Recognized { uuid: &name[3..39], sequence: &name[seq_at..] })
 }
 
 /// The name prefix shared by every node one create attempt can produce: `_c_<uuid>-`.
@@ -89,7 +93,8 @@ pub(crate) fn sort_children<'a>(children: &'a [String], lock: &str) -> (Vec<&'a 
     let mut foreign = Vec::new();
     for c in children {
         match parse(c, lock) {
-            Some(r) => recognized.push((r.sequence, c.as_str())),
+            // Ten digits: the numeric order is the string order Curator sorts by.
+            Some(r) => recognized.push((sequence_number(r.sequence), c.as_str())),
             None => foreign.push(c.clone()),
         }
     }
@@ -97,6 +102,11 @@ pub(crate) fn sort_children<'a>(children: &'a [String], lock: &str) -> (Vec<&'a 
     recognized.sort_unstable();
     foreign.sort();
     (recognized.into_iter().map(|(_, c)| c).collect(), foreign)
+}
+
+/// The value of a ten-digit sequence that `parse` accepted.
+fn sequence_number(digits: &str) -> u64 {
+    digits.bytes().fold(0, |n, d| n * 10 + u64::from(d - b'0'))
 }
 
 /// True if an `ephemeralOwner` is a session id: not 0 (persistent, and containers and TTL nodes
@@ -133,6 +143,9 @@ mod tests {
             "latch-0000000001".to_string(),
             "config".to_string(),
             format!("_c_{U}latch-0000000001"),
+            // Right length, but multi-byte characters where the UUID goes: no slicing panic.
+            format!("_c_{}-latch-0000000001", "é".repeat(18)),
+            format!("_c_{U}-latch-000000000é"),
         ] {
             assert_eq!(parse(&n, LATCH), None, "{n}");
         }
