@@ -105,7 +105,7 @@ pub(crate) fn sort_children<'a>(children: &'a [String], lock: &str) -> (Vec<&'a 
 }
 
 /// The value of a ten-digit sequence that `parse` accepted.
-fn sequence_number(digits: &str) -> u64 {
+pub(crate) fn sequence_number(digits: &str) -> u64 {
     digits.bytes().fold(0, |n, d| n * 10 + u64::from(d - b'0'))
 }
 
