@@ -31,8 +31,9 @@ pub(crate) enum Decision {
 /// gives: our position is the count of names ordered before ours, the predecessor the
 /// greatest of them.
 pub(crate) fn decide(children: &[String], own: &str, lock: &str) -> Decision {
-    let own_parsed = naming::parse(own, lock);
-    let own_key = own_parsed.map(|r| (naming::sequence_number(r.sequence), own));
+    // Our UUID (orphans share it) and our sort key; `None` if our name is not ours to order.
+    let ours =
+        naming::parse(own, lock).map(|r| (r.uuid, (naming::sequence_number(r.sequence), own)));
     let mut foreign: Vec<String> = Vec::new();
     let mut orphans: Vec<(u64, &str)> = Vec::new();
     let mut found = false;
@@ -43,13 +44,13 @@ pub(crate) fn decide(children: &[String], own: &str, lock: &str) -> Decision {
             foreign.push(c.clone());
             continue;
         };
-        let (Some(own_r), Some(own_key)) = (own_parsed, own_key) else { continue };
+        let Some((own_uuid, own_key)) = ours else { continue };
         if c == own {
             found = true;
             continue;
         }
         let key = (naming::sequence_number(r.sequence), c.as_str());
-        if r.uuid == own_r.uuid {
+        if r.uuid == own_uuid {
             orphans.push(key);
         } else if key < own_key {
             position += 1;

@@ -111,7 +111,8 @@ struct ConnHandle {
 impl ConnHandle {
     /// Sends `out` in order after everything sent before it: straight to the socket when
     /// nothing is queued, otherwise (or for what the socket does not take) via the writer.
-    fn send(&self, conn: ConnId, out: Outgoing, max_queued_bytes: usize) {
+    fn send(&self, out: Outgoing, max_queued_bytes: usize) {
+        let conn = out.conn;
         if self.ctl.stopped.load(Ordering::SeqCst) {
             return;
         }
@@ -131,7 +132,7 @@ impl ConnHandle {
         }
         if written == out.bytes.len() {
             self.ctl.replies_sent(out.replies);
-        } else if !self.queue_rest(conn, &out, written, max_queued_bytes) {
+        } else if !self.queue_rest(&out, written, max_queued_bytes) {
             return;
         }
         if out.close {
@@ -142,17 +143,18 @@ impl ConnHandle {
     /// Hands the writer what the socket did not take, one frame (or the unsent tail of one)
     /// per message, so that each reply counts as sent, and the queue limit is checked, frame
     /// by frame, as the client drains them. False if the connection was dropped.
-    fn queue_rest(&self, conn: ConnId, out: &Outgoing, written: usize, max_queued: usize) -> bool {
-        let bytes = &out.bytes;
+    fn queue_rest(&self, out: &Outgoing, written: usize, max_queued: usize) -> bool {
+        let (conn, bytes) = (out.conn, &out.bytes);
         let mut done = 0;
         let mut pieces: Vec<(std::ops::Range<usize>, usize)> = Vec::new();
         if out.framed {
             let mut pos = 0;
             while pos < bytes.len() {
-                let len = bytes
-                    .get(pos..pos + 4)
-                    .map_or(usize::MAX, |b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize);
-                let end = pos.saturating_add(4).saturating_add(len).min(bytes.len());
+                // The core's own frames: whole and well formed; anything else goes as one piece.
+                let end = match split_frame(&bytes[pos..], usize::MAX) {
+                    Ok(Some(len)) => pos + 4 + len,
+                    _ => bytes.len(),
+                };
                 let replies = usize::from(is_reply(&bytes[pos..end]));
                 if end <= written {
                     done += replies;
@@ -275,7 +277,7 @@ impl Inner {
         let max_queued = self.config.max_queued_bytes_per_connection;
         for out in outgoing.drain(..) {
             if let Some(h) = sh.conns.get(&out.conn) {
-                h.send(out.conn, out, max_queued);
+                h.send(out, max_queued);
             }
         }
         at.clear();
@@ -568,7 +570,7 @@ async fn read_loop(
                             let bytes = text.unwrap_or_default().into_bytes();
                             let out =
                                 Outgoing { conn, bytes, replies: 0, close: true, framed: false };
-                            h.send(conn, out, inner.config.max_queued_bytes_per_connection);
+                            h.send(out, inner.config.max_queued_bytes_per_connection);
                         }
                     }
                     ctl.stop.notified().await;
