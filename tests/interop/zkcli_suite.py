@@ -271,7 +271,11 @@ def batch_session(srv):
     want_events = [("SyncConnected", "null")]
     for _, _, evs in st:
         want_events += evs
-    want_events.append(("Closed", "null"))            # on quit
+    # On quit zkCli closes the session and calls System.exit at once; the Closed event is
+    # printed by the client's event thread, which may or may not get to it first (seen missing
+    # against Apache ZooKeeper in CI). So it is optional, but nothing may follow it.
+    if events and events[-1] == ("Closed", "null"):
+        events = events[:-1]
     if events != want_events:
         problems.append("watch events:\n    got  %r\n    want %r" % (events, want_events))
     if problems:
