@@ -793,30 +793,54 @@ impl SnapshotCursor {
             emitted += 1;
             self.stack.push(("/".to_string(), None));
         }
+        // One range search per directory per chunk, then a plain iteration: a range search per
+        // child (a few dozen string compares down the B-tree) was most of a snapshot's cost
+        // under a parent with many children.
+        let mut path = String::new();
         while emitted < max {
             let Some((dir, last)) = self.stack.last_mut() else { return false };
             let Some(node) = state.nodes.get(dir.as_str()) else {
                 self.stack.pop();
                 continue;
             };
-            let next = match last {
-                None => node.children.iter().next(),
+            let rest = match last {
+                None => node.children.range::<str, _>(..),
                 Some(l) => node
                     .children
-                    .range::<str, _>((std::ops::Bound::Excluded(&**l), std::ops::Bound::Unbounded))
-                    .next(),
+                    .range::<str, _>((std::ops::Bound::Excluded(&**l), std::ops::Bound::Unbounded)),
             };
-            let Some(child) = next else {
+            let mut seen = None;
+            let mut descend = None;
+            for child in rest {
+                seen = Some(child);
+                path.clear();
+                path.push_str(dir);
+                if dir != "/" {
+                    path.push('/');
+                }
+                path.push_str(child);
+                if let Some(n) = state.nodes.get(path.as_str()) {
+                    emit(&path, n, state.acl_of(n));
+                    emitted += 1;
+                    // A node without children now is not revisited: any it gains later come
+                    // after the snapshot's start and are replayed from the log.
+                    if !n.children.is_empty() {
+                        descend = Some(path.clone());
+                        break;
+                    }
+                }
+                if emitted >= max {
+                    break;
+                }
+            }
+            let Some(child) = seen else {
                 self.stack.pop();
                 continue;
             };
-            let child_path = path::join(dir, child);
             *last = Some(child.clone());
-            if let Some(n) = state.nodes.get(child_path.as_str()) {
-                emit(&child_path, n, state.acl_of(n));
-                emitted += 1;
+            if let Some(d) = descend {
+                self.stack.push((d, None));
             }
-            self.stack.push((child_path, None));
         }
         !self.stack.is_empty()
     }

@@ -2,6 +2,7 @@
 //! events) out, writes marked durable as the shell's log thread would. No sockets, no disk.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
+use rzk_core::state::SnapshotCursor;
 use rzk_core::Core;
 use rzk_microbench::{
     body, core_with_children, core_with_session, create, get_data, now, settle, CONN,
@@ -75,11 +76,33 @@ fn bench_writes(c: &mut Criterion) {
     g.finish();
 }
 
+/// The fuzzy snapshot's walk, in the chunks the server takes under its lock, over a flat
+/// parent (the create workload's shape). The emit only touches what a snapshot writer reads.
+fn bench_snapshot_walk(c: &mut Criterion) {
+    let mut g = c.benchmark_group("snapshot walk");
+    let n = 100_000;
+    let core = core_with_children(n);
+    g.throughput(Throughput::Elements(n as u64 + 5));
+    g.bench_function(format!("{n} children of one parent, 512 per chunk"), |b| {
+        b.iter(|| {
+            let mut cursor = SnapshotCursor::new();
+            let (mut nodes, mut bytes) = (0usize, 0usize);
+            while cursor.next_chunk(core.state(), 512, |p, node, acl| {
+                nodes += 1;
+                bytes += p.len() + node.data.as_ref().map_or(0, |d| d.len()) + acl.len();
+            }) {}
+            assert_eq!(nodes, n + 5, "/, /zookeeper (config, quota), /p and the children");
+            black_box(bytes)
+        })
+    });
+    g.finish();
+}
+
 fn bench_session(c: &mut Criterion) {
     let mut g = c.benchmark_group("core session");
     g.bench_function("new core + connect a session", |b| b.iter(core_with_session));
     g.finish();
 }
 
-criterion_group!(benches, bench_reads, bench_writes, bench_session);
+criterion_group!(benches, bench_reads, bench_writes, bench_snapshot_walk, bench_session);
 criterion_main!(benches);
