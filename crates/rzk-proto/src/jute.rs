@@ -152,6 +152,11 @@ impl Writer {
         Writer::default()
     }
 
+    /// An empty writer with room for `capacity` bytes.
+    pub fn with_capacity(capacity: usize) -> Self {
+        Writer { buf: Vec::with_capacity(capacity) }
+    }
+
     /// A writer that starts with a 4-byte placeholder for the frame length; finish it with
     /// [`Writer::finish_frame`].
     pub fn frame() -> Self {
@@ -175,6 +180,16 @@ impl Writer {
     /// The bytes written so far.
     pub fn into_inner(self) -> Vec<u8> {
         self.buf
+    }
+
+    /// The bytes written so far.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf
+    }
+
+    /// Forgets what was written and keeps the allocation, for a writer reused as a buffer.
+    pub fn clear(&mut self) {
+        self.buf.clear();
     }
 
     /// Number of bytes written so far.

@@ -25,6 +25,9 @@ pub const SEGMENT_HEADER_BYTES: u64 = 16;
 pub const RECORD_HEADER_BYTES: usize = 8;
 /// ZooKeeper's `preAllocSize`: 64 MiB segments.
 pub const DEFAULT_SEGMENT_BYTES: u64 = 64 * 1024 * 1024;
+/// The batch and record buffers are reused between batches up to this size; a larger one
+/// (a batch of big writes) is dropped rather than held for the life of the server.
+const REUSED_BUFFER_BYTES_MAX: usize = 4 * 1024 * 1024;
 
 /// The file name of the segment whose first transaction is `zxid`.
 pub fn segment_name(first_zxid: i64) -> String {
@@ -222,6 +225,9 @@ pub struct LogWriter {
     file: Option<(i64, Box<dyn StorageFile>)>,
     offset: u64,
     pending: Writer,
+    /// One transaction's encoding, reused: a fresh buffer per append was an allocation, its
+    /// growth and its free on every write.
+    scratch: Writer,
     batch_first: Option<i64>,
     last_zxid: i64,
     /// Last zxid handed to the file, synced or not.
@@ -254,6 +260,7 @@ impl LogWriter {
             file,
             offset: end.offset,
             pending: Writer::new(),
+            scratch: Writer::new(),
             batch_first: None,
             last_zxid: end.last_zxid,
             unsynced_zxid: end.last_zxid,
@@ -277,27 +284,30 @@ impl LogWriter {
     /// # Errors
     /// [`StorageError::Io`] if rolling to a new segment fails.
     pub fn append(&mut self, txn: &Txn) -> Result<(), StorageError> {
-        let mut payload = self.encode(txn);
-        let record_len = (RECORD_HEADER_BYTES + payload.len()) as u64;
+        self.encode(txn);
+        let record_len = (RECORD_HEADER_BYTES + self.scratch.len()) as u64;
         let used = self.offset + self.pending.len() as u64;
         let has_records = used > SEGMENT_HEADER_BYTES;
         if self.file.is_none() || (has_records && used + record_len > self.segment_bytes) {
             self.roll(txn.zxid)?;
             // Rolling synced the old segment, so this record opens a new batch.
-            payload = self.encode(txn);
+            self.encode(txn);
         }
+        let payload = self.scratch.as_bytes();
         self.pending.raw(&(payload.len() as u32).to_be_bytes());
-        self.pending.raw(&crc32fast::hash(&payload).to_be_bytes());
-        self.pending.raw(&payload);
+        self.pending.raw(&crc32fast::hash(payload).to_be_bytes());
+        self.pending.raw(payload);
         self.last_zxid = txn.zxid;
+        if self.scratch.len() > REUSED_BUFFER_BYTES_MAX {
+            self.scratch = Writer::new();
+        }
         Ok(())
     }
 
-    fn encode(&mut self, txn: &Txn) -> Vec<u8> {
+    fn encode(&mut self, txn: &Txn) {
         let batch_first = *self.batch_first.get_or_insert(txn.zxid);
-        let mut payload = Writer::new();
-        codec::encode(txn, batch_first, &mut payload);
-        payload.into_inner()
+        self.scratch.clear();
+        codec::encode(txn, batch_first, &mut self.scratch);
     }
 
     /// Writes the pending batch and makes it durable; returns the last durable zxid.
@@ -327,11 +337,17 @@ impl LogWriter {
         if self.pending.is_empty() {
             return Ok(());
         }
-        let bytes = std::mem::take(&mut self.pending).into_inner();
+        let bytes = self.pending.as_bytes();
         let (first, file) = self.file.as_mut().expect("append opened a segment");
-        let path = self.dir.join(segment_name(*first));
-        file.write_at(self.offset, &bytes).map_err(|e| StorageError::io("write", &path, e))?;
+        file.write_at(self.offset, bytes)
+            .map_err(|e| StorageError::io("write", &self.dir.join(segment_name(*first)), e))?;
         self.offset += bytes.len() as u64;
+        // Kept for the next batch unless one unusually large batch grew it.
+        if self.pending.len() > REUSED_BUFFER_BYTES_MAX {
+            self.pending = Writer::new();
+        } else {
+            self.pending.clear();
+        }
         self.unsynced_zxid = self.last_zxid;
         Ok(())
     }

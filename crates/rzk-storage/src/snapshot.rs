@@ -86,7 +86,7 @@ impl SnapshotWriter {
         let tmp = dir.join(format!("{}.tmp", snapshot_name(start_zxid)));
         let _ = storage.remove(&tmp);
         let file = storage.open_write(&tmp).map_err(|e| StorageError::io("create", &tmp, e))?;
-        let mut buf = Writer::new();
+        let mut buf = Writer::with_capacity(FLUSH_BYTES + FLUSH_BYTES / 8);
         buf.raw(SNAPSHOT_MAGIC).i64(start_zxid).i32(sessions.len() as i32);
         for (id, s) in sessions {
             buf.i64(*id).i32(s.timeout_ms).raw(&s.passwd);
@@ -138,14 +138,18 @@ impl SnapshotWriter {
     }
 
     fn write_buffered(&mut self) -> Result<(), StorageError> {
-        let bytes = std::mem::take(&mut self.buf).into_inner();
-        self.crc.update(&bytes);
+        // The buffer is kept, not replaced: growing a fresh one to a MiB for every flush cost
+        // a realloc chain and fresh pages each time.
+        let bytes = self.buf.as_bytes();
+        let written = bytes.len() as u64;
+        self.crc.update(bytes);
         self.file
-            .write_at(self.offset, &bytes)
+            .write_at(self.offset, bytes)
             .map_err(|e| StorageError::io("write", &self.tmp, e))?;
-        self.offset += bytes.len() as u64;
+        self.buf.clear();
+        self.offset += written;
         let Some(rate) = self.pace_bytes_per_sec else { return Ok(()) };
-        self.unsynced += bytes.len() as u64;
+        self.unsynced += written;
         if self.unsynced >= PACED_SYNC_EVERY_BYTES {
             self.file.sync_data().map_err(|e| StorageError::io("fdatasync", &self.tmp, e))?;
             self.unsynced = 0;
