@@ -27,9 +27,10 @@ def rzk(srv, *args, timeout=30):
                           text=True, timeout=timeout)
 
 
-def elect(srv, path, pid, log, *extra):
+def elect(srv, path, pid, log, *extra, session_timeout_ms=2000):
     return subprocess.Popen([RZK, "--connect", srv.hosts, "elect", path, "--id", pid,
-                             "--session-timeout-ms", "2000", "--grace-ms", "200"] + list(extra) +
+                             "--session-timeout-ms", str(session_timeout_ms),
+                             "--grace-ms", "200"] + list(extra) +
                             ["--", "sh", "-c", WORKER],
                             env=dict(os.environ, LOG=log), stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -101,16 +102,19 @@ def killed_leader_fails_over_and_leader_json_shows_the_queue(srv):
 @suite.test
 def sigterm_stops_the_command_and_resigns_at_once(srv):
     log = tempfile.mktemp(prefix="rzk-cli-")
-    a = elect(srv, "/cli/e2", "a", log)
+    # T = 4 s (the most tick 200 allows): the server could expire a's session 3.3 s after its
+    # last heartbeat at the earliest, so a handover under 2.5 s can only be the resign.
+    a = elect(srv, "/cli/e2", "a", log, session_timeout_ms=4000)
     wait_until(lambda: any(l.startswith("start a") for l in lines(log)), 15, "a to lead")
-    b = elect(srv, "/cli/e2", "b", log)
+    b = elect(srv, "/cli/e2", "b", log, session_timeout_ms=4000)
     try:
-        time.sleep(0.5)
+        wait_until(lambda: rzk(srv, "leader", "/cli/e2", "--json").stdout.count('"id":') == 3, 10,
+                   "b to queue")
         t0 = time.monotonic()
         a.send_signal(signal.SIGTERM)
         check_eq(a.wait(10), 143, "rzk elect exit status after SIGTERM")
         wait_until(lambda: any(l.startswith("start b") for l in lines(log)), 10, "b to lead")
-        check(time.monotonic() - t0 < 1.5, "a clean resign hands over at once, not after expiry")
+        check(time.monotonic() - t0 < 2.5, "a clean resign hands over at once, not after expiry")
         ls = lines(log)
         check(ls.index("stop a") < [i for i, l in enumerate(ls) if l.startswith("start b")][0],
               "a's command stopped before b's started: %r" % ls)

@@ -47,11 +47,15 @@ async fn restart(server: &mut Server, downtime: Duration) {
 }
 
 async fn restart_short(kind: Kind) {
-    let mut server = Server::start(kind, durable());
+    // T = 20 s (tick 1.5 s allows up to 30 s), so that a JVM restart stays well inside the
+    // lease even on a loaded machine: the client retries with exponential backoff (attempts
+    // about 0.9, 1.75, 3.4, 6.6 and 13 s after the cut) and the lease ends at T - T/10 after
+    // the last acknowledged heartbeat (sent every T/6), so 14.7 s or more after the cut. With
+    // T = 8 s (end 5.9 s or more) a JVM slower than ~3.4 s to serve raced that deadline.
+    let mut server = Server::start(kind, Settings { tick_ms: 1500, ..durable() });
     let path = test_path("t83-short", kind);
     let checker = Checker::new();
-    // T = 8 s, so that a JVM restart (≈ 1–2 s) stays well inside the lease.
-    let (sessions, latches) = latches(&server, &path, Duration::from_secs(8), &checker).await;
+    let (sessions, latches) = latches(&server, &path, Duration::from_secs(20), &checker).await;
     let la = latches[0].await_leadership().await.unwrap();
     let sid = sessions[0].session_id();
     let downtime = match kind {
@@ -62,7 +66,7 @@ async fn restart_short(kind: Kind) {
     restart(&mut server, downtime).await;
     eprintln!("server back after {:?}", stopped.elapsed());
     assert!(la.lost_at().is_some(), "stepped down (Suspended)");
-    let again = tokio::time::timeout(Duration::from_secs(8), async {
+    let again = tokio::time::timeout(Duration::from_secs(20), async {
         loop {
             assert!(!latches[1].has_leadership() && !latches[2].has_leadership());
             if let Some(l) = latches[0].current().filter(|l| l.is_valid()) {
