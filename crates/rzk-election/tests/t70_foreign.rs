@@ -125,7 +125,6 @@ async fn foreign_arrives_while_leading(kind: Kind) {
     checker.attach("a", latch.events(), Some(raw.clone()));
     latch.start().await.unwrap();
     let l = latch.await_leadership().await.unwrap();
-    let created = std::time::Instant::now();
     raw.create(
         &format!("{path}/{KAZOO}"),
         b"",
@@ -133,6 +132,9 @@ async fn foreign_arrives_while_leading(kind: Kind) {
     )
     .await
     .unwrap();
+    // From the create's reply, when the server has applied it: the bound is on the recipe's
+    // reaction, not on the server's fdatasync.
+    let created = std::time::Instant::now();
     let reason = tokio::time::timeout(Duration::from_secs(1), l.lost()).await.expect("lost");
     let took = created.elapsed();
     assert_eq!(reason, LossReason::ForeignNodes);

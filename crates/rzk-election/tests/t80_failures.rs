@@ -148,6 +148,9 @@ async fn forced_expiry_selector(kind: Kind) {
 
 /// Deletes every child of `path` and `path` itself in one multi, the way zkCli `deleteall`
 /// does but atomically; retries while participants race it.
+/// Deletes the election parent with everything in it; returns when the server has applied it
+/// (the multi's reply), so that a bound on how fast the leader learns excludes the server's
+/// fdatasync, which on a loaded machine is not the recipe's doing.
 async fn delete_parent(raw: &zookeeper_client::Client, path: &str) -> Instant {
     for _ in 0..100 {
         let children = raw.list_children(path).await.unwrap();
@@ -156,9 +159,8 @@ async fn delete_parent(raw: &zookeeper_client::Client, path: &str) -> Instant {
             w.add_delete(&format!("{path}/{c}"), None).unwrap();
         }
         w.add_delete(path, None).unwrap();
-        let at = Instant::now();
         match w.commit().await {
-            Ok(_) => return at,
+            Ok(_) => return Instant::now(),
             Err(e) => eprintln!("deleteall raced: {e}"),
         }
     }
