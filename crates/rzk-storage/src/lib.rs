@@ -192,17 +192,32 @@ pub fn purge(
     retain_snapshots: usize,
 ) -> Result<Vec<PathBuf>, StorageError> {
     let mut removed = Vec::new();
+    // A file already gone (removed by a concurrent purge, or a snapshot renamed meanwhile) is
+    // what purging wants, not an error.
+    let mut remove = |path: &Path| match storage.remove(path) {
+        Ok(()) => {
+            removed.push(path.to_path_buf());
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(StorageError::io("remove", path, e)),
+    };
     let snaps = snapshot::list_snapshots(storage, snap_dir)?;
     let keep = retain_snapshots.max(1);
     for (_, path) in snaps.iter().skip(keep) {
-        storage.remove(path).map_err(|e| StorageError::io("remove", path, e))?;
-        removed.push(path.clone());
+        remove(path)?;
     }
+    // Only temporary files older than the newest sealed snapshot are abandoned; a newer one
+    // may be the snapshot the server is writing right now.
+    let newest = snaps.first().map(|s| s.0);
     let names = storage.list(snap_dir).map_err(|e| StorageError::io("list", snap_dir, e))?;
-    for n in names.iter().filter(|n| n.ends_with(".tmp")) {
-        let path = snap_dir.join(n);
-        storage.remove(&path).map_err(|e| StorageError::io("remove", &path, e))?;
-        removed.push(path);
+    for n in names.iter() {
+        let Some(start) = n.strip_suffix(".tmp").and_then(snapshot::parse_snapshot_name) else {
+            continue;
+        };
+        if newest.is_some_and(|newest| start <= newest) {
+            remove(&snap_dir.join(n))?;
+        }
     }
     if let Some((oldest_start, _)) = snaps.iter().take(keep).next_back() {
         let segments = log::list_segments(storage, log_dir)?;
@@ -210,8 +225,7 @@ pub fn purge(
             let ((_, path), (next_first, _)) = (&pair[0], &pair[1]);
             // Every transaction in this segment is at or before the oldest kept snapshot.
             if *next_first <= oldest_start + 1 {
-                storage.remove(path).map_err(|e| StorageError::io("remove", path, e))?;
-                removed.push(path.clone());
+                remove(path)?;
             }
         }
     }
