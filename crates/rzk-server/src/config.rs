@@ -40,6 +40,15 @@ pub struct DiskConfig {
     /// Transactions between snapshots (`snapCount`); each interval is drawn from
     /// [snapCount/2 + 1, snapCount] so that servers do not snapshot in step.
     pub snap_count: u64,
+    /// A snapshot also waits until the log written since the last one has reached this
+    /// percentage of that snapshot's size (0: `snap_count` alone decides, as in ZooKeeper).
+    ///
+    /// Without it a growing tree is serialised again every `snap_count` transactions, so the
+    /// snapshot work per write grows with the tree (populating 1M znodes walked 6.5M nodes in
+    /// 13 snapshots). With it the snapshots of a growing tree are spaced geometrically and
+    /// cost O(1) per write, while recovery still replays at most about this share of a
+    /// snapshot's size in log, or `snap_count` transactions, whichever is larger.
+    pub snapshot_log_pct_min: u64,
     /// Snapshots kept by autopurge (`autopurge.snapRetainCount`, at least 3).
     pub snap_retain_count: usize,
     /// Hours between autopurge runs (`autopurge.purgeInterval`); 0 disables it.
@@ -62,6 +71,7 @@ impl DiskConfig {
             storage: Arc::new(rzk_storage::FsStorage),
             segment_bytes: rzk_storage::DEFAULT_SEGMENT_BYTES,
             snap_count: 100_000,
+            snapshot_log_pct_min: 100,
             snap_retain_count: 3,
             purge_interval_hours: 0,
             group_commit_txns_max: 10_000,

@@ -10,7 +10,7 @@
 //! fsync covers all of them. That is the group commit.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
 use std::thread;
@@ -86,6 +86,10 @@ fn log_thread(
     disk: DiskConfig,
 ) {
     let snapshotting = Arc::new(AtomicBool::new(false));
+    // Size of the last snapshot written by this process; 0 until one is, so the first one
+    // after a start is due by count alone.
+    let last_snapshot_bytes = Arc::new(AtomicU64::new(0));
+    let mut log_bytes_at_snapshot = 0u64;
     let mut rng = log.last_zxid() as u64 ^ 0x5eed;
     let mut until_snapshot = next_snapshot_interval(disk.snap_count, &mut rng);
     while let Ok(first) = rx.recv() {
@@ -112,16 +116,28 @@ fn log_thread(
             }
         }
         until_snapshot = until_snapshot.saturating_sub(batch.len() as u64);
-        if until_snapshot == 0 && !snapshotting.swap(true, Ordering::SeqCst) {
+        let log_since = log.appended_bytes() - log_bytes_at_snapshot;
+        let due = until_snapshot == 0
+            && snapshot_log_large_enough(
+                log_since,
+                last_snapshot_bytes.load(Ordering::Relaxed),
+                disk.snapshot_log_pct_min,
+            );
+        if due && !snapshotting.swap(true, Ordering::SeqCst) {
             until_snapshot = next_snapshot_interval(disk.snap_count, &mut rng);
+            log_bytes_at_snapshot = log.appended_bytes();
             let (flag, disk) = (snapshotting.clone(), disk.clone());
+            let size = last_snapshot_bytes.clone();
             let weak = Arc::downgrade(&inner);
             thread::Builder::new()
                 .name("rzk-snapshot".into())
                 .spawn(move || {
                     if let Some(inner) = weak.upgrade() {
                         match take_snapshot(&inner, &disk) {
-                            Ok(path) => tracing::info!("snapshot written: {}", path.display()),
+                            Ok((path, bytes)) => {
+                                size.store(bytes, Ordering::Relaxed);
+                                tracing::info!(bytes, "snapshot written: {}", path.display())
+                            }
                             Err(e) => tracing::error!(
                                 "snapshot failed (the log still has everything): {e}"
                             ),
@@ -132,6 +148,12 @@ fn log_thread(
                 .expect("spawn snapshot thread");
         }
     }
+}
+
+/// Whether the log written since the last snapshot is large enough, against that snapshot's
+/// size, to make another worth its walk ([`DiskConfig::snapshot_log_pct_min`]).
+fn snapshot_log_large_enough(log_since_bytes: u64, last_snapshot_bytes: u64, pct_min: u64) -> bool {
+    u128::from(log_since_bytes) * 100 >= u128::from(last_snapshot_bytes) * u128::from(pct_min)
 }
 
 /// ZooKeeper takes a snapshot after a random count in [snapCount/2 + 1, snapCount], so that
@@ -146,8 +168,11 @@ fn next_snapshot_interval(snap_count: u64, rng: &mut u64) -> u64 {
 
 /// Writes a fuzzy snapshot: the tree is walked a few hundred nodes per lock hold while writes
 /// continue, and the snapshot is sealed only once the log is durable through every
-/// transaction it may contain.
-pub(crate) fn take_snapshot(inner: &Inner, disk: &DiskConfig) -> Result<PathBuf, StorageError> {
+/// transaction it may contain. Returns the sealed file and its size.
+pub(crate) fn take_snapshot(
+    inner: &Inner,
+    disk: &DiskConfig,
+) -> Result<(PathBuf, u64), StorageError> {
     let mut writer = {
         let sh = inner.lock();
         let st = sh.core.state();
@@ -177,7 +202,8 @@ pub(crate) fn take_snapshot(inner: &Inner, disk: &DiskConfig) -> Result<PathBuf,
         }
         thread::sleep(Duration::from_millis(1));
     }
-    writer.finish(end)
+    let bytes = writer.bytes();
+    Ok((writer.finish(end)?, bytes))
 }
 
 fn purge_thread(inner: std::sync::Weak<Inner>, disk: DiskConfig) {

@@ -140,6 +140,62 @@ async fn snapshots_and_purge_keep_recovery_exact() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Snapshots of a growing tree are spaced by the log written since the last one: populating
+/// takes a handful of snapshots instead of one per `snap_count` writes, and recovery stays
+/// exact either way.
+#[tokio::test]
+async fn a_growing_tree_is_snapshotted_geometrically() {
+    const NODES: usize = 2000;
+    let mut counts = Vec::new();
+    for pct in [0, 100] {
+        let dir = tmp_dir(&format!("geometric-{pct}"));
+        let mut disk = DiskConfig::new(&dir);
+        disk.snap_count = 20;
+        disk.snapshot_log_pct_min = pct;
+        disk.snapshot_write_bytes_per_sec_max = 0;
+        let mut s = TestServer::builder().tick_ms(100).disk(disk).start().unwrap();
+        let c = zk::Client::connect(&s.connect_string()).await.unwrap();
+        c.create("/g", b"", &persistent()).await.unwrap();
+        for i in 0..NODES {
+            c.create(&format!("/g/{i:05}"), &[7; 100], &persistent()).await.unwrap();
+        }
+        drop(c);
+        let files = || {
+            let names: Vec<String> = std::fs::read_dir(&dir)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("snapshot."))
+                .collect();
+            let busy = names.iter().any(|n| n.ends_with(".tmp"));
+            (names.len(), busy)
+        };
+        // The last snapshot may still be in progress.
+        let count = within("snapshots to settle", async {
+            loop {
+                let (n, busy) = files();
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                if !busy && files() == (n, false) {
+                    return n;
+                }
+            }
+        })
+        .await;
+        s.restart().unwrap();
+        let c = zk::Client::connect(&s.connect_string()).await.unwrap();
+        let (_, stat) = c.get_data("/g").await.unwrap();
+        assert_eq!(stat.num_children as usize, NODES);
+        drop(c);
+        drop(s);
+        let _ = std::fs::remove_dir_all(&dir);
+        counts.push(count);
+    }
+    // By count alone: a snapshot every 11-20 writes, ~130 due; a few may be skipped while the
+    // one before is still being written. Spaced by size: the tree roughly doubles between
+    // snapshots, so about log2(2000 / 15) + 1 = 8.
+    assert!(counts[0] >= 60, "snapshots by count alone: {}", counts[0]);
+    assert!(counts[1] <= 14, "snapshots spaced by size: {}", counts[1]);
+}
+
 #[tokio::test]
 async fn a_dying_disk_stops_the_server_without_acknowledging() {
     let storage = CrashStorage::new();

@@ -233,6 +233,8 @@ pub struct LogWriter {
     /// Last zxid handed to the file, synced or not.
     unsynced_zxid: i64,
     synced_zxid: i64,
+    /// Record bytes appended since this writer opened (headers included).
+    appended_bytes: u64,
 }
 
 impl LogWriter {
@@ -265,6 +267,7 @@ impl LogWriter {
             last_zxid: end.last_zxid,
             unsynced_zxid: end.last_zxid,
             synced_zxid: end.last_zxid,
+            appended_bytes: 0,
         })
     }
 
@@ -276,6 +279,11 @@ impl LogWriter {
     /// The last zxid known durable.
     pub fn synced_zxid(&self) -> i64 {
         self.synced_zxid
+    }
+
+    /// Record bytes appended since this writer opened: what recovery would replay of them.
+    pub fn appended_bytes(&self) -> u64 {
+        self.appended_bytes
     }
 
     /// Buffers a transaction for the current batch. Nothing is durable until
@@ -297,6 +305,7 @@ impl LogWriter {
         self.pending.raw(&(payload.len() as u32).to_be_bytes());
         self.pending.raw(&crc32fast::hash(payload).to_be_bytes());
         self.pending.raw(payload);
+        self.appended_bytes += (RECORD_HEADER_BYTES + payload.len()) as u64;
         self.last_zxid = txn.zxid;
         if self.scratch.len() > REUSED_BUFFER_BYTES_MAX {
             self.scratch = Writer::new();

@@ -126,6 +126,11 @@ impl SnapshotWriter {
         self.nodes += 1;
     }
 
+    /// Bytes of the snapshot so far, buffered ones included.
+    pub fn bytes(&self) -> u64 {
+        self.offset + self.buf.len() as u64
+    }
+
     /// Writes buffered bytes once enough have gathered.
     ///
     /// # Errors

@@ -45,6 +45,11 @@ pub(crate) struct ServerArgs {
     /// Transactions between snapshots (`snapCount`) [default: 100000].
     #[arg(long)]
     snap_count: Option<u64>,
+    /// A snapshot also waits until the log written since the last one reaches this percentage
+    /// of that snapshot's size, so a growing tree is not re-serialised every `snapCount`
+    /// writes; 0 leaves `snapCount` alone to decide, as in ZooKeeper [default: 100].
+    #[arg(long)]
+    snapshot_log_pct_min: Option<u64>,
     /// Snapshots kept by autopurge (`autopurge.snapRetainCount`) [default: 3].
     #[arg(long)]
     snap_retain_count: Option<usize>,
@@ -137,6 +142,9 @@ fn build_config(args: ServerArgs) -> anyhow::Result<ServerConfig> {
         if let Some(n) = args.snap_count.or(file.snap_count) {
             anyhow::ensure!(n > 0, "snapCount must be positive");
             disk.snap_count = n;
+        }
+        if let Some(p) = args.snapshot_log_pct_min {
+            disk.snapshot_log_pct_min = p;
         }
         if let Some(n) = args.snap_retain_count.or(file.snap_retain_count) {
             disk.snap_retain_count = n;
