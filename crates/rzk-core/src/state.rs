@@ -4,6 +4,8 @@
 //! recovered server is byte-for-byte the server that wrote the log.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use crate::table::NodeTable;
 use std::sync::Arc;
 
 use rzk_proto::{Acl, Stat};
@@ -165,7 +167,7 @@ pub const SPECIAL_PATHS: [&str; 4] = ["/", "/zookeeper", "/zookeeper/quota", "/z
 /// The data tree, the session table and the last applied zxid.
 #[derive(Debug, Clone)]
 pub struct State {
-    nodes: HashMap<Box<str>, Node>,
+    nodes: NodeTable,
     acls: AclCache,
     sessions: BTreeMap<i64, SessionRecord>,
     /// Ephemeral paths by owner. Kept apart from `sessions` so that a fuzzy snapshot can hold
@@ -188,7 +190,7 @@ impl State {
     /// and a read-only `/zookeeper/config`.
     pub fn new() -> State {
         let mut s = State {
-            nodes: HashMap::new(),
+            nodes: NodeTable::with_capacity(0),
             acls: AclCache::default(),
             sessions: BTreeMap::new(),
             ephemerals: HashMap::new(),
@@ -274,7 +276,7 @@ impl State {
 
     /// All paths, sorted: for snapshots, digests and `dump`.
     pub fn sorted_paths(&self) -> Vec<&str> {
-        let mut v: Vec<&str> = self.nodes.keys().map(|k| &**k).collect();
+        let mut v: Vec<&str> = self.nodes.keys().collect();
         v.sort_unstable();
         v
     }
@@ -698,7 +700,7 @@ impl State {
     ) -> StateBuilder {
         StateBuilder {
             state: State {
-                nodes: HashMap::with_capacity(nodes_hint),
+                nodes: NodeTable::with_capacity(nodes_hint),
                 acls: AclCache::default(),
                 sessions,
                 ephemerals: HashMap::new(),
@@ -741,8 +743,8 @@ impl State {
         }
         let (a, b) = (self.sorted_paths(), other.sorted_paths());
         if a != b {
-            let only_a: Vec<_> = a.iter().filter(|p| !other.nodes.contains_key(**p)).collect();
-            let only_b: Vec<_> = b.iter().filter(|p| !self.nodes.contains_key(**p)).collect();
+            let only_a: Vec<_> = a.iter().filter(|p| !other.nodes.contains_key(p)).collect();
+            let only_b: Vec<_> = b.iter().filter(|p| !self.nodes.contains_key(p)).collect();
             return Some(format!("paths only in first {only_a:?}, only in second {only_b:?}"));
         }
         for p in a {

@@ -1,0 +1,119 @@
+//! The node table: path to node, split into shards.
+//!
+//! One hash map of a million nodes doubles in one step: at 917,504 znodes that rehash held the
+//! core's lock for 420-470 ms, the server's longest pause (every connection waits on that
+//! lock). Split [`SHARDS`] ways, each shard grows on its own and a growth moves a 64th of the
+//! table; the shards reach their thresholds at different writes, so the pauses do not add up.
+//! Each shard keeps std's randomly keyed SipHash, so clients choosing paths cannot flood one
+//! bucket; the shard index uses a fixed cheap hash, and paths crafted to share a shard only
+//! bring back one big map's pauses.
+
+use std::collections::HashMap;
+use std::ops::Index;
+
+use crate::state::Node;
+
+/// Number of shards (a power of two).
+pub const SHARDS: usize = 64;
+const SHARD_BITS: u32 = SHARDS.trailing_zeros();
+
+#[derive(Debug, Clone)]
+pub(crate) struct NodeTable {
+    shards: Vec<HashMap<Box<str>, Node>>,
+}
+
+/// A word-at-a-time multiplicative hash (FxHash's step): a few nanoseconds for a path, and
+/// its top bits are well mixed.
+fn shard_of(path: &str) -> usize {
+    const K: u64 = 0x517c_c1b7_2722_0a95;
+    let bytes = path.as_bytes();
+    let mut h = bytes.len() as u64;
+    let mut chunks = bytes.chunks_exact(8);
+    for c in &mut chunks {
+        let w = u64::from_le_bytes(c.try_into().expect("8 bytes"));
+        h = (h.rotate_left(5) ^ w).wrapping_mul(K);
+    }
+    let rest = chunks.remainder();
+    let mut tail = [0u8; 8];
+    tail[..rest.len()].copy_from_slice(rest);
+    h = (h.rotate_left(5) ^ u64::from_le_bytes(tail)).wrapping_mul(K);
+    (h >> (64 - SHARD_BITS)) as usize
+}
+
+impl NodeTable {
+    pub(crate) fn with_capacity(nodes: usize) -> NodeTable {
+        let each = nodes.div_ceil(SHARDS);
+        NodeTable { shards: (0..SHARDS).map(|_| HashMap::with_capacity(each)).collect() }
+    }
+
+    pub(crate) fn get(&self, path: &str) -> Option<&Node> {
+        self.shards[shard_of(path)].get(path)
+    }
+
+    pub(crate) fn get_mut(&mut self, path: &str) -> Option<&mut Node> {
+        self.shards[shard_of(path)].get_mut(path)
+    }
+
+    pub(crate) fn contains_key(&self, path: &str) -> bool {
+        self.shards[shard_of(path)].contains_key(path)
+    }
+
+    pub(crate) fn insert(&mut self, path: Box<str>, node: Node) -> Option<Node> {
+        self.shards[shard_of(&path)].insert(path, node)
+    }
+
+    pub(crate) fn remove(&mut self, path: &str) -> Option<Node> {
+        self.shards[shard_of(path)].remove(path)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.shards.iter().map(HashMap::len).sum()
+    }
+
+    /// Every path, in no particular order.
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &str> {
+        self.shards.iter().flat_map(|s| s.keys().map(|k| &**k))
+    }
+}
+
+impl Index<&str> for NodeTable {
+    type Output = Node;
+
+    fn index(&self, path: &str) -> &Node {
+        self.get(path).expect("node present")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sequential names, the commonest shape of a big directory, spread evenly.
+    #[test]
+    fn sequential_paths_spread_over_the_shards() {
+        let mut counts = [0usize; SHARDS];
+        let n = 64_000;
+        for i in 0..n {
+            counts[shard_of(&format!("/app/locks/_c_lock-{i:010}"))] += 1;
+        }
+        let (min, max) = (counts.iter().min().unwrap(), counts.iter().max().unwrap());
+        let mean = n / SHARDS;
+        assert!(*min > mean * 3 / 4 && *max < mean * 5 / 4, "{min}..{max} around {mean}");
+    }
+
+    #[test]
+    fn one_table_whatever_the_shard() {
+        let mut t = NodeTable::with_capacity(0);
+        let node = crate::state::State::new().node("/").unwrap().clone();
+        for i in 0..1000 {
+            assert!(t.insert(format!("/n{i}").into(), node.clone()).is_none());
+        }
+        assert_eq!(t.len(), 1000);
+        assert!(t.contains_key("/n999") && t.get("/n1000").is_none());
+        assert!(t.remove("/n5").is_some() && t.remove("/n5").is_none());
+        let mut keys: Vec<&str> = t.keys().collect();
+        keys.sort_unstable();
+        keys.dedup();
+        assert_eq!(keys.len(), 999);
+    }
+}
