@@ -275,6 +275,10 @@ public class CuratorSuite {
             for (int j = k; j < order.length; j++) {
                 expectParts.add("p" + order[j] + (j == k ? "*" : ""));
             }
+            // p3's close() deletes its node in the background: wait for that, not a fixed time
+            final LeaderLatch leader = ls[want];
+            waitUntil(() -> { try { return ids(leader.getParticipants()).equals(expectParts); }
+                              catch (Exception e) { return false; } }, "p3's node to go");
             for (int i = 0; i < n; i++) {
                 if (closed[i]) continue;
                 checkEq(ls[i].getLeader().getId(), "p" + want, "getLeader() seen by p" + i);
