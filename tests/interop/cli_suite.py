@@ -136,7 +136,8 @@ def selector_recipe_hands_over_when_the_command_exits(srv):
                  "--session-timeout-ms", "2000", "--", "sh", "-c", once],
                 env=dict(os.environ, LOG=log), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                 text=True, start_new_session=True))
-            time.sleep(0.3)
+            # x must have started before y exists, however slowly processes start
+            wait_until(lambda: ("start %s" % pid) in lines(log), 15, "%s to start" % pid)
         check_eq(procs[0].wait(15), 3, "exit status of the command")
         check_eq(procs[1].wait(15), 3, "second candidate ran after the first")
         check_eq(lines(log), ["start x", "start y"], "one at a time, in order")

@@ -159,6 +159,20 @@ fn wait_for(log: &Path, what: &str, n: usize, within: Duration) -> Vec<String> {
     }
 }
 
+/// Waits until `rzk leader --json` lists `n` participants under `path`.
+fn wait_queued(cs: &str, path: &str, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let json = stdout(&rzk(cs, &["leader", path, "--json"]));
+        // The leader appears twice: as the leader and first in the queue.
+        if json.matches("\"id\":").count() == n + 1 {
+            return;
+        }
+        assert!(Instant::now() < deadline, "waited for {n} participants: {json}");
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn tmp(name: &str) -> PathBuf {
     let p = std::env::temp_dir().join(format!("rzk-t50-{name}-{}", std::process::id()));
     let _ = std::fs::remove_file(&p);
@@ -179,9 +193,11 @@ fn a_killed_leader_is_replaced_within_the_session_timeout() {
     let cs = s.connect_string();
     let log = tmp("kill");
     let mut procs: Vec<Elect> = Vec::new();
-    for id in ["a", "b", "c"] {
+    // One at a time, each queued before the next starts: a process's start-up time on a
+    // loaded machine must not reorder the queue.
+    for (i, id) in ["a", "b", "c"].into_iter().enumerate() {
         procs.push(elect(&cs, "/e/kill", id, &log, WORKER));
-        thread::sleep(Duration::from_millis(150));
+        wait_queued(&cs, "/e/kill", i + 1);
     }
     wait_for(&log, "start a", 1, Duration::from_secs(10));
     // `rzk leader --json` shows the queue.
@@ -211,7 +227,7 @@ fn when_the_command_exits_the_next_candidate_takes_over() {
     let once =
         r#"echo "start $RZK_PARTICIPANT_ID $RZK_FENCING_TOKEN" >> "$LOG"; sleep 0.2; exit 7"#;
     let mut a = elect(&cs, "/e/exit", "a", &log, once);
-    thread::sleep(Duration::from_millis(150));
+    wait_for(&log, "start a", 1, Duration::from_secs(10));
     let _b = elect(&cs, "/e/exit", "b", &log, WORKER);
     let lines = wait_for(&log, "start b", 1, Duration::from_secs(10));
     assert!(lines[0].starts_with("start a"), "{lines:?}");
