@@ -34,7 +34,12 @@ use std::time::{Duration, Instant};
 
 use rzk_election::{LatchOptions, LeaderLatch, Session, SessionConfig};
 use support::checker::Checker;
-use support::{four_letter, init_tracing, serial, T};
+use support::{four_letter, init_tracing, serial};
+
+/// The session timeout here, longer than the other failure tests' 4 s: a ZAB re-election of
+/// three JVMs plus the client's reconnect back-off must fit inside the leader's lease with
+/// room to spare on a loaded machine (it took 0.46-1.3 s when idle).
+const T: Duration = Duration::from_secs(10);
 
 /// One `QuorumPeerMain` of the ensemble.
 struct Node {
@@ -84,7 +89,8 @@ impl Ensemble {
                 format!(
                     "tickTime=200\ninitLimit=20\nsyncLimit=10\ndataDir={}\nclientPort={}\n\
                      clientPortAddress=127.0.0.1\nmaxClientCnxns=0\nadmin.enableServer=false\n\
-                     4lw.commands.whitelist=*\nextendedTypesEnabled=true\n{servers}",
+                     4lw.commands.whitelist=*\nextendedTypesEnabled=true\n\
+                     maxSessionTimeout=12000\n{servers}",
                     data.display(),
                     ports[3 * i]
                 ),
