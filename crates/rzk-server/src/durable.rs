@@ -162,8 +162,11 @@ fn next_snapshot_interval(snap_count: u64, rng: &mut u64) -> u64 {
     *rng ^= *rng << 13;
     *rng ^= *rng >> 7;
     *rng ^= *rng << 17;
-    let half = (snap_count / 2).max(1);
-    half + 1 + *rng % half
+    if snap_count <= 1 {
+        return 1;
+    }
+    let half = snap_count / 2;
+    half + 1 + *rng % (snap_count - half)
 }
 
 /// Writes a fuzzy snapshot: the tree is walked a few hundred nodes per lock hold while writes
@@ -225,5 +228,58 @@ fn purge_thread(inner: std::sync::Weak<Inner>, disk: DiskConfig) {
             Err(e) => tracing::warn!("autopurge failed: {e}"),
         }
         thread::sleep(interval);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The snapshot policy alone, without the timing of a real disk: a tree that grows by one
+    /// node per transaction, as when populating, with the log thread's bookkeeping.
+    fn snapshots_while_growing(txns: u64, snap_count: u64, pct_min: u64) -> u64 {
+        const LOG_BYTES_PER_TXN: u64 = 150;
+        const SNAPSHOT_BYTES_PER_NODE: u64 = 130;
+        let mut rng = 0x9e37_79b9_7f4a_7c15;
+        let (mut until, mut log, mut log_at_snapshot) = (snap_count, 0, 0);
+        let (mut last_snapshot_bytes, mut taken) = (0, 0);
+        for nodes in 1..=txns {
+            log += LOG_BYTES_PER_TXN;
+            until -= 1;
+            if until == 0
+                && snapshot_log_large_enough(log - log_at_snapshot, last_snapshot_bytes, pct_min)
+            {
+                until = next_snapshot_interval(snap_count, &mut rng);
+                log_at_snapshot = log;
+                last_snapshot_bytes = nodes * SNAPSHOT_BYTES_PER_NODE;
+                taken += 1;
+            }
+            until = until.max(1);
+        }
+        taken
+    }
+
+    #[test]
+    fn a_growing_tree_is_snapshotted_geometrically() {
+        // By count alone: one snapshot every 11-20 transactions.
+        let by_count = snapshots_while_growing(2000, 20, 0);
+        assert!((100..=182).contains(&by_count), "{by_count}");
+        // Spaced by size: the tree roughly doubles between snapshots.
+        let by_size = snapshots_while_growing(2000, 20, 100);
+        assert!((6..=10).contains(&by_size), "{by_size}");
+        let million = snapshots_while_growing(1_000_000, 100_000, 100);
+        assert!(million <= 6, "{million}");
+    }
+
+    #[test]
+    fn the_interval_is_random_in_the_upper_half_of_snap_count() {
+        let mut rng = 42;
+        for _ in 0..1000 {
+            let n = next_snapshot_interval(100_000, &mut rng);
+            assert!((50_001..=100_000).contains(&n), "{n}");
+        }
+        assert_eq!(next_snapshot_interval(1, &mut rng), 1);
+        assert_eq!(next_snapshot_interval(0, &mut rng), 1);
+        assert!((2..=3).contains(&next_snapshot_interval(3, &mut rng)));
     }
 }

@@ -189,10 +189,17 @@ async fn a_growing_tree_is_snapshotted_geometrically() {
         let _ = std::fs::remove_dir_all(&dir);
         counts.push(count);
     }
-    // By count alone: a snapshot every 11-20 writes, ~130 due; a few may be skipped while the
-    // one before is still being written. Spaced by size: the tree roughly doubles between
-    // snapshots, so about log2(2000 / 15) + 1 = 8.
-    assert!(counts[0] >= 60, "snapshots by count alone: {}", counts[0]);
+    // By count alone a snapshot is due every 11-20 writes (~130), but one that comes due while
+    // the one before is still being written waits for it, so on a loaded machine far fewer are
+    // taken (45 on a CI run): the policy itself is pinned by the unit test in durable.rs, and
+    // here only its wiring. Spaced by size: the tree roughly doubles between snapshots, so
+    // about log2(2000 / 15) + 1 = 8, whatever the machine.
+    assert!(
+        counts[0] > counts[1],
+        "snapshots by count alone {} vs by size {}",
+        counts[0],
+        counts[1]
+    );
     assert!(counts[1] <= 14, "snapshots spaced by size: {}", counts[1]);
 }
 
