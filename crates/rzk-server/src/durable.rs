@@ -104,9 +104,12 @@ fn log_thread(
         let result = batch.iter().try_for_each(|t| log.append(t)).and_then(|_| log.sync());
         match result {
             Ok(zxid) => {
-                let mut sh = inner.lock();
-                sh.core.mark_durable(zxid);
-                inner.pump(&mut sh);
+                let flush = {
+                    let mut sh = inner.lock();
+                    sh.core.mark_durable(zxid);
+                    inner.pump(&mut sh)
+                };
+                flush.run();
             }
             Err(e) => {
                 // After a failed fsync the kernel may have dropped the dirty pages: nothing in

@@ -1,15 +1,22 @@
 //! The tokio shell: one accept loop, a reader and a writer task per connection, one timer.
 //!
-//! The core sits behind a `std::sync::Mutex` that is never held across an `.await`. A reader
-//! decodes every whole frame it has, feeds them to the core under one lock, and routes what
-//! the core emits before releasing it, so replies and notifications keep the core's order.
+//! The core sits behind a mutex that is never held across an `.await`. A reader decodes every
+//! whole frame it has, feeds them to the core under one lock, and routes what the core emits
+//! into each connection's queue before releasing it, so every queue holds its frames in the
+//! core's order.
 //!
-//! Routing gathers each connection's frames of one pump into one buffer and writes it straight
+//! The writes happen after the core's lock is released (a `sendto` on loopback also runs the
+//! receiver's TCP input, several microseconds: under the lock, a watch fan-out's hundred
+//! events stopped every other connection for the whole burst). One thread at a time flushes a
+//! connection's queue: whoever finds it idle writes, and a thread that queues more while
+//! another is writing leaves it to that one, so the order on the wire is the queue's.
+//!
+//! The flusher gathers a connection's frames of one pump into one buffer and writes it straight
 //! to the socket with `try_write` when that connection's writer task has nothing queued: one
 //! `sendto` per connection per pump, and no task wake-up (a watch fan-out to N connections
 //! used to cost N channel sends and N wake-ups). Only what the socket does not take at once
 //! goes to the writer task, which waits for the socket to drain; while it holds anything, every
-//! later frame for that connection queues behind it, so the order on the wire is the core's.
+//! later frame for that connection queues behind it.
 
 use std::collections::HashMap;
 use std::io;
@@ -103,24 +110,81 @@ impl ConnCtl {
 }
 
 struct ConnHandle {
+    out: Arc<ConnOut>,
+    ip: IpAddr,
+}
+
+/// Everything that puts bytes on one connection.
+struct ConnOut {
     tx: mpsc::UnboundedSender<WriterMsg>,
     /// Shared with the writer task; written directly only while the writer holds nothing.
     wr: Arc<OwnedWriteHalf>,
     ctl: Arc<ConnCtl>,
-    ip: IpAddr,
+    /// Frames routed here and not yet written. Filled only under the core's lock, so in the
+    /// core's order; bounded by what one pump emits plus what arrives during one flush.
+    queue: parking_lot::Mutex<OutQueue>,
 }
 
-impl ConnHandle {
+#[derive(Default)]
+struct OutQueue {
+    pending: Vec<Outgoing>,
+    /// A thread is writing this connection's frames and will take `pending` before it stops.
+    flushing: bool,
+}
+
+/// Connections with frames queued by one pump, to be written once the core's lock is gone.
+#[must_use = "the frames are written only by `Flush::run`, after the core's lock is released"]
+pub(crate) struct Flush {
+    conns: Vec<Arc<ConnOut>>,
+    max_queued_bytes: usize,
+}
+
+impl Flush {
+    /// Writes what the pump queued. Call it after releasing the core's lock.
+    pub(crate) fn run(self) {
+        for c in self.conns {
+            c.flush(self.max_queued_bytes);
+        }
+    }
+}
+
+impl ConnOut {
+    /// Writes the queue in order unless another thread is already at it, in which case that
+    /// thread picks up what was queued before it lets go.
+    fn flush(&self, max_queued_bytes: usize) {
+        let mut batch = {
+            let mut q = self.queue.lock();
+            if q.flushing || q.pending.is_empty() {
+                return;
+            }
+            q.flushing = true;
+            std::mem::take(&mut q.pending)
+        };
+        loop {
+            for out in batch.drain(..) {
+                self.send(out, max_queued_bytes);
+            }
+            let mut q = self.queue.lock();
+            // Swapping keeps both vectors' allocations in use.
+            std::mem::swap(&mut q.pending, &mut batch);
+            if batch.is_empty() {
+                q.flushing = false;
+                return;
+            }
+        }
+    }
+
     /// Sends `out` in order after everything sent before it: straight to the socket when
     /// nothing is queued, otherwise (or for what the socket does not take) via the writer.
+    /// Only the connection's one flusher calls it.
     fn send(&self, out: Outgoing, max_queued_bytes: usize) {
         let conn = out.conn;
         if self.ctl.stopped.load(Ordering::SeqCst) {
             return;
         }
         let mut written = 0;
-        // `queued_bytes` is only raised under the core's lock (here), so zero means the
-        // writer has put everything it was given on the wire and nothing can overtake it.
+        // `queued_bytes` is only raised by the flusher (here), so zero means the writer has
+        // put everything it was given on the wire and nothing can overtake it.
         if !out.bytes.is_empty() && self.ctl.queued_bytes.load(Ordering::SeqCst) == 0 {
             match self.wr.try_write(&out.bytes) {
                 Ok(n) => written = n,
@@ -235,9 +299,10 @@ impl Inner {
         self.shared.lock()
     }
 
-    /// Carries out everything the core has emitted. Called with the lock held after every
-    /// core call.
-    pub(crate) fn pump(&self, sh: &mut Shared) {
+    /// Carries out everything the core has emitted: transactions to the log thread, frames
+    /// to their connections' queues. Called with the lock held after every core call; the
+    /// caller runs the returned [`Flush`] once it has released the lock.
+    pub(crate) fn pump(&self, sh: &mut Shared) -> Flush {
         if sh.core.has_txns() {
             match &sh.log_tx {
                 // Outputs stay queued in the core until the log thread reports them durable.
@@ -279,10 +344,14 @@ impl Inner {
                 }
             }
         }
-        let max_queued = self.config.max_queued_bytes_per_connection;
+        let mut flush = Flush {
+            conns: Vec::with_capacity(outgoing.len()),
+            max_queued_bytes: self.config.max_queued_bytes_per_connection,
+        };
         for out in outgoing.drain(..) {
             if let Some(h) = sh.conns.get(&out.conn) {
-                h.send(out, max_queued);
+                h.out.queue.lock().pending.push(out);
+                flush.conns.push(h.out.clone());
             }
         }
         at.clear();
@@ -291,6 +360,7 @@ impl Inner {
         if sh.core.next_deadline() < self.timer_target_ms.load(Ordering::SeqCst) {
             self.timer_wake.notify_one();
         }
+        flush
     }
 }
 
@@ -473,7 +543,8 @@ fn admit(
     let ctl = Arc::new(ConnCtl::default());
     let (rd, wr) = stream.into_split();
     let wr = Arc::new(wr);
-    sh.conns.insert(conn, ConnHandle { tx, wr: wr.clone(), ctl: ctl.clone(), ip });
+    let out = ConnOut { tx, wr: wr.clone(), ctl: ctl.clone(), queue: Default::default() };
+    sh.conns.insert(conn, ConnHandle { out: Arc::new(out), ip });
     sh.core.open(conn, peer);
     drop(sh);
     let inner = inner.clone();
@@ -482,7 +553,7 @@ fn admit(
         if let Err(e) = read_loop(&inner, rd, conn, &ctl).await {
             tracing::info!(conn, %peer, "closing connection: {e}");
         }
-        {
+        let flush = {
             let mut sh = inner.lock();
             sh.core.closed(conn);
             if let Some(h) = sh.conns.remove(&conn) {
@@ -493,8 +564,9 @@ fn admit(
                     }
                 }
             }
-            inner.pump(&mut sh);
-        }
+            inner.pump(&mut sh)
+        };
+        flush.run();
         // A stopped connection (dropped for not reading, a failed write, a close the writer
         // already carried out) sends nothing more: a writer still waiting for the socket to
         // drain would otherwise keep it open. After a client's own close, the writer finishes
@@ -568,15 +640,21 @@ async fn read_loop(
             if first && buf.len() >= 4 {
                 first = false;
                 if let Some(word) = four_letter_word(&buf) {
-                    {
+                    let (text, out) = {
                         let sh = inner.lock();
                         let text = rzk_core::four_letter::run(&sh.core, word, inner.now());
-                        if let Some(h) = sh.conns.get(&conn) {
-                            let bytes = text.unwrap_or_default().into_bytes();
-                            let out =
-                                Outgoing { conn, bytes, replies: 0, close: true, framed: false };
-                            h.send(out, inner.config.max_queued_bytes_per_connection);
-                        }
+                        (text, sh.conns.get(&conn).map(|h| h.out.clone()))
+                    };
+                    if let Some(o) = out {
+                        let bytes = text.unwrap_or_default().into_bytes();
+                        o.queue.lock().pending.push(Outgoing {
+                            conn,
+                            bytes,
+                            replies: 0,
+                            close: true,
+                            framed: false,
+                        });
+                        o.flush(inner.config.max_queued_bytes_per_connection);
                     }
                     ctl.stop.notified().await;
                     return Ok(());
@@ -594,8 +672,9 @@ async fn read_loop(
                 break;
             }
         }
-        inner.pump(&mut sh);
+        let flush = inner.pump(&mut sh);
         drop(sh);
+        flush.run();
         result?;
     }
 }
@@ -643,9 +722,12 @@ async fn timer_loop(inner: Arc<Inner>) {
         let now = inner.now();
         let deadline = inner.lock().core.next_deadline();
         if deadline <= now.mono_ms {
-            let mut sh = inner.lock();
-            sh.core.tick(inner.now());
-            inner.pump(&mut sh);
+            let flush = {
+                let mut sh = inner.lock();
+                sh.core.tick(inner.now());
+                inner.pump(&mut sh)
+            };
+            flush.run();
             continue;
         }
         let wait_ms = (deadline - now.mono_ms).min(TIMER_SLEEP_MS_MAX);

@@ -1,5 +1,6 @@
 //! Bad input closes only the offending connection, with ZooKeeper's error where a client
-//! expects one; named limits hold against clients that misbehave.
+//! expects one; named limits hold against clients that misbehave; each connection keeps the
+//! core's order when many are written at once.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -311,4 +312,104 @@ fn four_letter_words_and_their_whitelist() {
         raw.s.read_to_string(&mut out).unwrap();
         assert!(!out.is_empty() || word == "wchc" || word == "wchp", "{word} printed nothing");
     }
+}
+
+/// The version in a getData reply's Stat (after the data, at the Stat's 33rd byte).
+fn get_data_version(body: &[u8]) -> i32 {
+    let len = i32::from_be_bytes(body[..4].try_into().unwrap()).max(0) as usize;
+    let at = 4 + len + 32;
+    i32::from_be_bytes(body[at..at + 4].try_into().unwrap())
+}
+
+/// Frames are written after the core's lock is released, by whichever thread finds the
+/// connection idle; each connection must still see the core's order: replies in xid order,
+/// and a watch's event before any reply that shows the change which fired it (ZooKeeper's
+/// guarantee that a client sees the event before the new data).
+fn fan_out_keeps_each_connections_order(s: &TestServer) {
+    const WATCHERS: usize = 16;
+    const SETS: i32 = 400;
+    const PLAIN_READS: i32 = 3;
+    let (mut setter, _) = Raw::session(s);
+    setter.send(&create("/o", b"0".to_vec()).to_frame(1));
+    assert_eq!(setter.reply().0.err, 0);
+    let watchers: Vec<_> = (0..WATCHERS)
+        .map(|w| {
+            let (mut raw, _) = Raw::session(s);
+            std::thread::spawn(move || {
+                let (mut xid, mut expect) = (0i32, 1i32);
+                // The version the armed watch was set at, and whether its event has come.
+                let mut armed: Option<i32> = None;
+                let mut events = 0;
+                loop {
+                    let rearm = armed.is_none();
+                    let path = || "/o".to_string();
+                    for i in 0..=PLAIN_READS {
+                        xid += 1;
+                        let watch = rearm && i == 0;
+                        raw.send(
+                            &Request::GetData(PathWatch { path: path(), watch }).to_frame(xid),
+                        );
+                    }
+                    let first = xid - PLAIN_READS;
+                    let mut newest = 0;
+                    while expect <= xid {
+                        let frame = raw.recv().expect("the server closed a watcher");
+                        let h = ReplyHeader::read(&mut Reader::new(&frame)).unwrap();
+                        if h.xid == -1 {
+                            let kind = i32::from_be_bytes(frame[16..20].try_into().unwrap());
+                            assert_eq!(kind, 3, "watcher {w}: NodeDataChanged expected");
+                            assert!(armed.is_some(), "watcher {w}: an event with no watch armed");
+                            armed = None;
+                            events += 1;
+                            continue;
+                        }
+                        assert_eq!(
+                            (h.xid, h.err),
+                            (expect, 0),
+                            "watcher {w}: replies out of order"
+                        );
+                        expect += 1;
+                        let v = get_data_version(&frame[16..]);
+                        newest = newest.max(v);
+                        if rearm && h.xid == first {
+                            armed = Some(v);
+                        } else if let Some(at) = armed {
+                            assert!(
+                                v <= at,
+                                "watcher {w}: version {v} arrived before the event of the \
+                                 watch set at version {at}"
+                            );
+                        }
+                    }
+                    if newest == SETS {
+                        return events;
+                    }
+                }
+            })
+        })
+        .collect();
+    let set =
+        |v: i32| Request::SetData { path: "/o".into(), data: Some(vec![b'x'; 8]), version: v };
+    for v in 0..SETS {
+        setter.send(&set(v).to_frame(2 + v));
+        assert_eq!(setter.reply().0.err, 0);
+    }
+    for w in watchers {
+        let events = w.join().expect("a watcher saw frames out of order");
+        assert!(events > 0, "a watcher saw no event at all");
+    }
+}
+
+#[test]
+fn fan_out_keeps_each_connections_order_in_memory() {
+    fan_out_keeps_each_connections_order(&TestServer::start().unwrap());
+}
+
+#[test]
+fn fan_out_keeps_each_connections_order_when_durable() {
+    let dir = std::env::temp_dir().join(format!("rzk-t20-order-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    // Durable, the log thread sends the events and the setter's replies once they are synced.
+    fan_out_keeps_each_connections_order(&TestServer::builder().data_dir(&dir).start().unwrap());
+    let _ = std::fs::remove_dir_all(&dir);
 }
