@@ -14,6 +14,64 @@ use crate::acl::{AclCache, AclId};
 use crate::path;
 use crate::txn::{is_session_owner, owner_ttl_ms, Txn, TxnOp, CONTAINER_OWNER};
 
+/// A node's child names, sorted. Most znodes have none, so the set is boxed on the first child:
+/// a leaf pays 8 bytes for it instead of a `BTreeSet`'s 24, and the node table holds about two
+/// buckets per znode (a hash table doubles), so at 1M znodes that is ~34 bytes per znode.
+/// Empty is always `None`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+// The box is the point: 8 bytes in every node instead of the set's 24 inline.
+#[allow(clippy::box_collection)]
+pub struct Children(Option<Box<BTreeSet<Box<str>>>>);
+
+impl Children {
+    /// How many.
+    pub fn len(&self) -> usize {
+        self.0.as_ref().map_or(0, |s| s.len())
+    }
+
+    /// None at all.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_none()
+    }
+
+    /// In order.
+    pub fn iter(&self) -> impl Iterator<Item = &Box<str>> + '_ {
+        self.into_iter()
+    }
+
+    /// The names within `range`, in order.
+    pub fn range<R: std::ops::RangeBounds<str>>(
+        &self,
+        range: R,
+    ) -> impl Iterator<Item = &Box<str>> + '_ {
+        self.0.as_deref().map(|s| s.range::<str, R>(range)).into_iter().flatten()
+    }
+
+    /// Adds `name`; false if it was there.
+    pub fn insert(&mut self, name: Box<str>) -> bool {
+        self.0.get_or_insert_with(Box::default).insert(name)
+    }
+
+    /// Removes `name`; false if it was not there.
+    pub fn remove(&mut self, name: &str) -> bool {
+        let Some(set) = self.0.as_mut() else { return false };
+        let removed = set.remove(name);
+        if set.is_empty() {
+            self.0 = None;
+        }
+        removed
+    }
+}
+
+impl<'a> IntoIterator for &'a Children {
+    type Item = &'a Box<str>;
+    type IntoIter = std::iter::Flatten<std::option::IntoIter<&'a BTreeSet<Box<str>>>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.as_deref().into_iter().flatten()
+    }
+}
+
 /// A znode as stored. `cversion` is ZooKeeper's internal child-create counter; clients see
 /// `2 * cversion - num_children` (see [`State::stat_of`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,7 +79,7 @@ pub struct Node {
     /// The node's data; `None` when written as a null buffer (clients read back null).
     pub data: Option<Box<[u8]>>,
     /// Child names, sorted so that listings and snapshots are deterministic.
-    pub children: BTreeSet<Box<str>>,
+    pub children: Children,
     /// Zxid of the create.
     pub czxid: i64,
     /// Zxid of the last data change.
@@ -444,7 +502,7 @@ impl State {
         let zxid = txn.zxid;
         // On replay a fuzzy snapshot may already hold this node (or a later incarnation of it,
         // which later transactions will fix): replace it, keeping children already present.
-        let mut children = BTreeSet::new();
+        let mut children = Children::default();
         if let Some(old) = self.nodes.get(p) {
             if mode == Mode::Strict {
                 return Err(ApplyError::NodeExists { zxid, path: p.to_string() });
@@ -573,7 +631,7 @@ pub fn data_len(data: &Option<Box<[u8]>>) -> usize {
 fn bare_node(acl: AclId) -> Node {
     Node {
         data: Some(Box::new([])),
-        children: BTreeSet::new(),
+        children: Children::default(),
         czxid: 0,
         mzxid: 0,
         pzxid: 0,
@@ -662,7 +720,7 @@ impl StateBuilder {
         let acl = s.acls.intern(&n.acl);
         let node = Node {
             data: n.data.map(Vec::into_boxed_slice),
-            children: BTreeSet::new(),
+            children: Children::default(),
             czxid: n.czxid,
             mzxid: n.mzxid,
             pzxid: n.pzxid,
@@ -805,12 +863,11 @@ impl SnapshotCursor {
                 self.stack.pop();
                 continue;
             };
-            let rest = match last {
-                None => node.children.range::<str, _>(..),
-                Some(l) => node
-                    .children
-                    .range::<str, _>((std::ops::Bound::Excluded(&**l), std::ops::Bound::Unbounded)),
+            let after = match last {
+                None => std::ops::Bound::Unbounded,
+                Some(l) => std::ops::Bound::Excluded(&**l),
             };
+            let rest = node.children.range((after, std::ops::Bound::Unbounded));
             let mut seen = None;
             let mut descend = None;
             for child in rest {
@@ -845,5 +902,30 @@ impl SnapshotCursor {
             }
         }
         !self.stack.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Children;
+
+    #[test]
+    fn children_stay_sorted_and_empty_is_unboxed() {
+        let mut c = Children::default();
+        assert_eq!((c.is_empty(), c.len(), c.iter().next()), (true, 0, None));
+        assert!(!c.remove("a"));
+        for name in ["c", "a", "b"] {
+            assert!(c.insert(name.into()));
+        }
+        assert!(!c.insert("a".into()));
+        assert_eq!(c.iter().map(|n| &**n).collect::<Vec<_>>(), ["a", "b", "c"]);
+        let after_a = (std::ops::Bound::Excluded("a"), std::ops::Bound::Unbounded);
+        assert_eq!(c.range(after_a).map(|n| &**n).collect::<Vec<_>>(), ["b", "c"]);
+        for name in ["b", "a", "c"] {
+            assert!(c.remove(name));
+        }
+        // Equality with a node that never had children depends on this.
+        assert_eq!(c, Children::default());
+        assert!(c.is_empty());
     }
 }
