@@ -149,6 +149,11 @@ impl Flush {
 }
 
 impl ConnOut {
+    /// Queues `out` behind this connection's earlier frames. Called under the core's lock.
+    fn push(&self, out: Outgoing) {
+        self.queue.lock().pending.push(out);
+    }
+
     /// Writes the queue in order unless another thread is already at it, in which case that
     /// thread picks up what was queued before it lets go.
     fn flush(&self, max_queued_bytes: usize) {
@@ -350,7 +355,7 @@ impl Inner {
         };
         for out in outgoing.drain(..) {
             if let Some(h) = sh.conns.get(&out.conn) {
-                h.out.queue.lock().pending.push(out);
+                h.out.push(out);
                 flush.conns.push(h.out.clone());
             }
         }
@@ -640,20 +645,22 @@ async fn read_loop(
             if first && buf.len() >= 4 {
                 first = false;
                 if let Some(word) = four_letter_word(&buf) {
-                    let (text, out) = {
+                    let out = {
                         let sh = inner.lock();
                         let text = rzk_core::four_letter::run(&sh.core, word, inner.now());
-                        (text, sh.conns.get(&conn).map(|h| h.out.clone()))
+                        sh.conns.get(&conn).map(|h| {
+                            let bytes = text.unwrap_or_default().into_bytes();
+                            h.out.push(Outgoing {
+                                conn,
+                                bytes,
+                                replies: 0,
+                                close: true,
+                                framed: false,
+                            });
+                            h.out.clone()
+                        })
                     };
                     if let Some(o) = out {
-                        let bytes = text.unwrap_or_default().into_bytes();
-                        o.queue.lock().pending.push(Outgoing {
-                            conn,
-                            bytes,
-                            replies: 0,
-                            close: true,
-                            framed: false,
-                        });
                         o.flush(inner.config.max_queued_bytes_per_connection);
                     }
                     ctl.stop.notified().await;

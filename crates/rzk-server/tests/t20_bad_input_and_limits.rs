@@ -337,17 +337,16 @@ fn fan_out_keeps_each_connections_order(s: &TestServer) {
             let (mut raw, _) = Raw::session(s);
             std::thread::spawn(move || {
                 let (mut xid, mut expect) = (0i32, 1i32);
-                // The version the armed watch was set at, and whether its event has come.
+                // The version the armed watch was set at; `None` once its event has come.
                 let mut armed: Option<i32> = None;
                 let mut events = 0;
                 loop {
                     let rearm = armed.is_none();
-                    let path = || "/o".to_string();
                     for i in 0..=PLAIN_READS {
                         xid += 1;
                         let watch = rearm && i == 0;
                         raw.send(
-                            &Request::GetData(PathWatch { path: path(), watch }).to_frame(xid),
+                            &Request::GetData(PathWatch { path: "/o".into(), watch }).to_frame(xid),
                         );
                     }
                     let first = xid - PLAIN_READS;
