@@ -370,11 +370,36 @@ enum TaskEnd {
     Cancelled,
 }
 
+/// A pending watch event, boxed so that watches of different kinds can be held together.
+type WatchFuture = Pin<Box<dyn Future<Output = zookeeper_client::WatchedEvent> + Send>>;
+
 /// The leader's two reads, sent together by a likely leader (see [`Driver::evaluate`]).
 struct Prefetched {
     sent: Instant,
-    owned: Result<(zookeeper_client::Stat, OneshotWatcher), ZkError>,
+    owned: Result<(zookeeper_client::Stat, WatchFuture), ZkError>,
     child_watch: OneshotWatcher,
+}
+
+/// Our node's ownership check and the watch on it, read while following, so that the wake-up
+/// after the predecessor's deletion sends one request (the children read) instead of two.
+///
+/// Two requests issued together leave zookeeper-client in two socket writes, and on its socket
+/// (Nagle's algorithm on) the second waits for the first one's acknowledgement, which the
+/// server's kernel sends with the first reply: a second round trip on every handoff. What
+/// the check reads cannot go stale: the owner and czxid never change, and the node's
+/// existence is both in the children list read after the event and guarded by the watch
+/// (ZooKeeper delivers a watch event before the reply of any later read on the session).
+struct Armed {
+    generation: u64,
+    path: String,
+    stat: zookeeper_client::Stat,
+    event: WatchFuture,
+}
+
+/// What woke a follower.
+enum Woke {
+    Predecessor(zookeeper_client::WatchedEvent),
+    Own(zookeeper_client::WatchedEvent),
 }
 
 struct Driver {
@@ -396,7 +421,9 @@ struct Driver {
     next_in_line: bool,
     /// The last term's watches, kept until our node is deleted: dropping them first would
     /// send removeWatches ahead of the delete, delaying the handoff by round trips.
-    held_watches: Vec<Pin<Box<dyn Future<Output = zookeeper_client::WatchedEvent> + Send>>>,
+    held_watches: Vec<WatchFuture>,
+    /// The ownership check and own-node watch of our current node, while we follow.
+    armed: Option<Armed>,
     /// UUIDs of create attempts whose outcome is unknown; their nodes are deleted on sight.
     stale_uuids: Vec<String>,
     /// Nodes of older sessions to delete once a new session is up.
@@ -413,6 +440,10 @@ struct Driver {
 }
 
 type ZkError = zookeeper_client::Error;
+
+fn watch_future(w: OneshotWatcher) -> WatchFuture {
+    Box::pin(w.changed())
+}
 
 /// The library fails requests in flight at a connection failure with the I/O error (a custom
 /// error); for us that is a connection loss: the outcome of a write is unknown.
@@ -459,6 +490,7 @@ impl Driver {
             own: None,
             next_in_line: false,
             held_watches: Vec::new(),
+            armed: None,
             stale_uuids: Vec::new(),
             stale_paths: Vec::new(),
             term: None,
@@ -960,6 +992,33 @@ impl Driver {
                 self.wait_op(gen, client.list_and_watch_children(&self.shared.path))
                     .await?
                     .map(|(c, w)| (c, Some(w)))
+            } else if let Some(armed) = speculate.then(|| self.take_armed(gen, &own)).flatten() {
+                // Ownership already checked and our node watched: one request.
+                let sent = Instant::now();
+                let listed = match self
+                    .wait_op(gen, client.list_and_watch_children(&self.shared.path))
+                    .await
+                {
+                    Ok(r) => r,
+                    Err(b) => {
+                        self.armed = Some(armed);
+                        return Err(b);
+                    }
+                };
+                match listed {
+                    Ok((children, child_watch)) => {
+                        prefetched = Some(Prefetched {
+                            sent,
+                            owned: Ok((armed.stat, armed.event)),
+                            child_watch,
+                        });
+                        Ok((children, None))
+                    }
+                    Err(e) => {
+                        self.armed = Some(armed);
+                        Err(e)
+                    }
+                }
             } else if speculate {
                 let sent = Instant::now();
                 let parent = self.shared.clone();
@@ -975,7 +1034,9 @@ impl Driver {
                     Ok((children, child_watch)) => {
                         prefetched = Some(Prefetched {
                             sent,
-                            owned: owned.map(|(_, stat, w)| (stat, w)).map_err(normalize),
+                            owned: owned
+                                .map(|(_, stat, w)| (stat, watch_future(w)))
+                                .map_err(normalize),
                             child_watch,
                         });
                         Ok((children, None))
@@ -1026,7 +1087,18 @@ impl Driver {
                     if self.is_selector() && self.term.is_some() {
                         continue;
                     }
-                    self.follow(&client, gen, predecessor, position, herd_watch).await?;
+                    // Keep the speculative ownership check and own-node watch for the wait.
+                    if let Some(Prefetched { owned: Ok((stat, event)), .. }) = prefetched {
+                        if stat.ephemeral_owner == own.session_id.0 {
+                            self.armed = Some(Armed {
+                                generation: gen,
+                                path: own.path.clone(),
+                                stat,
+                                event,
+                            });
+                        }
+                    }
+                    self.follow(&client, gen, &own, predecessor, position, herd_watch).await?;
                 }
             }
         }
@@ -1057,6 +1129,7 @@ impl Driver {
         &mut self,
         client: &Client,
         gen: u64,
+        own: &Own,
         predecessor: String,
         position: usize,
         herd_watch: Option<OneshotWatcher>,
@@ -1081,7 +1154,7 @@ impl Driver {
                     Err(_) => return self.sleep(gen, Duration::from_millis(100)).await,
                 }
             }
-            None => match self.wait_op(gen, client.get_and_watch_data(&pred_path)).await? {
+            None => match self.watch_predecessor(client, gen, own, &pred_path).await? {
                 Err(zookeeper_client::Error::NoNode) => return Ok(()),
                 Ok((_, stat, _)) if !naming::is_session_owner(stat.ephemeral_owner) => {
                     return Err(self.refuse(client, gen, vec![predecessor]).await)
@@ -1096,8 +1169,25 @@ impl Driver {
         };
         self.shared.set_status(Status::Following { position });
         self.shared.emit(ElectionEvent::Following { position, predecessor });
-        match self.wait_ext(gen, Some(reconnects), watcher.changed()).await {
-            Ok(ev) => {
+        // Our own node's watch wakes us too: a follower whose node was deleted rejoins at
+        // once instead of waiting for its predecessor. It is polled first, so an event on our
+        // node that came before the predecessor's is seen first.
+        let mut armed = self.take_armed(gen, own);
+        let woke = self
+            .wait_ext(gen, Some(reconnects), async {
+                match armed.as_mut() {
+                    Some(a) => tokio::select! {
+                        biased;
+                        ev = &mut a.event => Woke::Own(ev),
+                        ev = watcher.changed() => Woke::Predecessor(ev),
+                    },
+                    None => Woke::Predecessor(watcher.changed().await),
+                }
+            })
+            .await;
+        match woke {
+            Ok(Woke::Predecessor(ev)) => {
+                self.armed = armed;
                 if ev.event_type == EventType::Session {
                     return Err(self.wait_generation_end(gen).await);
                 }
@@ -1105,9 +1195,66 @@ impl Driver {
                 self.next_in_line = true;
                 Ok(())
             }
-            Err(Brk::Reconnected) => Ok(()),
-            Err(b) => Err(b),
+            Ok(Woke::Own(ev)) => {
+                // Deleted or changed: evaluate again (a fresh list tells which).
+                if ev.event_type == EventType::Session {
+                    return Err(self.wait_generation_end(gen).await);
+                }
+                MetricCells::inc(&self.shared.metrics.wakeups);
+                Ok(())
+            }
+            Err(b) => {
+                self.armed = armed;
+                match b {
+                    Brk::Reconnected => Ok(()),
+                    b => Err(b),
+                }
+            }
         }
+    }
+
+    /// Sets the watch on our predecessor. Unless our node's ownership check and watch are
+    /// already armed, they are read alongside (off the handoff's critical path).
+    async fn watch_predecessor(
+        &mut self,
+        client: &Client,
+        gen: u64,
+        own: &Own,
+        pred_path: &str,
+    ) -> Result<Result<(Vec<u8>, zookeeper_client::Stat, OneshotWatcher), ZkError>, Brk> {
+        if self.armed.as_ref().is_some_and(|a| a.generation == gen && a.path == own.path) {
+            return self.wait_op(gen, client.get_and_watch_data(pred_path)).await;
+        }
+        let (pred, owned) = self
+            .wait(gen, async {
+                tokio::join!(
+                    client.get_and_watch_data(pred_path),
+                    client.get_and_watch_data(&own.path)
+                )
+            })
+            .await?;
+        match owned.map_err(normalize) {
+            Ok((_, stat, w)) if stat.ephemeral_owner == own.session_id.0 => {
+                self.armed = Some(Armed {
+                    generation: gen,
+                    path: own.path.clone(),
+                    stat,
+                    event: watch_future(w),
+                });
+            }
+            // Our node is gone: evaluating again finds it missing.
+            Err(zookeeper_client::Error::NoNode) => {
+                return Ok(Err(zookeeper_client::Error::NoNode))
+            }
+            // Not ours, or not read: the check before a claim reads it again.
+            _ => {}
+        }
+        Ok(pred.map_err(normalize))
+    }
+
+    /// The armed check of our current node, if there is one; a stale one is dropped.
+    fn take_armed(&mut self, gen: u64, own: &Own) -> Option<Armed> {
+        self.armed.take().filter(|a| a.generation == gen && a.path == own.path)
     }
 
     /// Our node sorts first. Checks ownership, claims (or keeps, or resumes) the term and waits.
@@ -1127,7 +1274,7 @@ impl Driver {
                 // Ownership check (CURATOR-696) and the own-node watch (W3).
                 let sent = Instant::now();
                 let owned = self.wait_op(gen, client.get_and_watch_data(&own.path)).await?;
-                (sent, owned.map(|(_, stat, w)| (stat, w)), None)
+                (sent, owned.map(|(_, stat, w)| (stat, watch_future(w))), None)
             }
         };
         let (stat, own_watch) = match owned {
@@ -1205,7 +1352,7 @@ impl Driver {
         let leadership = Leadership { inner: term.clone() };
         let lost = leadership.lost();
         tokio::pin!(lost);
-        let mut own_ev = Box::pin(own_watch.changed());
+        let mut own_ev = own_watch;
         let mut child_ev = Box::pin(child_watch.changed());
         enum Sel {
             Cmd(Option<Command>),
@@ -1286,6 +1433,14 @@ impl Driver {
                     if ev.event_type == EventType::Session {
                         return Err(self.wait_generation_end(gen).await);
                     }
+                    // The own-node watch stays set: the new look at the children is then one
+                    // request, with no removeWatches and no second read before it.
+                    self.armed = Some(Armed {
+                        generation: gen,
+                        path: own.path.clone(),
+                        stat,
+                        event: own_ev,
+                    });
                     return Ok(None);
                 }
                 Sel::Snap(true) => {}
@@ -1436,6 +1591,7 @@ impl Driver {
             }
         }
         self.held_watches.clear();
+        self.armed = None;
         *self.shared.our_path.lock().expect("poisoned") = None;
         for w in self.close_waiters.drain(..).chain(self.resign_waiters.drain(..)) {
             let _ = w.send(result.clone());

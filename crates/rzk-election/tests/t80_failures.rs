@@ -1,5 +1,5 @@
 //! Failure tests (docs/election.md §4): session expiry and rejoin (t82d), the election parent
-//! deleted (t84), guarded writes after the loss (§2.6, §4.1 assertion 4).
+//! deleted (t84), a follower's node deleted (t84b), guarded writes after the loss (§2.6, §4.1 assertion 4).
 
 mod support;
 
@@ -19,6 +19,7 @@ both_servers! {
     t82d_forced_expiry_selector => forced_expiry_selector;
     t84_parent_deleted_latch => parent_deleted_latch;
     t84_parent_deleted_selector => parent_deleted_selector;
+    t84b_follower_node_deleted => follower_node_deleted;
     t86_guarded_write_after_loss => guarded_write_after_loss;
 }
 
@@ -204,6 +205,63 @@ async fn parent_deleted_latch(kind: Kind) {
     }
     checker.assert_ok_with(Duration::from_millis(250));
     assert_reaped(&raw, &path).await;
+}
+
+/// A follower's node deleted by someone else, its predecessor staying: the follower's watch on
+/// its own node tells it, and it rejoins at once (a Curator follower would wait for its
+/// predecessor to change). The leader and the other follower are not disturbed.
+async fn follower_node_deleted(kind: Kind) {
+    let server = Server::start(kind, Settings::default());
+    let path = test_path("t84b", kind);
+    let raw = raw_client(&server).await;
+    let checker = Checker::new();
+    let (_sa, a, _pa) = latch(&server, &path, "a", &checker).await;
+    let (_sb, b, _pb) = latch(&server, &path, "b", &checker).await;
+    let (_sc, c, _pc) = latch(&server, &path, "c", &checker).await;
+    let la = a.await_leadership().await.unwrap();
+    let old_c = c.our_path().unwrap();
+    let old_b = b.our_path().unwrap();
+    let mut events = c.events();
+    // c says it follows once its watches are set.
+    let following = Instant::now() + Duration::from_secs(5);
+    while !matches!(c.status(), rzk_election::Status::Following { position: 2 }) {
+        assert!(Instant::now() < following, "c never followed: {:?}", c.status());
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    raw.delete(&old_c, None).await.unwrap();
+    let deleted_at = Instant::now();
+    let gone = tokio::time::timeout(Duration::from_secs(2), async {
+        loop {
+            match events.recv().await {
+                Some(rzk_election::ElectionEvent::NodeGone { node }) => return node,
+                Some(_) => {}
+                None => panic!("events ended"),
+            }
+        }
+    })
+    .await
+    .expect("c learned its node was deleted");
+    assert_eq!(gone, old_c);
+    eprintln!("c learned {:?} after the delete's reply", deleted_at.elapsed());
+    let back = Instant::now() + Duration::from_secs(2);
+    loop {
+        let new_c = c.our_path();
+        if new_c.as_ref().is_some_and(|p| *p != old_c) {
+            let list = a.participants().await.unwrap().list;
+            if list.len() == 3 {
+                break;
+            }
+        }
+        assert!(Instant::now() < back, "c did not rejoin: {new_c:?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(la.is_valid() && a.has_leadership(), "the leader was disturbed");
+    assert_eq!(b.our_path().unwrap(), old_b);
+    assert!(matches!(c.status(), rzk_election::Status::Following { position: 2 }));
+    for l in [a, b, c] {
+        l.close(None).await.unwrap();
+    }
+    checker.assert_ok_with(Duration::from_millis(250));
 }
 
 async fn parent_deleted_selector(kind: Kind) {
