@@ -5,7 +5,7 @@
 //! per request from send to reply (for `fanout`, from the write to the last notification).
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -15,7 +15,7 @@ use rzk_proto::{Acl, ConnectRequest, CreateOp, CreateRequest, PathWatch, ReplyHe
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
-use tokio::sync::mpsc;
+use tokio::sync::Notify;
 
 use crate::cli::{CliError, Connect};
 
@@ -69,8 +69,8 @@ pub(crate) struct BenchArgs {
     #[arg(long, default_value_t = 1_000_000)]
     znodes: usize,
     /// Watching sessions (fanout).
-    #[arg(long, default_value_t = 100)]
-    watchers: usize,
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
+    watchers: u64,
     /// Election participants (handoff, selector).
     #[arg(long, default_value_t = 5)]
     participants: usize,
@@ -289,15 +289,56 @@ async fn session_loop(
     Ok(stats)
 }
 
+/// Progress of a fan-out's watchers, as running totals over all rounds. A watcher arms and is
+/// notified once per round, in that order, so round `r` is armed when `armed` reaches
+/// `watchers * (r + 1)` and complete when `notified` does.
+struct FanProgress {
+    watchers: u64,
+    armed: AtomicU64,
+    notified: AtomicU64,
+    /// Woken by the watcher whose count completes a round's total: one wake-up of the setter
+    /// per phase instead of one per watcher (a channel message per arm and per event made the
+    /// load generator's own CPU, on the same two cores, a large part of every round).
+    done: Notify,
+}
+
+impl FanProgress {
+    fn add(&self, counter: &AtomicU64) {
+        if (counter.fetch_add(1, Ordering::SeqCst) + 1) % self.watchers == 0 {
+            self.done.notify_one();
+        }
+    }
+
+    /// Waits until `counter` reaches `total`; an error after 10 s without progress.
+    async fn wait(&self, counter: &AtomicU64, total: u64, what: &str) -> Result<(), CliError> {
+        loop {
+            // `notify_one` leaves a permit when no one waits, so a round completed between the
+            // load and the wait is not missed; a stale permit only costs one more check.
+            let done = self.done.notified();
+            if counter.load(Ordering::SeqCst) >= total {
+                return Ok(());
+            }
+            if tokio::time::timeout(Duration::from_secs(10), done).await.is_err() {
+                return Err(err(what));
+            }
+        }
+    }
+}
+
 /// `fanout`: rounds of one write and `watchers` notifications.
 async fn fanout(a: &BenchArgs, hosts: &str, deadline: Instant) -> Result<Stats, CliError> {
     let mut setter = connect(hosts).await?;
     call(&mut setter, &create("/bench/fan".into(), vec![], 0)).await?;
-    let (tx, mut rx) = mpsc::unbounded_channel::<bool>(); // true = armed, false = notified
+    let progress = Arc::new(FanProgress {
+        watchers: a.watchers,
+        armed: AtomicU64::new(0),
+        notified: AtomicU64::new(0),
+        done: Notify::new(),
+    });
     let mut tasks = Vec::new();
     for _ in 0..a.watchers {
         let mut io = connect(hosts).await?;
-        let tx = tx.clone();
+        let progress = progress.clone();
         tasks.push(tokio::spawn(async move {
             let arm =
                 Request::GetData(PathWatch { path: "/bench/fan".into(), watch: true }).to_frame(1);
@@ -311,11 +352,11 @@ async fn fanout(a: &BenchArgs, hosts: &str, deadline: Instant) -> Result<Stats, 
                         break;
                     }
                 }
-                let _ = tx.send(true);
+                progress.add(&progress.armed);
                 loop {
                     let Ok(f) = read_frame(&mut io.0).await else { return };
                     if f.get(..4) == Some(&[0xff; 4]) {
-                        let _ = tx.send(false);
+                        progress.add(&progress.notified);
                         break;
                     }
                 }
@@ -323,31 +364,18 @@ async fn fanout(a: &BenchArgs, hosts: &str, deadline: Instant) -> Result<Stats, 
         }));
     }
     let mut stats = Stats::default();
-    let mut armed = 0;
     let data = vec![b'x'; a.data_bytes];
+    let mut total = 0;
     while Instant::now() < deadline {
-        while armed < a.watchers {
-            match tokio::time::timeout(Duration::from_secs(10), rx.recv()).await {
-                Ok(Some(true)) => armed += 1,
-                Ok(Some(false)) => {}
-                _ => return Err(err("watchers stopped arming")),
-            }
-        }
+        total += progress.watchers;
+        progress.wait(&progress.armed, total, "watchers stopped arming").await?;
         let t0 = Instant::now();
         call(
             &mut setter,
             &Request::SetData { path: "/bench/fan".into(), data: Some(data.clone()), version: -1 },
         )
         .await?;
-        let mut notified = 0;
-        while notified < a.watchers {
-            match tokio::time::timeout(Duration::from_secs(10), rx.recv()).await {
-                Ok(Some(false)) => notified += 1,
-                Ok(Some(true)) => armed += 1,
-                _ => return Err(err("notifications stopped")),
-            }
-        }
-        armed -= a.watchers.min(armed);
+        progress.wait(&progress.notified, total, "notifications stopped").await?;
         stats.latencies_us.push(t0.elapsed().as_micros().min(u32::MAX as u128) as u32);
     }
     for t in tasks {

@@ -396,6 +396,14 @@ fn bench_names_a_refused_connection() {
 }
 
 #[test]
+fn bench_refuses_a_fanout_without_watchers() {
+    // Nothing to wait for: every round would time out instead of measuring anything.
+    let o = rzk("127.0.0.1:1", &["bench", "--workload", "fanout", "--watchers", "0"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--watchers"), "{}", stderr(&o));
+}
+
+#[test]
 fn requeue_rejoins_after_the_command_exits() {
     let s = server();
     let cs = s.connect_string();
