@@ -309,7 +309,8 @@ impl FanProgress {
         }
     }
 
-    /// Waits until `counter` reaches `total`; an error after 10 s without progress.
+    /// Waits until `counter` reaches `total`; an error if 10 s pass without a phase completing
+    /// (one watcher that never answers stalls every round, so the run stops instead).
     async fn wait(&self, counter: &AtomicU64, total: u64, what: &str) -> Result<(), CliError> {
         loop {
             // `notify_one` leaves a permit when no one waits, so a round completed between the
