@@ -53,7 +53,11 @@ fn init_logging() {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Command::Server(server::ServerArgs { io_threads: Some(n), .. }) = &cli.command {
+        builder.worker_threads(usize::from(*n));
+    }
+    let rt = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => return cli::CliError::runtime(format!("starting the tokio runtime: {e}")).exit(),
     };

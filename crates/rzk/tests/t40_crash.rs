@@ -32,9 +32,12 @@ impl Drop for Server {
     }
 }
 
-fn start(dir: &std::path::Path, port: u16) -> Server {
+/// `io_threads`: the crash cycles alternate one I/O thread and two, so that both a lone
+/// connection thread and threads racing for the core's lock are killed mid-write.
+fn start(dir: &std::path::Path, port: u16, io_threads: u16) -> Server {
     let child = Command::new(env!("CARGO_BIN_EXE_rzk"))
         .args(["server", "--bind", "127.0.0.1", "--port", &port.to_string(), "--tick-ms", "200"])
+        .args(["--io-threads", &io_threads.to_string()])
         .arg("--data-dir")
         .arg(dir)
         .args(["--snap-count", "3000"])
@@ -143,7 +146,7 @@ fn acknowledged_writes_survive_repeated_sigkill() {
     let mut rng = 0x2545_f491_4f6c_dd1du64 ^ u64::from(std::process::id());
     let mut total_acked = 0;
 
-    let mut server = start(&dir, port);
+    let mut server = start(&dir, port, 2);
     {
         let mut c = Conn::open(addr).unwrap();
         for id in 0..WRITERS {
@@ -169,7 +172,7 @@ fn acknowledged_writes_survive_repeated_sigkill() {
             w.join().expect("writer thread");
         }
         drop(server);
-        server = start(&dir, port);
+        server = start(&dir, port, 1 + (cycle % 2) as u16);
         let mut c = Conn::open(addr).expect("reconnect after restart");
         let mut xid = 1;
         for id in 0..WRITERS {
@@ -226,7 +229,7 @@ fn corrupt_synced_log_data_stops_the_server_with_file_and_offset() {
     let _ = std::fs::remove_dir_all(&dir);
     let port = free_port();
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-    let server = start(&dir, port);
+    let server = start(&dir, port, 2);
     {
         let mut c = Conn::open(addr).unwrap();
         for i in 0..50 {

@@ -404,6 +404,17 @@ fn bench_refuses_a_fanout_without_watchers() {
 }
 
 #[test]
+fn server_refuses_zero_io_threads() {
+    // Nothing would ever read a connection: refused before anything is bound or recovered.
+    let o = Command::new(env!("CARGO_BIN_EXE_rzk"))
+        .args(["server", "--in-memory", "--port", "0", "--io-threads", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--io-threads"), "{}", stderr(&o));
+}
+
+#[test]
 fn requeue_rejoins_after_the_command_exits() {
     let s = server();
     let cs = s.connect_string();
