@@ -380,28 +380,6 @@ struct Prefetched {
     child_watch: OneshotWatcher,
 }
 
-/// What a participant about to lead has already read.
-enum LeadWith {
-    /// Nothing: check ownership and list the children before claiming.
-    Nothing,
-    /// The leader's two reads, sent together; the children in them decided we lead.
-    Prefetched(Prefetched),
-    /// Our predecessor, the first node, is gone (see `Driver::first_in_line`): claim on the
-    /// armed check, then list.
-    FirstInLine(Armed),
-}
-
-/// The leader's look at the children.
-enum LeaderList {
-    /// We are first; the watch brings every later change of membership.
-    Watch(OneshotWatcher),
-    Foreign(Vec<String>),
-    /// The parent is gone.
-    Gone,
-    /// Not first after all, or not read: evaluate again.
-    Again,
-}
-
 /// Our node's ownership check and the watch on it, read while following, so that the wake-up
 /// after the predecessor's deletion sends one request (the children read) instead of two.
 ///
@@ -441,15 +419,6 @@ struct Driver {
     /// which in a settled election is the leader's, so the next evaluation asks the leader's
     /// questions at once (one round trip).
     next_in_line: bool,
-    /// The predecessor whose deletion woke us was the first node when we armed its watch,
-    /// so our node is first now: a sequential node's number is its parent's child-change
-    /// count at its creation, so every node created since sorts after ours. We claim on the
-    /// armed check without reading the list first, and read it (with the leader's children
-    /// watch) right after the claim: a handoff is then the delete, its sync and the event,
-    /// with no further round trip. Only a node that is not ours to order (foreign, or a
-    /// forged name) can have come since; the list after the claim finds it as the leader's
-    /// children watch finds any arrival, and the term ends (docs/election.md §2.7).
-    first_in_line: bool,
     /// The last term's watches, kept until our node is deleted: dropping them first would
     /// send removeWatches ahead of the delete, delaying the handoff by round trips.
     held_watches: Vec<WatchFuture>,
@@ -520,7 +489,6 @@ impl Driver {
             rejoin_after_step_down: seed.rejoin_after_step_down,
             own: None,
             next_in_line: false,
-            first_in_line: false,
             held_watches: Vec::new(),
             armed: None,
             stale_uuids: Vec::new(),
@@ -1011,15 +979,6 @@ impl Driver {
             };
             let Some(client) = self.client_for(gen) else { return Ok(Step::Join) };
             MetricCells::inc(&self.shared.metrics.evaluations);
-            if std::mem::take(&mut self.first_in_line) {
-                if let Some(armed) = self.take_armed(gen, &own) {
-                    self.next_in_line = false;
-                    match self.lead(&own, &client, gen, LeadWith::FirstInLine(armed)).await? {
-                        Some(step) => return Ok(step),
-                        None => continue,
-                    }
-                }
-            }
             MetricCells::inc(&self.shared.metrics.get_children_calls);
             let herd = self.strategy == WatchStrategy::Herd;
             // A likely leader (next in line, or leading already) sends the children read with
@@ -1115,8 +1074,8 @@ impl Driver {
                 }
                 Decision::Missing => return self.node_gone(&own),
                 Decision::Leader => {
-                    let with = prefetched.map_or(LeadWith::Nothing, LeadWith::Prefetched);
-                    if let Some(step) = self.lead(&own, &client, gen, with).await? {
+                    let prefetched = prefetched.map(|p| (p, children));
+                    if let Some(step) = self.lead(&own, &client, gen, prefetched).await? {
                         return Ok(step);
                     }
                 }
@@ -1177,9 +1136,6 @@ impl Driver {
     ) -> Result<(), Brk> {
         let pred_path = naming::child_path(self.path(), &predecessor);
         let reconnects = self.snap.borrow().reconnects;
-        // Only the predecessor's own deletion, with the leader first in the list we decided
-        // on, makes us first without a look (see `first_in_line`).
-        let succeeds_leader = herd_watch.is_none() && position == 1;
         let watcher = match herd_watch {
             Some(w) => {
                 // Same owner rule as the predecessor strategy, without a watch.
@@ -1231,14 +1187,11 @@ impl Driver {
             .await;
         match woke {
             Ok(Woke::Predecessor(ev)) => {
+                self.armed = armed;
                 if ev.event_type == EventType::Session {
-                    self.armed = armed;
                     return Err(self.wait_generation_end(gen).await);
                 }
                 MetricCells::inc(&self.shared.metrics.wakeups);
-                self.first_in_line =
-                    succeeds_leader && ev.event_type == EventType::NodeDeleted && armed.is_some();
-                self.armed = armed;
                 self.next_in_line = true;
                 Ok(())
             }
@@ -1304,54 +1257,26 @@ impl Driver {
         self.armed.take().filter(|a| a.generation == gen && a.path == own.path)
     }
 
-    /// Reads the children with the leader's watch and decides on them.
-    async fn leader_list(
-        &mut self,
-        client: &Client,
-        gen: u64,
-        own: &Own,
-    ) -> Result<LeaderList, Brk> {
-        MetricCells::inc(&self.shared.metrics.get_children_calls);
-        let (children, w) =
-            match self.wait_op(gen, client.list_and_watch_children(&self.shared.path)).await? {
-                Ok(x) => x,
-                Err(zookeeper_client::Error::NoNode) => return Ok(LeaderList::Gone),
-                Err(zookeeper_client::Error::ConnectionLoss) => {
-                    self.wait_connected(gen).await?;
-                    return Ok(LeaderList::Again);
-                }
-                Err(e) if is_session_end(&e) => return Err(self.wait_generation_end(gen).await),
-                Err(_) => return Ok(LeaderList::Again),
-            };
-        Ok(match decide(&children, &own.name, self.shared.lock) {
-            Decision::Leader => LeaderList::Watch(w),
-            Decision::Foreign(names) => LeaderList::Foreign(names),
-            _ => LeaderList::Again,
-        })
-    }
-
     /// Our node sorts first. Checks ownership, claims (or keeps, or resumes) the term and waits.
-    /// `with`: what was read already. `Ok(None)` means evaluate again.
+    /// `prefetched`: the ownership check and the watched children list, already read together
+    /// (the children are the list that decided we lead). `Ok(None)` means evaluate again.
     async fn lead(
         &mut self,
         own: &Own,
         client: &Client,
         gen: u64,
-        with: LeadWith,
+        prefetched: Option<(Prefetched, Vec<String>)>,
     ) -> Result<Option<Step>, Brk> {
         let reconnects = self.snap.borrow().reconnects;
-        let (sent, owned, listed) = match with {
-            LeadWith::Prefetched(p) => (Some(p.sent), p.owned, Some(p.child_watch)),
-            // The event proves nothing about the lease; the pings' acks decide it.
-            LeadWith::FirstInLine(a) => (None, Ok((a.stat, a.event)), None),
-            LeadWith::Nothing => {
+        let (sent, owned, listed) = match prefetched {
+            Some((p, children)) => (p.sent, p.owned, Some((children, p.child_watch))),
+            None => {
                 // Ownership check (CURATOR-696) and the own-node watch (W3).
                 let sent = Instant::now();
                 let owned = self.wait_op(gen, client.get_and_watch_data(&own.path)).await?;
-                (Some(sent), owned.map(|(_, stat, w)| (stat, watch_future(w))), None)
+                (sent, owned.map(|(_, stat, w)| (stat, watch_future(w))), None)
             }
         };
-        let first_in_line = sent.is_none();
         let (stat, own_watch) = match owned {
             Ok(x) => x,
             Err(zookeeper_client::Error::NoNode) => return self.node_gone(own).map(Some),
@@ -1366,25 +1291,39 @@ impl Driver {
                 return Ok(None);
             }
         };
-        if let Some(sent) = sent {
-            self.session.shared().ack(gen, sent);
-        }
+        self.session.shared().ack(gen, sent);
         if stat.ephemeral_owner != own.session_id.0 {
             tracing::info!(node = %own.path, owner = stat.ephemeral_owner, "our node belongs to another session");
             self.stale_paths.push(own.path.clone());
             return self.node_gone(own).map(Some);
         }
-        // Children watch: foreign arrivals and membership changes reach the leader. First in
-        // line, it is read after the claim.
+        // Children watch: foreign arrivals and membership changes reach the leader.
         let child_watch = match listed {
-            Some(w) => Some(w),
-            None if first_in_line => None,
-            None => match self.leader_list(client, gen, own).await? {
-                LeaderList::Watch(w) => Some(w),
-                LeaderList::Foreign(names) => return Err(self.refuse(client, gen, names).await),
-                LeaderList::Gone => return self.node_gone(own).map(Some),
-                LeaderList::Again => return Ok(None),
-            },
+            Some((_, w)) => w,
+            None => {
+                MetricCells::inc(&self.shared.metrics.get_children_calls);
+                let (children, w) = match self
+                    .wait_op(gen, client.list_and_watch_children(&self.shared.path))
+                    .await?
+                {
+                    Ok(x) => x,
+                    Err(zookeeper_client::Error::NoNode) => return self.node_gone(own).map(Some),
+                    Err(zookeeper_client::Error::ConnectionLoss) => {
+                        self.wait_connected(gen).await?;
+                        return Ok(None);
+                    }
+                    Err(e) if is_session_end(&e) => {
+                        return Err(self.wait_generation_end(gen).await)
+                    }
+                    Err(_) => return Ok(None),
+                };
+                match decide(&children, &own.name, self.shared.lock) {
+                    Decision::Leader => {}
+                    Decision::Foreign(names) => return Err(self.refuse(client, gen, names).await),
+                    _ => return Ok(None),
+                }
+                w
+            }
         };
         // Claim, keep or resume.
         let keep = self
@@ -1408,34 +1347,6 @@ impl Driver {
                     self.start_task(&t);
                 }
                 t
-            }
-        };
-        let child_watch = match child_watch {
-            Some(w) => w,
-            None => {
-                MetricCells::inc(&self.shared.metrics.claims_on_deletion);
-                match self.leader_list(client, gen, own).await {
-                    Ok(LeaderList::Watch(w)) => w,
-                    Ok(LeaderList::Gone) => return self.node_gone(own).map(Some),
-                    Ok(LeaderList::Foreign(names)) => {
-                        self.held_watches.push(own_watch);
-                        return Err(self.refuse(client, gen, names).await);
-                    }
-                    Ok(LeaderList::Again) => {
-                        // Keep our node's watch for the next look, as after a children event.
-                        self.armed = Some(Armed {
-                            generation: gen,
-                            path: own.path.clone(),
-                            stat,
-                            event: own_watch,
-                        });
-                        return Ok(None);
-                    }
-                    Err(b) => {
-                        self.held_watches.push(own_watch);
-                        return Err(b);
-                    }
-                }
             }
         };
         let leadership = Leadership { inner: term.clone() };

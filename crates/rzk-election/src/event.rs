@@ -155,9 +155,6 @@ pub struct Metrics {
     pub evaluations: u64,
     /// getChildren requests sent.
     pub get_children_calls: u64,
-    /// Terms claimed on the deletion of the first node alone, by its successor, with the
-    /// children read after the claim (docs/election.md §2.9, F1).
-    pub claims_on_deletion: u64,
     /// Creates of our node sent.
     pub creates: u64,
     /// Deletes sent (own node, orphans).
@@ -170,7 +167,6 @@ pub(crate) struct MetricCells {
     pub leader_watch_events: AtomicU64,
     pub evaluations: AtomicU64,
     pub get_children_calls: AtomicU64,
-    pub claims_on_deletion: AtomicU64,
     pub creates: AtomicU64,
     pub deletes: AtomicU64,
 }
@@ -187,7 +183,6 @@ impl MetricCells {
             leader_watch_events: g(&self.leader_watch_events),
             evaluations: g(&self.evaluations),
             get_children_calls: g(&self.get_children_calls),
-            claims_on_deletion: g(&self.claims_on_deletion),
             creates: g(&self.creates),
             deletes: g(&self.deletes),
         }

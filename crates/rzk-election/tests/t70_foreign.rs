@@ -19,7 +19,6 @@ both_servers! {
     t71_latch_in_selector_path => latch_in_selector_path;
     t72_junk_in_latch_path => junk_in_latch_path;
     t73_foreign_arrives_while_leading => foreign_arrives_while_leading;
-    t74_foreign_arrives_while_next_in_line => foreign_arrives_while_next_in_line;
     t31_seed002_persistent_predecessor => persistent_predecessor;
 }
 
@@ -146,67 +145,6 @@ async fn foreign_arrives_while_leading(kind: Kind) {
     assert!(l.guarded().unwrap_err().is_not_leader());
     checker.assert_ok();
     s.close().await;
-}
-
-/// A foreign node arrives while B waits behind the leader A. A refuses and deletes its node;
-/// B, first in line, claims on that deletion alone (docs/election.md §2.9, F1), and the list
-/// it reads right after the claim ends its term: B fails too and never leads beside the
-/// foreign node past that one read.
-async fn foreign_arrives_while_next_in_line(kind: Kind) {
-    let server = Server::start(kind, Settings::default());
-    let path = test_path("t74", kind);
-    let raw = raw_client(&server).await;
-    let checker = Checker::new();
-    let (sa, sb) = (session(&server).await, session(&server).await);
-    let a = LeaderLatch::new(&sa, &path, LatchOptions::default().with_id("a")).unwrap();
-    let b = LeaderLatch::new(&sb, &path, LatchOptions::default().with_id("b")).unwrap();
-    checker.attach("a", a.events(), Some(raw.clone()));
-    checker.attach("b", b.events(), Some(raw.clone()));
-    a.start().await.unwrap();
-    let la = a.await_leadership().await.unwrap();
-    b.start().await.unwrap();
-    eventually(Duration::from_secs(2), "b follows", || {
-        matches!(b.status(), Status::Following { position: 1 })
-    })
-    .await;
-    let mut b_events = b.events();
-    raw.create(
-        &format!("{path}/{KAZOO}"),
-        b"",
-        &CreateMode::Ephemeral.with_acls(Acls::anyone_all()),
-    )
-    .await
-    .unwrap();
-    let reason = tokio::time::timeout(Duration::from_secs(1), la.lost()).await.expect("a lost");
-    assert_eq!(reason, LossReason::ForeignNodes);
-    let err = tokio::time::timeout(Duration::from_secs(2), async {
-        loop {
-            match b.await_leadership().await {
-                // Claimed on the deletion: the next look at the list must end the term.
-                Ok(lb) => {
-                    let reason = tokio::time::timeout(Duration::from_secs(1), lb.lost())
-                        .await
-                        .expect("b's term lost after its first read of the list");
-                    assert_eq!(reason, LossReason::ForeignNodes);
-                }
-                Err(e) => return e,
-            }
-        }
-    })
-    .await
-    .expect("b fails");
-    assert!(matches!(&err, Error::ForeignNodes { names, .. } if names == &[KAZOO.to_string()]));
-    assert!(matches!(b.status(), Status::Failed(Error::ForeignNodes { .. })));
-    assert_eq!(raw.list_children(&path).await.unwrap(), vec![KAZOO.to_string()]);
-    assert_eq!(b.metrics().claims_on_deletion, 1, "b claimed on a's deletion");
-    let mut elected = 0;
-    while let Some(e) = b_events.try_recv() {
-        elected += usize::from(matches!(e, ElectionEvent::Elected { .. }));
-    }
-    assert_eq!(elected, 1);
-    checker.assert_ok();
-    sa.close().await;
-    sb.close().await;
 }
 
 /// t31: a persistent node with a recognized name sorts first and never goes away with a
