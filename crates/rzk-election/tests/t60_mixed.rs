@@ -6,7 +6,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use rzk_election::{CloseMode, LatchOptions, LeaderLatch, LeaderSelector, SelectorOptions};
+use rzk_election::{CloseMode, LatchOptions, LeaderLatch};
 use support::checker::{check, Checker, TermRecord};
 use support::java::JavaParticipant;
 use support::*;
@@ -117,19 +117,7 @@ async fn mixed_selector(kind: Kind) {
     for (i, id) in ["rust-a", "java-b", "rust-c", "java-d"].into_iter().enumerate() {
         if i % 2 == 0 {
             let s = session(&server).await;
-            let sel = LeaderSelector::new(
-                &s,
-                &path,
-                SelectorOptions::default().with_id(id).with_auto_requeue(true),
-            )
-            .unwrap();
-            checker.attach(id, sel.events(), None);
-            sel.start(|_l| async {
-                tokio::time::sleep(Duration::from_millis(200)).await;
-                Ok(())
-            })
-            .unwrap();
-            eventually(Duration::from_secs(2), "joined", || sel.our_path().is_some()).await;
+            let sel = queued_selector(&s, &path, id, Duration::from_millis(200), &checker).await;
             rust.push(sel);
             sessions.push(s);
         } else {

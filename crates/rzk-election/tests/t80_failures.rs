@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use rzk_election::{
     ConnectionState, Error, LatchOptions, LeaderLatch, LeaderSelector, Leadership, LossReason,
-    SelectorOptions, Session,
+    Session,
 };
 use support::checker::{sample_single_leader, Checker};
 use support::proxy::Proxy;
@@ -106,19 +106,7 @@ async fn forced_expiry_selector(kind: Kind) {
     for id in ["a", "b"] {
         let (s, p) = session_via_proxy(&server).await;
         proxies.push(p);
-        let sel = LeaderSelector::new(
-            &s,
-            &path,
-            SelectorOptions::default().with_id(id).with_auto_requeue(true),
-        )
-        .unwrap();
-        checker.attach(id, sel.events(), None);
-        sel.start(|_l| async {
-            tokio::time::sleep(Duration::from_secs(60)).await;
-            Ok(())
-        })
-        .unwrap();
-        eventually(Duration::from_secs(2), "joined", || sel.our_path().is_some()).await;
+        let sel = queued_selector(&s, &path, id, Duration::from_secs(60), &checker).await;
         selectors.push(sel);
         sessions.push(s);
     }
@@ -273,19 +261,7 @@ async fn parent_deleted_selector(kind: Kind) {
     let mut sessions = Vec::new();
     for id in ["a", "b", "c"] {
         let s = session(&server).await;
-        let sel = LeaderSelector::new(
-            &s,
-            &path,
-            SelectorOptions::default().with_id(id).with_auto_requeue(true),
-        )
-        .unwrap();
-        checker.attach(id, sel.events(), None);
-        sel.start(|_l| async {
-            tokio::time::sleep(Duration::from_secs(60)).await;
-            Ok(())
-        })
-        .unwrap();
-        eventually(Duration::from_secs(2), "joined", || sel.our_path().is_some()).await;
+        let sel = queued_selector(&s, &path, id, Duration::from_secs(60), &checker).await;
         selectors.push(sel);
         sessions.push(s);
     }

@@ -8,8 +8,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use rzk_election::{
-    ConnectionPolicy, ConnectionState, LatchOptions, LeaderLatch, LeaderSelector, LossReason,
-    SelectorOptions, Session,
+    ConnectionPolicy, ConnectionState, LatchOptions, LeaderLatch, LossReason, Session,
 };
 use support::checker::{sample_single_leader, Checker};
 use support::proxy::Proxy;
@@ -137,19 +136,7 @@ async fn short_cut_selector(kind: Kind) {
     let mut sessions = Vec::new();
     for id in ["a", "b"] {
         let (s, p) = session_via_proxy(&server).await;
-        let sel = LeaderSelector::new(
-            &s,
-            &path,
-            SelectorOptions::default().with_id(id).with_auto_requeue(true),
-        )
-        .unwrap();
-        checker.attach(id, sel.events(), None);
-        sel.start(|_l| async {
-            tokio::time::sleep(Duration::from_secs(60)).await;
-            Ok(())
-        })
-        .unwrap();
-        eventually(Duration::from_secs(2), "joined", || sel.our_path().is_some()).await;
+        let sel = queued_selector(&s, &path, id, Duration::from_secs(60), &checker).await;
         selectors.push(sel);
         proxies.push(p);
         sessions.push(s);

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use rzk_election::{Session, SessionConfig};
+use rzk_election::{LeaderSelector, SelectorOptions, Session, SessionConfig};
 
 /// Which server a scenario runs against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -395,4 +395,29 @@ pub fn assert_curator_name(name: &str, lock: &str) {
         .and_then(|t| t.strip_prefix(lock))
         .unwrap_or_else(|| panic!("bad lock name in {name}"));
     assert!(seq.len() == 10 && seq.bytes().all(|b| b.is_ascii_digit()), "bad sequence in {name}");
+}
+
+/// An auto-requeueing selector whose task holds leadership for `hold` (unless lost first),
+/// reported to `checker`, started, and in the queue when this returns.
+pub async fn queued_selector(
+    s: &Session,
+    path: &str,
+    id: &str,
+    hold: Duration,
+    checker: &checker::Checker,
+) -> LeaderSelector {
+    let sel = LeaderSelector::new(
+        s,
+        path,
+        SelectorOptions::default().with_id(id).with_auto_requeue(true),
+    )
+    .unwrap();
+    checker.attach(id, sel.events(), None);
+    sel.start(move |_l| async move {
+        tokio::time::sleep(hold).await;
+        Ok(())
+    })
+    .unwrap();
+    eventually(Duration::from_secs(2), "joined", || sel.our_path().is_some()).await;
+    sel
 }
