@@ -95,36 +95,6 @@ impl LatchOptions {
         self
     }
 
-    /// Sets the connection-state policy.
-    pub fn with_policy(mut self, policy: ConnectionPolicy) -> Self {
-        self.policy = policy;
-        self
-    }
-
-    /// Sets the watch strategy.
-    pub fn with_strategy(mut self, strategy: WatchStrategy) -> Self {
-        self.strategy = strategy;
-        self
-    }
-
-    /// Sets the ACLs of created nodes.
-    pub fn with_acls(mut self, acls: Acls<'static>) -> Self {
-        self.acls = acls;
-        self
-    }
-
-    /// Sets the stop budget.
-    pub fn with_stop_budget(mut self, budget: Duration) -> Self {
-        self.stop_budget = Some(budget);
-        self
-    }
-
-    /// Sets the close timeout.
-    pub fn with_close_timeout(mut self, timeout: Duration) -> Self {
-        self.close_timeout = Some(timeout);
-        self
-    }
-
     /// Rejoin at the tail after a step-down instead of resuming.
     pub fn with_rejoin_after_step_down(mut self, on: bool) -> Self {
         self.rejoin_after_step_down = on;
@@ -178,37 +148,47 @@ impl SelectorOptions {
         self.auto_requeue = on;
         self
     }
-
-    /// Sets the connection-state policy.
-    pub fn with_policy(mut self, policy: ConnectionPolicy) -> Self {
-        self.policy = policy;
-        self
-    }
-
-    /// Sets the watch strategy.
-    pub fn with_strategy(mut self, strategy: WatchStrategy) -> Self {
-        self.strategy = strategy;
-        self
-    }
-
-    /// Sets the ACLs of created nodes.
-    pub fn with_acls(mut self, acls: Acls<'static>) -> Self {
-        self.acls = acls;
-        self
-    }
-
-    /// Sets the stop budget.
-    pub fn with_stop_budget(mut self, budget: Duration) -> Self {
-        self.stop_budget = Some(budget);
-        self
-    }
-
-    /// Sets the close timeout.
-    pub fn with_close_timeout(mut self, timeout: Duration) -> Self {
-        self.close_timeout = Some(timeout);
-        self
-    }
 }
+
+/// The setters both recipes' options share, with one meaning.
+macro_rules! shared_setters {
+    ($options:ty) => {
+        impl $options {
+            /// Sets the connection-state policy.
+            pub fn with_policy(mut self, policy: ConnectionPolicy) -> Self {
+                self.policy = policy;
+                self
+            }
+
+            /// Sets the watch strategy.
+            pub fn with_strategy(mut self, strategy: WatchStrategy) -> Self {
+                self.strategy = strategy;
+                self
+            }
+
+            /// Sets the ACLs of created nodes.
+            pub fn with_acls(mut self, acls: Acls<'static>) -> Self {
+                self.acls = acls;
+                self
+            }
+
+            /// Sets the stop budget.
+            pub fn with_stop_budget(mut self, budget: Duration) -> Self {
+                self.stop_budget = Some(budget);
+                self
+            }
+
+            /// Sets the close timeout.
+            pub fn with_close_timeout(mut self, timeout: Duration) -> Self {
+                self.close_timeout = Some(timeout);
+                self
+            }
+        }
+    };
+}
+
+shared_setters!(LatchOptions);
+shared_setters!(SelectorOptions);
 
 pub(crate) fn default_selector_id() -> String {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
