@@ -705,6 +705,9 @@ def main():
                     os.path.join(REPO, "target", "release", "rzk"))
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--json-out", help="write every raw measurement here")
+    ap.add_argument("--guard-throughput-ratio", type=float, metavar="R",
+                    help="a coarse regression guard: exit 1 if rzk's throughput on any workload "
+                         "is below R times ZooKeeper's in this run")
     args = ap.parse_args()
     # A private copy: other engineers may rebuild target/release/rzk during a long run.
     snap = os.path.join(tempfile.mkdtemp(prefix="bench-rzk-bin-"), "rzk")
@@ -763,6 +766,18 @@ def main():
         print(render_markdown(tables, info, sys.argv[1:]))
     else:
         print(render_plain(tables, info))
+    if args.guard_throughput_ratio is not None:
+        below = []
+        for w in workloads:
+            zk_ops, rzk_ops = res["medians"][w]["ops_per_s"]
+            r = ratio(rzk_ops, zk_ops)
+            if r is None or r < args.guard_throughput_ratio:
+                below.append("%s: rzk %s ops/s against ZooKeeper's %s (ratio %s)"
+                             % (w, fmt(rzk_ops), fmt(zk_ops), fmt_ratio(r)))
+        if below:
+            sys.exit("throughput guard (ratio >= %g) failed:\n  %s"
+                     % (args.guard_throughput_ratio, "\n  ".join(below)))
+        log("throughput guard: every workload at >= %g x ZooKeeper", args.guard_throughput_ratio)
 
 
 if __name__ == "__main__":
