@@ -258,6 +258,16 @@ impl ConnOut {
     }
 }
 
+/// Orders one pump's connections so that those getting only notifications are written before
+/// those getting replies, as ZooKeeper sends a change's watch events before the reply to the
+/// request that made it. Each `sendto` to a client asleep on an idle CPU costs the sender its
+/// wake-up: in an idle election handoff, writing the old leader's delete reply first held the
+/// successor's event back by ~45 us in half the rounds. Each connection's own frames keep
+/// the core's order; only connections are reordered.
+fn notifications_first(outgoing: &mut [Outgoing]) {
+    outgoing.sort_unstable_by_key(|o| o.replies > 0);
+}
+
 /// Every frame but a notification (xid -1) answers one request.
 fn is_reply(frame: &[u8]) -> bool {
     frame.get(4..8) != Some(&[0xff; 4])
@@ -349,6 +359,7 @@ impl Inner {
                 }
             }
         }
+        notifications_first(&mut outgoing);
         let mut flush = Flush {
             conns: Vec::with_capacity(outgoing.len()),
             max_queued_bytes: self.config.max_queued_bytes_per_connection,
@@ -743,5 +754,25 @@ async fn timer_loop(inner: Arc<Inner>) {
             _ = tokio::time::sleep(Duration::from_millis(wait_ms)) => {}
             _ = inner.timer_wake.notified() => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn out(conn: ConnId, replies: usize) -> Outgoing {
+        Outgoing { conn, bytes: vec![conn as u8], replies, close: false, framed: true }
+    }
+
+    #[test]
+    fn notified_connections_are_written_before_answered_ones() {
+        let mut o = vec![out(1, 1), out(2, 0), out(3, 2), out(4, 0), out(5, 0)];
+        notifications_first(&mut o);
+        assert!(o[..3].iter().all(|o| o.replies == 0));
+        assert!(o[3..].iter().all(|o| o.replies > 0));
+        let mut conns: Vec<ConnId> = o.iter().map(|o| o.conn).collect();
+        conns.sort_unstable();
+        assert_eq!(conns, [1, 2, 3, 4, 5], "no connection lost or doubled");
     }
 }
