@@ -14,7 +14,9 @@ use tokio::task::JoinHandle;
 use zookeeper_client::{Acls, Client, CreateMode, EventType, OneshotWatcher, SessionId};
 
 use crate::decide::{decide, Decision};
-use crate::event::{ElectionEvent, Events, JoinInfo, MetricCells, Participant, Participants};
+use crate::event::{
+    ElectionEvent, Events, JoinInfo, MetricCells, Metrics, Participant, Participants,
+};
 use crate::leadership::{guard, FencingToken, Leadership, LossReason, Term};
 use crate::naming;
 use crate::options::{CloseMode, ConnectionPolicy, WatchStrategy};
@@ -271,6 +273,31 @@ impl Handle {
 
     pub fn events(&self) -> Events {
         Events::new(self.shared.events.subscribe())
+    }
+
+    // The read-only accessors both recipes expose, decided here once.
+    pub fn has_leadership(&self) -> bool {
+        self.shared.current().is_some_and(|l| l.is_valid())
+    }
+
+    pub fn live_term(&self) -> Option<Leadership> {
+        self.shared.current().filter(|l| l.loss_reason().is_none())
+    }
+
+    pub fn our_path(&self) -> Option<String> {
+        self.shared.our_path.lock().expect("poisoned").clone()
+    }
+
+    pub fn path(&self) -> &str {
+        &self.shared.path
+    }
+
+    pub fn status(&self) -> Status {
+        self.shared.status.borrow().clone()
+    }
+
+    pub fn metrics(&self) -> Metrics {
+        self.shared.metrics.snapshot()
     }
 
     pub async fn participants(&self) -> Result<Participants, Error> {

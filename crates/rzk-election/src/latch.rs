@@ -109,17 +109,17 @@ impl LeaderLatch {
     /// True while a term is valid (its loss signal unresolved and its lease deadline ahead).
     /// Local, as Curator's `hasLeadership()`; no server read.
     pub fn has_leadership(&self) -> bool {
-        self.h.shared.current().is_some_and(|l| l.is_valid())
+        self.h.has_leadership()
     }
 
     /// The current term, unless it has ended.
     pub fn current(&self) -> Option<Leadership> {
-        self.h.shared.current().filter(|l| l.loss_reason().is_none())
+        self.h.live_term()
     }
 
     /// Our node's path (Curator's `getOurPath()`).
     pub fn our_path(&self) -> Option<String> {
-        self.h.shared.our_path.lock().expect("poisoned").clone()
+        self.h.our_path()
     }
 
     /// The node we last led with (Curator's `getLastPathIsLeader()`).
@@ -129,12 +129,12 @@ impl LeaderLatch {
 
     /// The election path.
     pub fn path(&self) -> &str {
-        &self.h.shared.path
+        self.h.path()
     }
 
     /// Where the latch stands.
     pub fn status(&self) -> Status {
-        self.h.shared.status.borrow().clone()
+        self.h.status()
     }
 
     /// Events from now on.
@@ -144,7 +144,7 @@ impl LeaderLatch {
 
     /// Counters.
     pub fn metrics(&self) -> Metrics {
-        self.h.shared.metrics.snapshot()
+        self.h.metrics()
     }
 
     /// The participant whose node sorts first, read from the server (it may disagree with

@@ -123,27 +123,27 @@ impl LeaderSelector {
 
     /// True while a term is valid. Local; no server read.
     pub fn has_leadership(&self) -> bool {
-        self.h.shared.current().is_some_and(|l| l.is_valid())
+        self.h.has_leadership()
     }
 
     /// The current term, unless it has ended.
     pub fn current(&self) -> Option<Leadership> {
-        self.h.shared.current().filter(|l| l.loss_reason().is_none())
+        self.h.live_term()
     }
 
     /// Our node's path, while queued or leading.
     pub fn our_path(&self) -> Option<String> {
-        self.h.shared.our_path.lock().expect("poisoned").clone()
+        self.h.our_path()
     }
 
     /// The election path.
     pub fn path(&self) -> &str {
-        &self.h.shared.path
+        self.h.path()
     }
 
     /// Where the selector stands.
     pub fn status(&self) -> Status {
-        self.h.shared.status.borrow().clone()
+        self.h.status()
     }
 
     /// Events from now on.
@@ -153,7 +153,7 @@ impl LeaderSelector {
 
     /// Counters.
     pub fn metrics(&self) -> Metrics {
-        self.h.shared.metrics.snapshot()
+        self.h.metrics()
     }
 
     /// Waits for the next term (or returns the current one).
