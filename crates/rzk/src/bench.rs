@@ -457,7 +457,12 @@ pub(crate) async fn run(connect_args: &Connect, a: BenchArgs) -> Result<(), CliE
     let started = Instant::now();
     let deadline = started + Duration::from_secs_f64(a.duration_s);
     let stats = if a.workload == Workload::Fanout {
-        vec![fanout(&a, &hosts, deadline).await?]
+        // On a worker, not in `block_on`: the last watcher's wake-up then finds the setter on
+        // its own thread's queue instead of waking the main thread, twice a round.
+        let (a, hosts) = (a.clone(), hosts.clone());
+        vec![tokio::spawn(async move { fanout(&a, &hosts, deadline).await })
+            .await
+            .map_err(err)??]
     } else {
         let stop = Arc::new(AtomicBool::new(false));
         let mut tasks = Vec::new();
