@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use rzk_election::{LatchOptions, LeaderLatch, Session, SessionConfig};
 use support::checker::Checker;
-use support::{four_letter, init_tracing, serial};
+use support::{assert_served_by, four_letter, init_tracing, serial};
 
 /// The session timeout here, longer than the other failure tests' 4 s: a ZAB re-election of
 /// three JVMs plus the client's reconnect back-off must fit inside the leader's lease with
@@ -119,6 +119,9 @@ impl Ensemble {
         while !(0..n).all(|i| e.mode(i).is_some()) {
             assert!(Instant::now() < deadline, "ensemble not ready after 60 s:\n{}", e.logs());
             std::thread::sleep(Duration::from_millis(50));
+        }
+        for node in &e.nodes {
+            assert_served_by(node.client_port, &node.dir.join("data"));
         }
         e
     }

@@ -4,7 +4,8 @@
 
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -18,10 +19,6 @@ use rzk_proto::{
 const WRITERS: usize = 4;
 const IN_FLIGHT: usize = 16;
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 /// Kills the server when dropped, so a failed assertion does not leave it running.
 struct Server(Child);
 
@@ -32,26 +29,65 @@ impl Drop for Server {
     }
 }
 
+/// Where every server a test starts appends its log: debug level, which names the reason for
+/// each connection the server closes, so that a failure can say what the server saw.
+fn log_path(dir: &Path) -> PathBuf {
+    dir.with_extension("server.log")
+}
+
+/// The last lines the test's servers logged, for a failure message.
+fn log_tail(dir: &Path) -> String {
+    let text = std::fs::read_to_string(log_path(dir)).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    format!(
+        "last lines of {}:\n{}",
+        log_path(dir).display(),
+        lines[lines.len().saturating_sub(40)..].join("\n")
+    )
+}
+
+/// Starts a server on a port of its own choosing and returns the address it reports. A port
+/// picked free by the test and handed over can be picked by the other test of this binary
+/// too, running in parallel: once in CI the crash test's first create was reset while its own
+/// server's data directory stayed empty, as if it had been talking to the other test's server
+/// when that one was killed.
+///
 /// `io_threads`: the crash cycles alternate one I/O thread and two, so that both a lone
 /// connection thread and threads racing for the core's lock are killed mid-write.
-fn start(dir: &std::path::Path, port: u16, io_threads: u16) -> Server {
+fn start(dir: &Path, io_threads: u16) -> (Server, SocketAddr) {
+    let log_from = std::fs::metadata(log_path(dir)).map_or(0, |m| m.len() as usize);
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log_path(dir))
+        .expect("open the server log");
     let child = Command::new(env!("CARGO_BIN_EXE_rzk"))
-        .args(["server", "--bind", "127.0.0.1", "--port", &port.to_string(), "--tick-ms", "200"])
+        .args(["server", "--bind", "127.0.0.1", "--port", "0", "--tick-ms", "200"])
         .args(["--io-threads", &io_threads.to_string()])
         .arg("--data-dir")
         .arg(dir)
         .args(["--snap-count", "3000"])
-        .env("RZK_LOG", "warn")
+        .env("RZK_LOG", "debug")
+        .env("NO_COLOR", "1")
         .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
+        .stderr(log)
         .spawn()
         .expect("start rzk");
+    let mut server = Server(child);
     let deadline = Instant::now() + Duration::from_secs(20);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "rzk did not start listening");
+    loop {
+        if let Ok(Some(status)) = server.0.try_wait() {
+            panic!("rzk exited with {status} before serving\n{}", log_tail(dir));
+        }
+        let log = std::fs::read(log_path(dir)).unwrap_or_default();
+        let ours = String::from_utf8_lossy(log.get(log_from..).unwrap_or_default());
+        let addr = ours.lines().find_map(|l| l.split("serving on ").nth(1)?.trim().parse().ok());
+        if let Some(addr) = addr {
+            return (server, addr);
+        }
+        assert!(Instant::now() < deadline, "rzk did not start serving\n{}", log_tail(dir));
         thread::sleep(Duration::from_millis(10));
     }
-    Server(child)
 }
 
 struct Conn(TcpStream);
@@ -139,18 +175,20 @@ fn acknowledged_writes_survive_repeated_sigkill() {
         std::env::var("RZK_CRASH_CYCLES").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
     let dir = std::env::temp_dir().join(format!("rzk-crash-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let port = free_port();
-    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    let _ = std::fs::remove_file(log_path(&dir));
+    let failed = |what: &str, e: std::io::Error| -> ! { panic!("{what}: {e}\n{}", log_tail(&dir)) };
     let issued: Vec<_> = (0..WRITERS).map(|_| Arc::new(Mutex::new(0u64))).collect();
     let acked: Vec<_> = (0..WRITERS).map(|_| Arc::new(Mutex::new(BTreeSet::new()))).collect();
     let mut rng = 0x2545_f491_4f6c_dd1du64 ^ u64::from(std::process::id());
     let mut total_acked = 0;
 
-    let mut server = start(&dir, port, 2);
+    let (mut server, mut addr) = start(&dir, 2);
     {
-        let mut c = Conn::open(addr).unwrap();
+        let mut c = Conn::open(addr).unwrap_or_else(|e| failed("connect", e));
         for id in 0..WRITERS {
-            let (h, _) = c.call(&create(format!("/w{id}"), vec![]), 1).unwrap();
+            let (h, _) = c
+                .call(&create(format!("/w{id}"), vec![]), 1)
+                .unwrap_or_else(|e| failed(&format!("create /w{id}"), e));
             assert_eq!(h.err, 0);
         }
     }
@@ -172,8 +210,9 @@ fn acknowledged_writes_survive_repeated_sigkill() {
             w.join().expect("writer thread");
         }
         drop(server);
-        server = start(&dir, port, 1 + (cycle % 2) as u16);
-        let mut c = Conn::open(addr).expect("reconnect after restart");
+        (server, addr) = start(&dir, 1 + (cycle % 2) as u16);
+        let mut c = Conn::open(addr)
+            .unwrap_or_else(|e| failed(&format!("cycle {cycle}: reconnect after restart"), e));
         let mut xid = 1;
         for id in 0..WRITERS {
             xid += 1;
@@ -182,7 +221,7 @@ fn acknowledged_writes_survive_repeated_sigkill() {
                     &Request::GetChildren(PathWatch { path: format!("/w{id}"), watch: false }),
                     xid,
                 )
-                .unwrap();
+                .unwrap_or_else(|e| failed(&format!("cycle {cycle}: list /w{id}"), e));
             assert_eq!(h.err, 0, "cycle {cycle}: /w{id} missing");
             let Response::Children(children) = body else { panic!() };
             let present: BTreeSet<u64> = children.iter().map(|c| c.parse().unwrap()).collect();
@@ -206,7 +245,7 @@ fn acknowledged_writes_survive_repeated_sigkill() {
                         &Request::GetData(PathWatch { path: format!("/w{id}/{n}"), watch: false }),
                         xid,
                     )
-                    .unwrap();
+                    .unwrap_or_else(|e| failed(&format!("cycle {cycle}: read /w{id}/{n}"), e));
                 assert_eq!(h.err, 0);
                 let Response::GetData { data, .. } = body else { panic!() };
                 assert_eq!(data.unwrap(), format!("{id}:{n}").into_bytes());
@@ -221,19 +260,22 @@ fn acknowledged_writes_survive_repeated_sigkill() {
         "the load was too light to mean anything: {total_acked} acks per writer"
     );
     let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(log_path(&dir));
 }
 
 #[test]
 fn corrupt_synced_log_data_stops_the_server_with_file_and_offset() {
     let dir = std::env::temp_dir().join(format!("rzk-corrupt-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let port = free_port();
-    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-    let server = start(&dir, port, 2);
+    let _ = std::fs::remove_file(log_path(&dir));
+    let failed = |what: &str, e: std::io::Error| -> ! { panic!("{what}: {e}\n{}", log_tail(&dir)) };
+    let (server, addr) = start(&dir, 2);
     {
-        let mut c = Conn::open(addr).unwrap();
+        let mut c = Conn::open(addr).unwrap_or_else(|e| failed("connect", e));
         for i in 0..50 {
-            let (h, _) = c.call(&create(format!("/n{i}"), vec![9; 64]), i + 1).unwrap();
+            let (h, _) = c
+                .call(&create(format!("/n{i}"), vec![9; 64]), i + 1)
+                .unwrap_or_else(|e| failed(&format!("create /n{i}"), e));
             assert_eq!(h.err, 0);
         }
     }
@@ -248,7 +290,7 @@ fn corrupt_synced_log_data_stops_the_server_with_file_and_offset() {
     bytes[200] ^= 0x5a;
     std::fs::write(&segment, &bytes).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_rzk"))
-        .args(["server", "--bind", "127.0.0.1", "--port", &port.to_string()])
+        .args(["server", "--bind", "127.0.0.1", "--port", "0"])
         .arg("--data-dir")
         .arg(&dir)
         .output()
@@ -259,4 +301,5 @@ fn corrupt_synced_log_data_stops_the_server_with_file_and_offset() {
     assert!(stderr.contains(&segment.display().to_string()), "{stderr}");
     assert!(stderr.contains("at offset"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(log_path(&dir));
 }

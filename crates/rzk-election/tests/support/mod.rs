@@ -68,6 +68,19 @@ fn free_port() -> u16 {
     TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind").local_addr().expect("addr").port()
 }
 
+/// Asserts that the ZooKeeper answering on `port` is the one keeping its data in `data_dir`: a
+/// port picked free can be taken by another process before the server meant for it binds it,
+/// and a test would then talk to that process's server (the scenarios of one binary are
+/// serialised, so it would not be one of ours).
+pub fn assert_served_by(port: u16, data_dir: &Path) {
+    let conf = four_letter(port, "conf").unwrap_or_default();
+    assert!(
+        conf.contains(&format!("dataDir={}", data_dir.display())),
+        "port {port} is served by another server, not the ZooKeeper of {}:\n{conf}",
+        data_dir.display()
+    );
+}
+
 /// Sends a four-letter word and returns the answer.
 pub fn four_letter(port: u16, word: &str) -> std::io::Result<String> {
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
@@ -107,6 +120,7 @@ fn wait_ready(port: u16, child: &mut Child, dir: &Path) {
             panic!("ZooKeeper exited with {status} before it was ready:\n{log}");
         }
         if four_letter(port, "srvr").is_ok_and(|o| o.contains("Mode:")) {
+            assert_served_by(port, &dir.join("data"));
             return;
         }
         std::thread::sleep(Duration::from_millis(50));
