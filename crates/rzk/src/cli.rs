@@ -32,7 +32,57 @@ impl CliError {
 
 impl From<anyhow::Error> for CliError {
     fn from(e: anyhow::Error) -> Self {
-        CliError::runtime(format!("{e:#}"))
+        CliError::runtime(one_line(&e))
+    }
+}
+
+/// An error and its causes on one line, each cause once. The libraries' errors name their
+/// cause in their own message as well as returning it as their source, so `{:#}` printed it
+/// again at every level ("cannot listen on A: Address already in use (os error 98): Address
+/// already in use (os error 98)").
+fn one_line(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if line.ends_with(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An error that names its source in its message, as the libraries' errors do.
+    #[derive(Debug)]
+    struct Named(std::io::Error);
+
+    impl std::fmt::Display for Named {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "cannot listen: {}", self.0)
+        }
+    }
+
+    impl std::error::Error for Named {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn each_cause_is_printed_once() {
+        let io = || std::io::Error::new(std::io::ErrorKind::AddrInUse, "in use");
+        let named = anyhow::Error::new(Named(io())).context("starting the server");
+        assert_eq!(one_line(&named), "starting the server: cannot listen: in use");
+        // A cause the message above it does not name is kept.
+        let bare = anyhow::Error::new(io()).context("starting the server");
+        assert_eq!(one_line(&bare), "starting the server: in use");
     }
 }
 
