@@ -29,8 +29,21 @@ def free_port():
         return s.getsockname()[1]
 
 
-def wait_ready(port, timeout_s=30.0, proc=None):
-    """Polls `srvr` until the server reports a mode: ZooKeeper answers `ruok` before it serves."""
+def four_letter(port, word):
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(word.encode())
+        out = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                return out.decode()
+            out += chunk
+
+
+def wait_ready(port, timeout_s=30.0, proc=None, ours=lambda: True):
+    """Polls `srvr` until the server reports a mode (ZooKeeper answers `ruok` before it serves)
+    and `ours()` says the answer came from this server: a port picked free can be taken by
+    another process before the server meant for it binds it."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
@@ -44,7 +57,7 @@ def wait_ready(port, timeout_s=30.0, proc=None):
                     if not chunk:
                         break
                     out += chunk
-                if b"Mode:" in out:
+                if b"Mode:" in out and ours():
                     return
         except OSError:
             pass
@@ -58,16 +71,23 @@ class Server:
     def __init__(self, kind, proc, port, workdir, cmd):
         self.kind, self.proc, self.port, self.workdir, self.cmd = kind, proc, port, workdir, cmd
         self.hosts = "127.0.0.1:%d" % port
+        self.log_from = 0
 
     def four_letter(self, word):
-        with socket.create_connection(("127.0.0.1", self.port), timeout=5) as s:
-            s.sendall(word.encode())
-            out = b""
-            while True:
-                chunk = s.recv(65536)
-                if not chunk:
-                    return out.decode()
-                out += chunk
+        return four_letter(self.port, word)
+
+    def ours(self):
+        """Whether the server answering on our port is this one (see wait_ready)."""
+        if self.kind == "zookeeper":
+            data = "dataDir=" + os.path.join(self.workdir, "data")
+            try:
+                return data in four_letter(self.port, "conf")
+            except OSError:
+                return False
+        # rzk in memory has no data dir to show: its log names the address it serves on.
+        with open(os.path.join(self.workdir, "server.log"), errors="replace") as f:
+            f.seek(self.log_from)
+            return ("serving on 127.0.0.1:%d" % self.port) in f.read()
 
     def pause(self):
         self.proc.send_signal(signal.SIGSTOP)
@@ -85,9 +105,10 @@ class Server:
             self.proc.terminate()
         self.proc.wait(30)
         log = open(os.path.join(self.workdir, "server.log"), "a")
+        self.log_from = log.tell()
         self.proc = subprocess.Popen(self.cmd, stdout=log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
-        wait_ready(self.port, 60, self.proc)
+        wait_ready(self.port, 60, self.proc, self.ours)
 
     def stop(self):
         if self.proc.poll() is None:
@@ -138,9 +159,10 @@ def start_zookeeper(tick_ms=2000, extra_cfg=None, port=None, heap="512m", wait=T
     ]
     log = open(os.path.join(workdir, "server.log"), "w")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    srv = Server("zookeeper", proc, port, workdir, cmd)
     if wait:
-        wait_ready(port, 60, proc)
-    return Server("zookeeper", proc, port, workdir, cmd)
+        wait_ready(port, 60, proc, srv.ours)
+    return srv
 
 
 def rzk_binary():
@@ -161,9 +183,10 @@ def start_rzk(tick_ms=2000, extra_args=(), port=None, durable=False, wait=True):
            "--super-digest", SUPER_DIGEST, "--extended-types"] + storage + list(extra_args)
     log = open(os.path.join(workdir, "server.log"), "w")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    srv = Server("rzk", proc, port, workdir, cmd)
     if wait:
-        wait_ready(port, 30, proc)
-    return Server("rzk", proc, port, workdir, cmd)
+        wait_ready(port, 30, proc, srv.ours)
+    return srv
 
 
 def start(kind, **kw):
