@@ -29,14 +29,14 @@ def free_port():
         return s.getsockname()[1]
 
 
-def four_letter(port, word):
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+def four_letter(port, word, timeout_s=5.0):
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout_s) as s:
         s.sendall(word.encode())
         out = b""
         while True:
             chunk = s.recv(65536)
             if not chunk:
-                return out.decode()
+                return out.decode(errors="replace")
             out += chunk
 
 
@@ -49,16 +49,8 @@ def wait_ready(port, timeout_s=30.0, proc=None, ours=lambda: True):
         if proc is not None and proc.poll() is not None:
             raise RuntimeError("server exited with status %s before it was ready" % proc.returncode)
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
-                s.sendall(b"srvr")
-                out = b""
-                while True:
-                    chunk = s.recv(4096)
-                    if not chunk:
-                        break
-                    out += chunk
-                if b"Mode:" in out and ours():
-                    return
+            if "Mode:" in four_letter(port, "srvr", timeout_s=1) and ours():
+                return
         except OSError:
             pass
         time.sleep(0.05)

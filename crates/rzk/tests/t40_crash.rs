@@ -46,6 +46,11 @@ fn log_tail(dir: &Path) -> String {
     )
 }
 
+/// Fails the test over a request that `e` stopped, with what the servers logged.
+fn failed(dir: &Path, what: &str, e: std::io::Error) -> ! {
+    panic!("{what}: {e}\n{}", log_tail(dir))
+}
+
 /// Starts a server on a port of its own choosing and returns the address it reports. A port
 /// picked free by the test and handed over can be picked by the other test of this binary
 /// too, running in parallel: once in CI the crash test's first create was reset while its own
@@ -176,7 +181,6 @@ fn acknowledged_writes_survive_repeated_sigkill() {
     let dir = std::env::temp_dir().join(format!("rzk-crash-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_file(log_path(&dir));
-    let failed = |what: &str, e: std::io::Error| -> ! { panic!("{what}: {e}\n{}", log_tail(&dir)) };
     let issued: Vec<_> = (0..WRITERS).map(|_| Arc::new(Mutex::new(0u64))).collect();
     let acked: Vec<_> = (0..WRITERS).map(|_| Arc::new(Mutex::new(BTreeSet::new()))).collect();
     let mut rng = 0x2545_f491_4f6c_dd1du64 ^ u64::from(std::process::id());
@@ -184,11 +188,11 @@ fn acknowledged_writes_survive_repeated_sigkill() {
 
     let (mut server, mut addr) = start(&dir, 2);
     {
-        let mut c = Conn::open(addr).unwrap_or_else(|e| failed("connect", e));
+        let mut c = Conn::open(addr).unwrap_or_else(|e| failed(&dir, "connect", e));
         for id in 0..WRITERS {
             let (h, _) = c
                 .call(&create(format!("/w{id}"), vec![]), 1)
-                .unwrap_or_else(|e| failed(&format!("create /w{id}"), e));
+                .unwrap_or_else(|e| failed(&dir, &format!("create /w{id}"), e));
             assert_eq!(h.err, 0);
         }
     }
@@ -211,8 +215,9 @@ fn acknowledged_writes_survive_repeated_sigkill() {
         }
         drop(server);
         (server, addr) = start(&dir, 1 + (cycle % 2) as u16);
-        let mut c = Conn::open(addr)
-            .unwrap_or_else(|e| failed(&format!("cycle {cycle}: reconnect after restart"), e));
+        let mut c = Conn::open(addr).unwrap_or_else(|e| {
+            failed(&dir, &format!("cycle {cycle}: reconnect after restart"), e)
+        });
         let mut xid = 1;
         for id in 0..WRITERS {
             xid += 1;
@@ -221,7 +226,7 @@ fn acknowledged_writes_survive_repeated_sigkill() {
                     &Request::GetChildren(PathWatch { path: format!("/w{id}"), watch: false }),
                     xid,
                 )
-                .unwrap_or_else(|e| failed(&format!("cycle {cycle}: list /w{id}"), e));
+                .unwrap_or_else(|e| failed(&dir, &format!("cycle {cycle}: list /w{id}"), e));
             assert_eq!(h.err, 0, "cycle {cycle}: /w{id} missing");
             let Response::Children(children) = body else { panic!() };
             let present: BTreeSet<u64> = children.iter().map(|c| c.parse().unwrap()).collect();
@@ -245,7 +250,9 @@ fn acknowledged_writes_survive_repeated_sigkill() {
                         &Request::GetData(PathWatch { path: format!("/w{id}/{n}"), watch: false }),
                         xid,
                     )
-                    .unwrap_or_else(|e| failed(&format!("cycle {cycle}: read /w{id}/{n}"), e));
+                    .unwrap_or_else(|e| {
+                        failed(&dir, &format!("cycle {cycle}: read /w{id}/{n}"), e)
+                    });
                 assert_eq!(h.err, 0);
                 let Response::GetData { data, .. } = body else { panic!() };
                 assert_eq!(data.unwrap(), format!("{id}:{n}").into_bytes());
@@ -268,14 +275,13 @@ fn corrupt_synced_log_data_stops_the_server_with_file_and_offset() {
     let dir = std::env::temp_dir().join(format!("rzk-corrupt-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_file(log_path(&dir));
-    let failed = |what: &str, e: std::io::Error| -> ! { panic!("{what}: {e}\n{}", log_tail(&dir)) };
     let (server, addr) = start(&dir, 2);
     {
-        let mut c = Conn::open(addr).unwrap_or_else(|e| failed("connect", e));
+        let mut c = Conn::open(addr).unwrap_or_else(|e| failed(&dir, "connect", e));
         for i in 0..50 {
             let (h, _) = c
                 .call(&create(format!("/n{i}"), vec![9; 64]), i + 1)
-                .unwrap_or_else(|e| failed(&format!("create /n{i}"), e));
+                .unwrap_or_else(|e| failed(&dir, &format!("create /n{i}"), e));
             assert_eq!(h.err, 0);
         }
     }
