@@ -389,7 +389,8 @@ impl Core {
 
     fn end_session(&mut self, id: i64, reason: CloseReason, now: Now) -> i64 {
         let conn = self.live.remove(&id).and_then(|s| s.conn);
-        let (zxid, _) = self.commit(id, TxnOp::CloseSession, now);
+        let paths = self.state.ephemerals_of(id).map(String::from).collect();
+        let (zxid, _) = self.commit(id, TxnOp::CloseSession { paths }, now);
         if let Some(conn) = conn {
             if let Some(c) = self.conns.get_mut(&conn) {
                 c.session_id = None;

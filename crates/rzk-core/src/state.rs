@@ -412,11 +412,15 @@ impl State {
                 }
                 Applied::SessionCreated
             }
-            TxnOp::CloseSession => {
+            TxnOp::CloseSession { paths } => {
                 if self.sessions.remove(&txn.session_id).is_none() && strict {
                     return Err(ApplyError::Session { zxid, session_id: txn.session_id });
                 }
-                let owned = self.ephemerals.remove(&txn.session_id).unwrap_or_default();
+                let mut owned = self.ephemerals.remove(&txn.session_id).unwrap_or_default();
+                for p in paths {
+                    owned.remove(p.as_str());
+                    self.delete_node(zxid, p, mode, triggers)?;
+                }
                 for p in &owned {
                     self.delete_node(zxid, p, mode, triggers)?;
                 }

@@ -55,7 +55,15 @@ pub enum TxnOp {
         passwd: [u8; 16],
     },
     /// A session was closed or expired; its ephemerals go with it.
-    CloseSession,
+    CloseSession {
+        /// The ephemerals it deleted, as the live tree held them (ZooKeeper's
+        /// `CloseSessionTxn.paths2Delete`). Replay deletes these, not only those the recovered
+        /// tree lists for the session: a fuzzy snapshot can record a parent, then miss a child
+        /// that this close deleted before the walk reached it, and only replaying that delete
+        /// brings the parent's pzxid forward (ZOOKEEPER-3145). Empty in logs written before
+        /// the field existed.
+        paths: Vec<String>,
+    },
     /// A node was created.
     Create {
         /// Final path, including any sequence suffix.

@@ -8,7 +8,7 @@ fn seeds() -> Vec<u64> {
     if let Ok(s) = std::env::var("RZK_SIM_SEED") {
         return vec![s.parse().expect("RZK_SIM_SEED is a number")];
     }
-    let n: u64 = std::env::var("RZK_SIM_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(60);
+    let n: u64 = std::env::var("RZK_SIM_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(300);
     (1..=n).collect()
 }
 

@@ -17,6 +17,8 @@ const SET_ACL: u8 = 6;
 const CHECK: u8 = 7;
 const MULTI: u8 = 8;
 const ERROR: u8 = 9;
+/// CloseSession with the paths it deleted; tag 2 is read as one that names none.
+const CLOSE_SESSION_PATHS: u8 = 10;
 
 /// A transaction with the first zxid of the sync batch it was written in.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,8 +41,8 @@ fn encode_op(op: &TxnOp, w: &mut Writer) {
         TxnOp::CreateSession { timeout_ms, passwd } => {
             w.raw(&[CREATE_SESSION]).i32(*timeout_ms).raw(passwd);
         }
-        TxnOp::CloseSession => {
-            w.raw(&[CLOSE_SESSION]);
+        TxnOp::CloseSession { paths } => {
+            w.raw(&[CLOSE_SESSION_PATHS]).string_vec(paths);
         }
         TxnOp::Create { path, data, acl, ephemeral_owner, parent_cversion } => {
             w.raw(&[CREATE]).string(path).buffer_opt(data.as_deref());
@@ -102,7 +104,8 @@ fn decode_op(r: &mut Reader<'_>, allow_multi: bool) -> Result<TxnOp, DecodeError
             passwd.copy_from_slice(r.read_bytes(16)?);
             TxnOp::CreateSession { timeout_ms, passwd }
         }
-        CLOSE_SESSION => TxnOp::CloseSession,
+        CLOSE_SESSION => TxnOp::CloseSession { paths: Vec::new() },
+        CLOSE_SESSION_PATHS => TxnOp::CloseSession { paths: r.read_string_vec()? },
         CREATE => TxnOp::Create {
             path: r.read_string()?,
             data: r.read_buffer_opt()?,
@@ -136,4 +139,25 @@ fn decode_op(r: &mut Reader<'_>, allow_multi: bool) -> Result<TxnOp, DecodeError
         ERROR => TxnOp::Error { err: r.read_i32()? },
         other => return Err(DecodeError::UnknownOpCode(i32::from(other))),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn logged(op: TxnOp) -> LoggedTxn {
+        LoggedTxn { txn: Txn { zxid: 9, time_ms: 1, session_id: 7, op }, batch_first_zxid: 8 }
+    }
+
+    #[test]
+    fn a_close_names_its_paths_and_an_old_close_reads_as_naming_none() {
+        let close = logged(TxnOp::CloseSession { paths: vec!["/a/e1".into(), "/b".into()] });
+        let mut w = Writer::new();
+        encode(&close.txn, close.batch_first_zxid, &mut w);
+        assert_eq!(decode(w.as_bytes()).unwrap(), close);
+        // The record a server wrote before the paths were logged.
+        let mut old = Writer::new();
+        old.raw(&[RECORD_VERSION]).i64(9).i64(1).i64(7).i64(8).raw(&[CLOSE_SESSION]);
+        assert_eq!(decode(old.as_bytes()).unwrap(), logged(TxnOp::CloseSession { paths: vec![] }));
+    }
 }
