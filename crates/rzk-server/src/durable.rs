@@ -86,6 +86,7 @@ fn log_thread(
     disk: DiskConfig,
 ) {
     let snapshotting = Arc::new(AtomicBool::new(false));
+    let preparing_spare = Arc::new(AtomicBool::new(false));
     // Size of the last snapshot written by this process; 0 until one is, so the first one
     // after a start is due by count alone.
     let last_snapshot_bytes = Arc::new(AtomicU64::new(0));
@@ -117,6 +118,25 @@ fn log_thread(
                 inner.fail(format!("transaction log write failed: {e}"));
                 return;
             }
+        }
+        if log.take_spare_request() && !preparing_spare.swap(true, Ordering::SeqCst) {
+            let (flag, disk) = (preparing_spare.clone(), disk.clone());
+            thread::Builder::new()
+                .name("rzk-spare".into())
+                .spawn(move || {
+                    let rate = disk.spare_write_bytes_per_sec_max;
+                    let made = rzk_storage::prepare_spare(
+                        &*disk.storage,
+                        &disk.log_dir,
+                        disk.segment_bytes,
+                        rate,
+                    );
+                    if let Err(e) = made {
+                        tracing::warn!("no spare log segment, the next one starts sparse: {e}");
+                    }
+                    flag.store(false, Ordering::SeqCst);
+                })
+                .expect("spawn spare segment thread");
         }
         until_snapshot = until_snapshot.saturating_sub(batch.len() as u64);
         let log_since = log.appended_bytes() - log_bytes_at_snapshot;

@@ -63,6 +63,8 @@ pub struct SimReport {
     pub drops: u64,
     /// Watch events delivered.
     pub events: u64,
+    /// Spare log segments written ahead of a roll.
+    pub spares: u64,
 }
 
 struct Snapshotting {
@@ -293,6 +295,14 @@ impl Sim {
         if self.rng.percent(self.faults.sync) {
             self.durable_zxid = self.log.sync().map_err(|e| format!("sync: {e}"))?;
             self.core.mark_durable(self.durable_zxid);
+            // As the server's spare thread would, but only half the time, so that rolls both
+            // take a spare and create a sparse segment, and crashes find spares half-named.
+            if self.log.take_spare_request() && self.rng.percent(50) {
+                let made =
+                    rzk_storage::prepare_spare(&self.storage, Path::new(DIR), SEGMENT_BYTES, 0)
+                        .map_err(|e| format!("spare: {e}"))?;
+                self.report.spares += u64::from(made);
+            }
         } else if self.rng.percent(30) {
             // Written but not yet synced: what a power cut can tear.
             self.log.write_pending().map_err(|e| format!("write: {e}"))?;

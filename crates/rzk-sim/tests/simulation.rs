@@ -28,6 +28,7 @@ fn invariants_hold_under_faults_and_the_system_heals() {
         total.expirations += r.expirations;
         total.drops += r.drops;
         total.events += r.events;
+        total.spares += r.spares;
     }
     println!("{total:?}");
     if std::env::var("RZK_SIM_SEED").is_err() {
@@ -37,6 +38,7 @@ fn invariants_hold_under_faults_and_the_system_heals() {
         assert!(total.expirations >= 5, "{total:?}");
         assert!(total.drops >= 20, "{total:?}");
         assert!(total.events >= 100, "{total:?}");
+        assert!(total.spares >= 10, "{total:?}");
         assert!(total.acks >= 1000, "{total:?}");
     }
 }

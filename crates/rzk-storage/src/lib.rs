@@ -26,7 +26,7 @@ use rzk_core::state::Mode;
 use rzk_core::State;
 
 pub use backend::{CrashMode, CrashStorage, FsStorage, Storage, StorageFile};
-pub use log::{LogEnd, LogWriter, DEFAULT_SEGMENT_BYTES};
+pub use log::{prepare_spare, LogEnd, LogWriter, DEFAULT_SEGMENT_BYTES};
 pub use snapshot::SnapshotWriter;
 
 /// Why the data directory cannot be used.

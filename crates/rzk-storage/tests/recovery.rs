@@ -147,6 +147,31 @@ fn writer(storage: &Arc<CrashStorage>, segment_bytes: u64) -> LogWriter {
     LogWriter::open(storage.clone(), Path::new(DIR), segment_bytes, &end).unwrap()
 }
 
+/// A fresh disk, a writer on it with small segments, and a workload whose opening
+/// transactions are already appended.
+fn started(seed: u64, segment_bytes: u64) -> (Arc<CrashStorage>, LogWriter, Workload) {
+    let storage = Arc::new(CrashStorage::new());
+    let mut log = writer(&storage, segment_bytes);
+    let w = Workload::new(seed);
+    for txn in &w.txns {
+        log.append(txn).unwrap();
+    }
+    (storage, log, w)
+}
+
+/// Appends and syncs one transaction after `after_zxid` to a reopened log, then checks that
+/// a second recovery reaches it: the repaired log accepts new writes.
+fn append_after_recovery(disk: &CrashStorage, segment_bytes: u64, end: &LogEnd, what: &str) {
+    let mut log =
+        LogWriter::open(Arc::new(disk.clone()), Path::new(DIR), segment_bytes, end).unwrap();
+    let zxid = end.last_zxid + 1;
+    let next = Txn { zxid, time_ms: 1, session_id: 0, op: rzk_core::TxnOp::Error { err: -110 } };
+    log.append(&next).unwrap();
+    log.sync().unwrap();
+    let again = recover(disk, Path::new(DIR), Path::new(DIR)).unwrap();
+    assert_eq!(again.state.last_zxid(), zxid, "{what}");
+}
+
 fn assert_same(a: &State, b: &State, what: &str) {
     if let Some(d) = a.difference(b) {
         panic!("{what}: {d}");
@@ -155,12 +180,7 @@ fn assert_same(a: &State, b: &State, what: &str) {
 
 #[test]
 fn the_log_round_trips_across_segments() {
-    let storage = Arc::new(CrashStorage::new());
-    let mut log = writer(&storage, 4096);
-    let mut w = Workload::new(7);
-    for txn in w.txns.clone() {
-        log.append(&txn).unwrap();
-    }
+    let (storage, mut log, mut w) = started(7, 4096);
     for _ in 0..600 {
         for txn in w.step() {
             log.append(&txn).unwrap();
@@ -177,16 +197,69 @@ fn the_log_round_trips_across_segments() {
     assert_eq!(rec.log_end.last_zxid, w.core.state().last_zxid());
 }
 
+/// Appends the workload's next steps, syncing each and preparing a spare whenever the writer
+/// asks; returns how many rolls took a spare.
+fn append_with_spares(log: &mut LogWriter, storage: &CrashStorage, w: &mut Workload) -> usize {
+    let spare = Path::new(DIR).join(rzk_storage::log::SPARE_NAME);
+    let has_spare = |s: &CrashStorage| s.read(&spare).is_ok();
+    let mut taken = 0;
+    for _ in 0..400 {
+        let before = has_spare(storage);
+        for txn in w.step() {
+            log.append(&txn).unwrap();
+        }
+        log.sync().unwrap();
+        taken += usize::from(before && !has_spare(storage));
+        if log.take_spare_request() {
+            assert!(rzk_storage::prepare_spare(storage, Path::new(DIR), 4096, 0).unwrap());
+            assert_eq!(storage.read(&spare).unwrap(), vec![0; 4096]);
+        }
+    }
+    taken
+}
+
+#[test]
+fn segments_taken_from_spares_recover_like_sparse_ones() {
+    let (storage, mut log, mut w) = started(11, 4096);
+    let taken = append_with_spares(&mut log, &storage, &mut w);
+    assert!(taken >= 3, "only {taken} rolls took a spare");
+    // A spare waiting for the next roll is not a segment to recovery.
+    storage.sync_dir(Path::new(DIR)).unwrap();
+    let after = storage.crash(CrashMode::SyncedOnly);
+    let rec = recover(&after, Path::new(DIR), Path::new(DIR)).unwrap();
+    assert_same(&rec.state, w.core.state(), "recovered vs live");
+}
+
+#[test]
+fn a_crash_while_a_spare_becomes_a_segment_loses_nothing_synced() {
+    for header_synced in [false, true] {
+        let (storage, mut log, mut w) = started(5, 4096);
+        let synced = log.sync().unwrap();
+        assert!(rzk_storage::prepare_spare(&*storage, Path::new(DIR), 4096, 0).unwrap());
+        // The spare's name made durable by some other directory sync (a snapshot's).
+        storage.sync_dir(Path::new(DIR)).unwrap();
+        // The roll syncs the old segment, renames the spare, writes and syncs the header,
+        // then syncs the directory: freeze the disk before the rename or after the header.
+        storage.freeze_after_syncs(storage.syncs() + 1 + u64::from(header_synced));
+        let rolled = (0..10_000).any(|_| w.step().iter().any(|t| log.append(t).is_err()));
+        assert!(rolled, "the roll hit the frozen disk");
+        let after = storage.crash(CrashMode::SyncedOnly);
+        let rec = recover(&after, Path::new(DIR), Path::new(DIR))
+            .unwrap_or_else(|e| panic!("header synced {header_synced}: {e}"));
+        assert!(rec.state.last_zxid() >= synced, "header synced {header_synced}");
+        // The reopened writer drops the half-named spare and carries on.
+        let what = format!("header synced {header_synced}");
+        append_after_recovery(&after, 4096, &rec.log_end, &what);
+        let names = after.list(Path::new(DIR)).unwrap();
+        assert!(!names.iter().any(|n| n.starts_with("log.spare")), "{names:?}");
+    }
+}
+
 #[test]
 fn a_torn_tail_is_cut_and_nothing_synced_is_lost() {
     let (mut torn, mut kept_unsynced) = (0, 0);
     for seed in 1..=40u64 {
-        let storage = Arc::new(CrashStorage::new());
-        let mut log = writer(&storage, 8192);
-        let mut w = Workload::new(seed);
-        for txn in w.txns.clone() {
-            log.append(&txn).unwrap();
-        }
+        let (storage, mut log, mut w) = started(seed, 8192);
         let mut synced = 0;
         let steps = 50 + seed * 7;
         for i in 0..steps {
@@ -214,19 +287,7 @@ fn a_torn_tail_is_cut_and_nothing_synced_is_lost() {
         torn += usize::from(rec.report.truncated.is_some());
         kept_unsynced += usize::from(got > synced);
         assert_same(&rec.state, &replay_to(&w.txns, got), &format!("seed {seed}"));
-        // The repaired log accepts new writes, and a second recovery agrees.
-        let mut log =
-            LogWriter::open(Arc::new(after.clone()), Path::new(DIR), 8192, &rec.log_end).unwrap();
-        let next = Txn {
-            zxid: got + 1,
-            time_ms: 1,
-            session_id: 0,
-            op: rzk_core::TxnOp::Error { err: -110 },
-        };
-        log.append(&next).unwrap();
-        log.sync().unwrap();
-        let again = recover(&after, Path::new(DIR), Path::new(DIR)).unwrap();
-        assert_eq!(again.state.last_zxid(), got + 1, "seed {seed}");
+        append_after_recovery(&after, 8192, &rec.log_end, &format!("seed {seed}"));
     }
     // The seeds really exercise torn writes and partly surviving batches.
     assert!(torn >= 10, "only {torn} of 40 crashes left a torn tail");
@@ -235,12 +296,7 @@ fn a_torn_tail_is_cut_and_nothing_synced_is_lost() {
 
 #[test]
 fn corruption_of_synced_records_stops_recovery_with_file_and_offset() {
-    let storage = Arc::new(CrashStorage::new());
-    let mut log = writer(&storage, 1 << 20);
-    let mut w = Workload::new(99);
-    for txn in w.txns.clone() {
-        log.append(&txn).unwrap();
-    }
+    let (storage, mut log, mut w) = started(99, 1 << 20);
     log.sync().unwrap();
     for _ in 0..100 {
         for txn in w.step() {
@@ -262,12 +318,7 @@ fn corruption_of_synced_records_stops_recovery_with_file_and_offset() {
 #[test]
 fn fuzzy_snapshots_taken_during_writes_recover_exactly() {
     for seed in 1..=12u64 {
-        let storage = Arc::new(CrashStorage::new());
-        let mut log = writer(&storage, 1 << 16);
-        let mut w = Workload::new(seed);
-        for txn in w.txns.clone() {
-            log.append(&txn).unwrap();
-        }
+        let (storage, mut log, mut w) = started(seed, 1 << 16);
         for _ in 0..200 {
             for txn in w.step() {
                 log.append(&txn).unwrap();
@@ -330,12 +381,7 @@ fn fuzzy_snapshots_taken_during_writes_recover_exactly() {
 
 #[test]
 fn a_snapshot_is_invisible_until_finished() {
-    let storage = Arc::new(CrashStorage::new());
-    let mut log = writer(&storage, 1 << 16);
-    let mut w = Workload::new(5);
-    for txn in w.txns.clone() {
-        log.append(&txn).unwrap();
-    }
+    let (storage, mut log, mut w) = started(5, 1 << 16);
     for _ in 0..100 {
         for txn in w.step() {
             log.append(&txn).unwrap();
