@@ -60,9 +60,10 @@ pub struct DiskConfig {
     /// delay the log's fdatasyncs, which every write's reply waits for.
     pub snapshot_write_bytes_per_sec_max: u64,
     /// Average write rate of the zeros of the next log segment, bytes per second (0:
-    /// unlimited), paced like a snapshot. Once a quarter of a segment is used, a background
-    /// thread writes the next one ([`rzk_storage::prepare_spare`]), so that the log's syncs
-    /// do not allocate blocks as they go.
+    /// unlimited). Once a quarter of a segment is used, a background thread writes the next
+    /// one ([`rzk_storage::prepare_spare`]), so that the log's syncs do not allocate blocks as
+    /// they go. Slower than snapshots: a spare is only an optimisation, and one not ready at
+    /// the roll is simply not used.
     pub spare_write_bytes_per_sec_max: u64,
 }
 
@@ -81,7 +82,7 @@ impl DiskConfig {
             purge_interval_hours: 0,
             group_commit_txns_max: 10_000,
             snapshot_write_bytes_per_sec_max: 100 * 1024 * 1024,
-            spare_write_bytes_per_sec_max: 100 * 1024 * 1024,
+            spare_write_bytes_per_sec_max: 32 * 1024 * 1024,
         }
     }
 }
