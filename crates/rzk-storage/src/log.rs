@@ -458,7 +458,8 @@ impl LogWriter {
         self.batch_first = None;
         let path = self.dir.join(segment_name(first_zxid));
         // A crash after the rename but before the header is synced leaves an all-zero last
-        // segment, which recovery removes; before the directory sync, the spare's old name.
+        // segment, which recovery removes; one before the directory sync may leave the file
+        // under the spare's name, which the next open removes.
         let spare = match self.storage.rename(&self.dir.join(SPARE_NAME), &path) {
             Ok(()) => true,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
