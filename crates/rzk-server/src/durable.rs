@@ -119,24 +119,20 @@ fn log_thread(
                 return;
             }
         }
-        if log.take_spare_request() && !preparing_spare.swap(true, Ordering::SeqCst) {
-            let (flag, disk) = (preparing_spare.clone(), disk.clone());
-            thread::Builder::new()
-                .name("rzk-spare".into())
-                .spawn(move || {
-                    let rate = disk.spare_write_bytes_per_sec_max;
-                    let made = rzk_storage::prepare_spare(
-                        &*disk.storage,
-                        &disk.log_dir,
-                        disk.segment_bytes,
-                        rate,
-                    );
-                    if let Err(e) = made {
-                        tracing::warn!("no spare log segment, the next one starts sparse: {e}");
-                    }
-                    flag.store(false, Ordering::SeqCst);
-                })
-                .expect("spawn spare segment thread");
+        if log.take_spare_request() {
+            let disk = disk.clone();
+            start_unless_busy(&preparing_spare, "rzk-spare", move || {
+                let rate = disk.spare_write_bytes_per_sec_max;
+                let made = rzk_storage::prepare_spare(
+                    &*disk.storage,
+                    &disk.log_dir,
+                    disk.segment_bytes,
+                    rate,
+                );
+                if let Err(e) = made {
+                    tracing::warn!("no spare log segment, the next one starts sparse: {e}");
+                }
+            });
         }
         until_snapshot = until_snapshot.saturating_sub(batch.len() as u64);
         let log_since = log.appended_bytes() - log_bytes_at_snapshot;
@@ -146,31 +142,51 @@ fn log_thread(
                 last_snapshot_bytes.load(Ordering::Relaxed),
                 disk.snapshot_log_pct_min,
             );
-        if due && !snapshotting.swap(true, Ordering::SeqCst) {
-            until_snapshot = next_snapshot_interval(disk.snap_count, &mut rng);
-            log_bytes_at_snapshot = log.appended_bytes();
-            let (flag, disk) = (snapshotting.clone(), disk.clone());
-            let size = last_snapshot_bytes.clone();
+        // Checked before the job is built: `due` stays true for every batch while a snapshot
+        // runs, and only this thread starts one.
+        if due && !snapshotting.load(Ordering::SeqCst) {
+            let (snap_disk, size) = (disk.clone(), last_snapshot_bytes.clone());
             let weak = Arc::downgrade(&inner);
-            thread::Builder::new()
-                .name("rzk-snapshot".into())
-                .spawn(move || {
-                    if let Some(inner) = weak.upgrade() {
-                        match take_snapshot(&inner, &disk) {
-                            Ok((path, bytes)) => {
-                                size.store(bytes, Ordering::Relaxed);
-                                tracing::info!(bytes, "snapshot written: {}", path.display())
-                            }
-                            Err(e) => tracing::error!(
-                                "snapshot failed (the log still has everything): {e}"
-                            ),
-                        }
+            let started = start_unless_busy(&snapshotting, "rzk-snapshot", move || {
+                let Some(inner) = weak.upgrade() else { return };
+                match take_snapshot(&inner, &snap_disk) {
+                    Ok((path, bytes)) => {
+                        size.store(bytes, Ordering::Relaxed);
+                        tracing::info!(bytes, "snapshot written: {}", path.display())
                     }
-                    flag.store(false, Ordering::SeqCst);
-                })
-                .expect("spawn snapshot thread");
+                    Err(e) => {
+                        tracing::error!("snapshot failed (the log still has everything): {e}")
+                    }
+                }
+            });
+            if started {
+                until_snapshot = next_snapshot_interval(disk.snap_count, &mut rng);
+                log_bytes_at_snapshot = log.appended_bytes();
+            }
         }
     }
+}
+
+/// Runs `job` on a thread named `name` unless the job last started with `busy` is still
+/// running; returns whether it started. The log thread hands its background work (snapshots,
+/// spare segments) off this way so that it never waits for it nor runs two at once.
+fn start_unless_busy(
+    busy: &Arc<AtomicBool>,
+    name: &str,
+    job: impl FnOnce() + Send + 'static,
+) -> bool {
+    if busy.swap(true, Ordering::SeqCst) {
+        return false;
+    }
+    let flag = busy.clone();
+    thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            job();
+            flag.store(false, Ordering::SeqCst);
+        })
+        .expect("spawn a background thread of the log");
+    true
 }
 
 /// Whether the log written since the last snapshot is large enough, against that snapshot's

@@ -29,6 +29,26 @@ pub use backend::{CrashMode, CrashStorage, FsStorage, Storage, StorageFile};
 pub use log::{prepare_spare, LogEnd, LogWriter, DEFAULT_SEGMENT_BYTES};
 pub use snapshot::SnapshotWriter;
 
+/// Removes `path`; `Ok(false)` if it was already gone, which every caller here wants (a
+/// concurrent purge, a snapshot renamed meanwhile, a spare never written).
+pub(crate) fn remove_if_present(storage: &dyn Storage, path: &Path) -> Result<bool, StorageError> {
+    match storage.remove(path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(StorageError::io("remove", path, e)),
+    }
+}
+
+/// Sleeps until `bytes_done` written since `started` no longer exceeds `bytes_per_sec` on
+/// average: the pace of background writers (snapshots, spare segments) that share the device
+/// with the log's syncs.
+pub(crate) fn pace(started: std::time::Instant, bytes_done: u64, bytes_per_sec: u64) {
+    let due = std::time::Duration::from_secs_f64(bytes_done as f64 / bytes_per_sec as f64);
+    if let Some(ahead) = due.checked_sub(started.elapsed()) {
+        std::thread::sleep(ahead);
+    }
+}
+
 /// Why the data directory cannot be used.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -192,15 +212,11 @@ pub fn purge(
     retain_snapshots: usize,
 ) -> Result<Vec<PathBuf>, StorageError> {
     let mut removed = Vec::new();
-    // A file already gone (removed by a concurrent purge, or a snapshot renamed meanwhile) is
-    // what purging wants, not an error.
-    let mut remove = |path: &Path| match storage.remove(path) {
-        Ok(()) => {
+    let mut remove = |path: &Path| {
+        if remove_if_present(storage, path)? {
             removed.push(path.to_path_buf());
-            Ok(())
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(StorageError::io("remove", path, e)),
+        Ok::<(), StorageError>(())
     };
     let snaps = snapshot::list_snapshots(storage, snap_dir)?;
     let keep = retain_snapshots.max(1);

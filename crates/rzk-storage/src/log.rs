@@ -17,7 +17,7 @@ use rzk_proto::jute::Writer;
 
 use crate::backend::{Storage, StorageFile};
 use crate::codec::{self, LoggedTxn};
-use crate::StorageError;
+use crate::{remove_if_present, StorageError};
 
 /// Magic at the start of every segment.
 pub const SEGMENT_MAGIC: &[u8; 8] = b"RZKLOG\x00\x01";
@@ -90,25 +90,13 @@ pub fn prepare_spare(
         at += n as u64;
         if bytes_per_sec > 0 {
             f.sync_data().map_err(|e| StorageError::io("fdatasync", &tmp, e))?;
-            let due = std::time::Duration::from_secs_f64(at as f64 / bytes_per_sec as f64);
-            if let Some(ahead) = due.checked_sub(started.elapsed()) {
-                std::thread::sleep(ahead);
-            }
+            crate::pace(started, at, bytes_per_sec);
         }
     }
     f.sync_data().map_err(|e| StorageError::io("fdatasync", &tmp, e))?;
     // No directory sync: a spare lost in a crash is only written again.
     storage.rename(&tmp, &spare).map_err(|e| StorageError::io("rename", &tmp, e))?;
     Ok(true)
-}
-
-fn remove_if_present(storage: &dyn Storage, path: &Path) -> Result<(), StorageError> {
-    match storage.remove(path) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            Err(StorageError::io("remove", path, e))
-        }
-        _ => Ok(()),
-    }
 }
 
 /// Segments in a directory, oldest first.

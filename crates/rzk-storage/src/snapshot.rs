@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use rzk_core::state::{Node, RestoredNode, SessionRecord};
 
@@ -159,10 +159,7 @@ impl SnapshotWriter {
             self.file.sync_data().map_err(|e| StorageError::io("fdatasync", &self.tmp, e))?;
             self.unsynced = 0;
         }
-        let due = Duration::from_secs_f64(self.offset as f64 / rate as f64);
-        if let Some(ahead) = due.checked_sub(self.started.elapsed()) {
-            std::thread::sleep(ahead);
-        }
+        crate::pace(self.started, self.offset, rate);
         Ok(())
     }
 
