@@ -12,12 +12,13 @@ use std::time::{Duration, Instant};
 use clap::{Args, ValueEnum};
 use rzk_proto::jute::{Reader, Writer};
 use rzk_proto::{
-    split_frame, Acl, ConnectRequest, CreateOp, CreateRequest, PathWatch, ReplyHeader, Request,
+    split_frame, Acl, ConnectRequest, CreateOp, CreateRequest, EventType, PathWatch, ReplyHeader,
+    Request, WatcherEvent,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
-use tokio::sync::Notify;
+use tokio::sync::{oneshot, Notify};
 
 use crate::cli::{CliError, Connect};
 
@@ -40,6 +41,10 @@ pub(crate) enum Workload {
     Populate,
     /// LeaderLatch handoff: the leader resigns and rejoins; time to the successor's leadership.
     Handoff,
+    /// Election handoff at the protocol level, on any server: `--participants` sessions hold
+    /// ephemeral sequential nodes, each watching its predecessor's; the first deletes its node
+    /// and rejoins at the tail. Latency from the delete to the successor's event.
+    HandoffEvent,
     /// LeaderSelector leaderships per second (auto-requeue, empty task).
     Selector,
     /// Crash failover: the leader's network is cut; time to the successor's leadership.
@@ -73,14 +78,15 @@ pub(crate) struct BenchArgs {
     /// Watching sessions (fanout).
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
     watchers: u64,
-    /// Election participants (handoff, selector).
+    /// Election participants (handoff, handoff-event, selector).
     #[arg(long, default_value_t = 5)]
     participants: usize,
     /// Sessions the participants share (handoff); default one each.
     #[arg(long)]
     participant_sessions: Option<usize>,
-    /// Idle time after each handoff before the next resign (handoff), ms: the old leader's
-    /// rejoin is then out of the way. 0 hands off back to back.
+    /// Idle time after each handoff before the next resign or delete (handoff,
+    /// handoff-event), ms: the old leader's rejoin is then out of the way. 0 hands off back to
+    /// back.
     #[arg(long, default_value_t = 0)]
     gap_ms: u64,
     /// Follower watch strategy (handoff): predecessor, or herd for comparison.
@@ -136,12 +142,16 @@ async fn connect(hosts: &str) -> Result<Io, CliError> {
     Ok((r, w))
 }
 
-async fn read_frame(r: &mut BufReader<OwnedReadHalf>) -> Result<Vec<u8>, CliError> {
-    let len = r.read_i32().await.map_err(err)?;
-    if !(0..=16 * 1024 * 1024).contains(&len) {
-        return Err(err(format!("bad frame length {len}")));
+/// A frame's body length, checked.
+fn frame_len(len: i32) -> Result<usize, CliError> {
+    match usize::try_from(len) {
+        Ok(n) if n <= 16 * 1024 * 1024 => Ok(n),
+        _ => Err(err(format!("bad frame length {len}"))),
     }
-    let mut buf = vec![0; len as usize];
+}
+
+async fn read_frame(r: &mut BufReader<OwnedReadHalf>) -> Result<Vec<u8>, CliError> {
+    let mut buf = vec![0; frame_len(r.read_i32().await.map_err(err)?)?];
     r.read_exact(&mut buf).await.map_err(err)?;
     Ok(buf)
 }
@@ -256,7 +266,11 @@ async fn session_loop(
                         Pending::Op(Instant::now()),
                     )
                 }
-                Workload::Fanout | Workload::Handoff | Workload::Selector | Workload::Failover => {
+                Workload::Fanout
+                | Workload::Handoff
+                | Workload::HandoffEvent
+                | Workload::Selector
+                | Workload::Failover => {
                     unreachable!("these have their own loops")
                 }
             };
@@ -405,6 +419,204 @@ async fn fanout(a: &BenchArgs, hosts: &str, deadline: Instant) -> Result<Stats, 
     Ok(stats)
 }
 
+/// What the coordinator of `handoff-event` asks of a participant, which owns its session.
+enum Order {
+    /// Create our node at the tail of the queue; answer with its path.
+    Join(oneshot::Sender<Result<String, CliError>>),
+    /// Watch the predecessor's node; answer once the watch is set, then report when the
+    /// node's deletion arrives.
+    Watch {
+        predecessor: String,
+        armed: oneshot::Sender<Result<(), CliError>>,
+        event: oneshot::Sender<Result<Instant, CliError>>,
+    },
+    /// Delete our node; report the instant just before the request is written, then the reply.
+    Delete {
+        path: String,
+        sent: oneshot::Sender<Instant>,
+        done: oneshot::Sender<Result<(), CliError>>,
+    },
+}
+
+/// A `handoff-event` participant's session, used from its own thread with blocking reads: the
+/// successor is woken by its event's arrival directly, as the floor's echo is, not through an
+/// async runtime's reactor, so the measurement is the server's.
+struct Blocking {
+    r: std::io::BufReader<std::net::TcpStream>,
+    w: std::net::TcpStream,
+}
+
+impl Blocking {
+    fn new(io: Io) -> Result<Blocking, CliError> {
+        if !io.0.buffer().is_empty() {
+            return Err(err("bytes after the session's handshake"));
+        }
+        let stream = io.0.into_inner().reunite(io.1).map_err(err)?.into_std().map_err(err)?;
+        stream.set_nonblocking(false).map_err(err)?;
+        Ok(Blocking { r: std::io::BufReader::new(stream.try_clone().map_err(err)?), w: stream })
+    }
+
+    fn read_frame(&mut self) -> Result<Vec<u8>, CliError> {
+        use std::io::Read;
+        let mut len = [0; 4];
+        self.r.read_exact(&mut len).map_err(err)?;
+        let mut buf = vec![0; frame_len(i32::from_be_bytes(len))?];
+        self.r.read_exact(&mut buf).map_err(err)?;
+        Ok(buf)
+    }
+
+    /// One request; its error code and reply frame (events before it are skipped).
+    fn call(&mut self, req: &Request) -> Result<(i32, Vec<u8>), CliError> {
+        use std::io::Write;
+        self.w.write_all(&req.to_frame(1)).map_err(err)?;
+        loop {
+            let f = self.read_frame()?;
+            let h = ReplyHeader::read(&mut Reader::new(&f)).map_err(err)?;
+            if h.xid != -1 {
+                return Ok((h.err, f));
+            }
+        }
+    }
+
+    fn ok(&mut self, req: &Request, what: &str) -> Result<Vec<u8>, CliError> {
+        match self.call(req)? {
+            (0, f) => Ok(f),
+            (code, _) => Err(err(format!("{what}: error {code}"))),
+        }
+    }
+
+    /// Reads the next frame, which must be `path`'s deletion; the instant it arrived.
+    fn deletion(&mut self, path: &str) -> Result<Instant, CliError> {
+        let f = self.read_frame()?;
+        let at = Instant::now();
+        let mut r = Reader::new(&f);
+        let h = ReplyHeader::read(&mut r).map_err(err)?;
+        let e = WatcherEvent::read(&mut r).map_err(err)?;
+        if h.xid != -1 || e.event_type != EventType::NodeDeleted || e.path != path {
+            return Err(err(format!("expected {path}'s deletion, got {e:?}")));
+        }
+        Ok(at)
+    }
+}
+
+/// One `handoff-event` participant: carries out orders on its own session until an order
+/// fails (reported to the coordinator) or the coordinator hangs up.
+fn participant(mut io: Blocking, parent: &str, orders: &std::sync::mpsc::Receiver<Order>) {
+    while let Ok(order) = orders.recv() {
+        let failed = match order {
+            Order::Join(reply) => {
+                let node = create(format!("{parent}/n-"), vec![], 3); // ephemeral, sequential
+                let r = io.ok(&node, "create").and_then(|f| {
+                    let mut r = Reader::new(&f);
+                    ReplyHeader::read(&mut r).and_then(|_| r.read_string()).map_err(err)
+                });
+                let failed = r.is_err();
+                let _ = reply.send(r);
+                failed
+            }
+            Order::Watch { predecessor, armed, event } => {
+                let exists = Request::Exists(PathWatch { path: predecessor.clone(), watch: true });
+                match io.ok(&exists, "exists") {
+                    Ok(_) => {
+                        let _ = armed.send(Ok(()));
+                        let r = io.deletion(&predecessor);
+                        let failed = r.is_err();
+                        let _ = event.send(r);
+                        failed
+                    }
+                    Err(e) => {
+                        let _ = armed.send(Err(e));
+                        true
+                    }
+                }
+            }
+            Order::Delete { path, sent, done } => {
+                let _ = sent.send(Instant::now());
+                let r = io.ok(&Request::Delete { path, version: -1 }, "delete").map(drop);
+                let failed = r.is_err();
+                let _ = done.send(r);
+                failed
+            }
+        };
+        if failed {
+            return;
+        }
+    }
+}
+
+/// Waits for a participant's answer, at most 10 s: a server that stops answering or drops a
+/// watch stops the run instead of hanging it.
+async fn answer<T>(rx: oneshot::Receiver<Result<T, CliError>>, what: &str) -> Result<T, CliError> {
+    match tokio::time::timeout(Duration::from_secs(10), rx).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(_)) => Err(err(format!("{what}: the participant stopped"))),
+        Err(_) => Err(err(format!("{what}: no answer within 10 s"))),
+    }
+}
+
+/// `handoff-event`: the election's handoff as the server sees it (issue 6's definition): from
+/// the leader's delete to its successor's event, with no election library on either side.
+async fn handoff_event(a: &BenchArgs, hosts: &str, deadline: Instant) -> Result<Stats, CliError> {
+    let parent = format!("/bench/handoff-{}", std::process::id());
+    let mut io = connect(hosts).await?;
+    call(&mut io, &create(parent.clone(), vec![], 0)).await?;
+    let n = a.participants;
+    let mut orders = Vec::with_capacity(n);
+    for i in 0..n {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (conn, parent) = (Blocking::new(connect(hosts).await?)?, parent.clone());
+        std::thread::Builder::new()
+            .name(format!("participant-{i}"))
+            .spawn(move || participant(conn, &parent, &rx))
+            .map_err(err)?;
+        orders.push(tx);
+    }
+    let send = |i: usize, o: Order| orders[i].send(o).map_err(|_| err("a participant stopped"));
+    // Joins `who` at the tail behind `predecessor` (if any); returns its node and the receiver
+    // of the predecessor's deletion.
+    let join = |who: usize, predecessor: Option<String>| async move {
+        let (tx, rx) = oneshot::channel();
+        send(who, Order::Join(tx))?;
+        let node = answer(rx, "join").await?;
+        let Some(predecessor) = predecessor else { return Ok((node, None)) };
+        let (armed, armed_rx) = oneshot::channel();
+        let (event, event_rx) = oneshot::channel();
+        send(who, Order::Watch { predecessor, armed, event })?;
+        answer(armed_rx, "watch").await?;
+        Ok::<_, CliError>((node, Some(event_rx)))
+    };
+    // The queue, leader first: (participant, its node, the receiver of its predecessor's
+    // deletion).
+    let mut queue: VecDeque<(usize, String, Option<_>)> = VecDeque::with_capacity(n);
+    for who in 0..n {
+        let (node, event) = join(who, queue.back().map(|q| q.1.clone())).await?;
+        queue.push_back((who, node, event));
+    }
+    let mut stats = Stats::default();
+    while Instant::now() < deadline {
+        if a.gap_ms > 0 {
+            tokio::time::sleep(Duration::from_millis(a.gap_ms)).await;
+        }
+        let (leader, node, _) = queue.pop_front().expect("n >= 2");
+        let event = queue.front_mut().and_then(|q| q.2.take()).expect("the successor watches");
+        let (sent, sent_rx) = oneshot::channel();
+        let (done, done_rx) = oneshot::channel();
+        send(leader, Order::Delete { path: node, sent, done })?;
+        let t0 = sent_rx.await.map_err(|_| err("delete: the participant stopped"))?;
+        let at = answer(event, "the successor's event").await?;
+        stats
+            .latencies_us
+            .push(at.saturating_duration_since(t0).as_micros().min(u32::MAX as u128) as u32);
+        answer(done_rx, "delete").await?;
+        // Rejoin at the tail only now, as the election workloads do: the rejoin's writes do
+        // not race the handoff being measured.
+        let (node, event) = join(leader, queue.back().map(|q| q.1.clone())).await?;
+        queue.push_back((leader, node, event));
+    }
+    // Dropping the senders ends the participants; their sessions close with their sockets.
+    Ok(stats)
+}
+
 async fn setup(a: &BenchArgs, hosts: &str) -> Result<(), CliError> {
     let mut io = connect(hosts).await?;
     call(&mut io, &create("/bench".into(), vec![], 0)).await?;
@@ -467,11 +679,18 @@ pub(crate) async fn run(connect_args: &Connect, a: BenchArgs) -> Result<(), CliE
         }
         _ => {}
     }
+    if a.workload == Workload::HandoffEvent && a.participants < 2 {
+        return Err(CliError::usage(
+            "bench: handoff-event needs --participants 2 or more: a handoff needs a successor",
+        ));
+    }
     setup(&a, &hosts).await?;
     let a = Arc::new(a);
     let started = Instant::now();
     let deadline = started + Duration::from_secs_f64(a.duration_s);
-    let stats = if a.workload == Workload::Fanout {
+    let stats = if a.workload == Workload::HandoffEvent {
+        vec![handoff_event(&a, &hosts, deadline).await?]
+    } else if a.workload == Workload::Fanout {
         // On a worker, not in `block_on`: the last watcher's wake-up then finds the setter on
         // its own thread's queue instead of waking the main thread, twice a round.
         let (a, hosts) = (a.clone(), hosts.clone());
@@ -507,7 +726,7 @@ pub(crate) async fn run(connect_args: &Connect, a: BenchArgs) -> Result<(), CliE
     lat.sort_unstable();
     let ops = lat.len();
     let (p50, p99, p999) = (percentile(&lat, 0.5), percentile(&lat, 0.99), percentile(&lat, 0.999));
-    let name = format!("{:?}", a.workload).to_lowercase();
+    let name = a.workload.to_possible_value().map(|v| v.get_name().to_owned()).unwrap_or_default();
     if a.json {
         println!(
             "{{\"workload\":\"{name}\",\"ops\":{ops},\"seconds\":{seconds:.3},\"ops_per_s\":{:.1},\"p50_us\":{p50},\"p99_us\":{p99},\"p999_us\":{p999},\"errors\":{errors}}}",

@@ -353,6 +353,7 @@ fn bench_reports_every_workload_as_json() {
         ("churn", vec![]),
         ("fanout", vec!["--watchers", "5"]),
         ("populate", vec!["--znodes", "2000"]),
+        ("handoff-event", vec!["--participants", "3", "--gap-ms", "2"]),
     ] {
         let mut args = vec![
             "bench",
@@ -401,6 +402,13 @@ fn bench_refuses_a_fanout_without_watchers() {
     let o = rzk("127.0.0.1:1", &["bench", "--workload", "fanout", "--watchers", "0"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("--watchers"), "{}", stderr(&o));
+}
+
+#[test]
+fn bench_refuses_a_handoff_without_a_successor() {
+    let o = rzk("127.0.0.1:1", &["bench", "--workload", "handoff-event", "--participants", "1"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--participants 2 or more"), "{}", stderr(&o));
 }
 
 #[test]
