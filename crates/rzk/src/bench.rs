@@ -438,6 +438,13 @@ enum Order {
     },
 }
 
+/// How often a waiting `handoff-event` participant pings: well inside the smallest session
+/// timeout a server grants by default (two ticks; ZooKeeper's and rzk's tick is 2 s).
+const PARTICIPANT_PING_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The xid ZooKeeper clients give pings, and servers their replies.
+const PING_XID: i32 = -2;
+
 /// A `handoff-event` participant's session, used from its own thread with blocking reads: the
 /// successor is woken by its event's arrival directly, as the floor's echo is, not through an
 /// async runtime's reactor, so the measurement is the server's.
@@ -453,6 +460,7 @@ impl Blocking {
         }
         let stream = io.0.into_inner().reunite(io.1).map_err(err)?.into_std().map_err(err)?;
         stream.set_nonblocking(false).map_err(err)?;
+        stream.set_read_timeout(Some(PARTICIPANT_PING_INTERVAL)).map_err(err)?;
         Ok(Blocking { r: std::io::BufReader::new(stream.try_clone().map_err(err)?), w: stream })
     }
 
@@ -465,14 +473,15 @@ impl Blocking {
         Ok(buf)
     }
 
-    /// One request; its error code and reply frame (events before it are skipped).
+    /// One request; its error code and reply frame (events, and the reply to a ping sent
+    /// while waiting for an event, are skipped).
     fn call(&mut self, req: &Request) -> Result<(i32, Vec<u8>), CliError> {
         use std::io::Write;
         self.w.write_all(&req.to_frame(1)).map_err(err)?;
         loop {
             let f = self.read_frame()?;
             let h = ReplyHeader::read(&mut Reader::new(&f)).map_err(err)?;
-            if h.xid != -1 {
+            if h.xid != -1 && h.xid != PING_XID {
                 return Ok((h.err, f));
             }
         }
@@ -485,24 +494,64 @@ impl Blocking {
         }
     }
 
-    /// Reads the next frame, which must be `path`'s deletion; the instant it arrived.
+    /// Waits for `path`'s deletion, pinging while nothing arrives; the instant it arrived.
     fn deletion(&mut self, path: &str) -> Result<Instant, CliError> {
-        let f = self.read_frame()?;
-        let at = Instant::now();
-        let mut r = Reader::new(&f);
-        let h = ReplyHeader::read(&mut r).map_err(err)?;
-        let e = WatcherEvent::read(&mut r).map_err(err)?;
-        if h.xid != -1 || e.event_type != EventType::NodeDeleted || e.path != path {
-            return Err(err(format!("expected {path}'s deletion, got {e:?}")));
+        loop {
+            self.await_bytes()?;
+            let f = self.read_frame()?;
+            let at = Instant::now();
+            let mut r = Reader::new(&f);
+            let h = ReplyHeader::read(&mut r).map_err(err)?;
+            if h.xid == PING_XID {
+                continue;
+            }
+            let e = WatcherEvent::read(&mut r).map_err(err)?;
+            if h.xid != -1 || e.event_type != EventType::NodeDeleted || e.path != path {
+                return Err(err(format!("expected {path}'s deletion, got {e:?}")));
+            }
+            return Ok(at);
         }
-        Ok(at)
+    }
+
+    fn ping(&mut self) -> Result<(), CliError> {
+        use std::io::Write;
+        self.w.write_all(&Request::Ping.to_frame(PING_XID)).map_err(err)
+    }
+
+    /// Returns once bytes are ready to read, pinging the server every
+    /// [`PARTICIPANT_PING_INTERVAL`] until then: a participant far back in a long queue (many
+    /// participants, a long `--gap-ms`) waits longer than a session timeout for its turn.
+    /// Peeking, not reading, so a timeout never lands inside a frame.
+    fn await_bytes(&mut self) -> Result<(), CliError> {
+        use std::io::ErrorKind;
+        while self.r.buffer().is_empty() {
+            match self.r.get_ref().peek(&mut [0; 1]) {
+                Ok(_) => return Ok(()), // at the end of the stream, read_frame says so
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                    self.ping()?;
+                }
+                Err(e) => return Err(err(e)),
+            }
+        }
+        Ok(())
     }
 }
 
 /// One `handoff-event` participant: carries out orders on its own session until an order
 /// fails (reported to the coordinator) or the coordinator hangs up.
 fn participant(mut io: Blocking, parent: &str, orders: &std::sync::mpsc::Receiver<Order>) {
-    while let Ok(order) = orders.recv() {
+    use std::sync::mpsc::RecvTimeoutError;
+    loop {
+        let order = match orders.recv_timeout(PARTICIPANT_PING_INTERVAL) {
+            Ok(order) => order,
+            // A leader between handoffs (`--gap-ms`) keeps its session too; the reply is
+            // skipped by the next call.
+            Err(RecvTimeoutError::Timeout) => match io.ping() {
+                Ok(()) => continue,
+                Err(_) => return,
+            },
+            Err(RecvTimeoutError::Disconnected) => return,
+        };
         let failed = match order {
             Order::Join(reply) => {
                 let node = create(format!("{parent}/n-"), vec![], 3); // ephemeral, sequential
@@ -613,7 +662,8 @@ async fn handoff_event(a: &BenchArgs, hosts: &str, deadline: Instant) -> Result<
         let (node, event) = join(leader, queue.back().map(|q| q.1.clone())).await?;
         queue.push_back((leader, node, event));
     }
-    // Dropping the senders ends the participants; their sessions close with their sockets.
+    // Dropping the senders ends the participants waiting for orders; those waiting for an
+    // event end with the process, and their sessions with their sockets.
     Ok(stats)
 }
 

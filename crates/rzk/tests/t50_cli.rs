@@ -405,6 +405,28 @@ fn bench_refuses_a_fanout_without_watchers() {
 }
 
 #[test]
+fn bench_handoff_participants_outlive_their_session_timeout_in_the_queue() {
+    // Ticks of 100 ms cap the session timeout at 2 s; each follower waits two gaps of 1.5 s for
+    // its turn, so only its pings keep its session (and its place in the queue) alive.
+    let s = server();
+    let args = [
+        "bench",
+        "--workload",
+        "handoff-event",
+        "--participants",
+        "3",
+        "--gap-ms",
+        "1500",
+        "--duration-s",
+        "5",
+        "--json",
+    ];
+    let o = rzk(&s.connect_string(), &args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("\"errors\":0"), "{}", stdout(&o));
+}
+
+#[test]
 fn bench_refuses_a_handoff_without_a_successor() {
     let o = rzk("127.0.0.1:1", &["bench", "--workload", "handoff-event", "--participants", "1"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
