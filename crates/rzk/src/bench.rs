@@ -12,13 +12,12 @@ use std::time::{Duration, Instant};
 use clap::{Args, ValueEnum};
 use rzk_proto::jute::{Reader, Writer};
 use rzk_proto::{
-    split_frame, Acl, ConnectRequest, CreateOp, CreateRequest, EventType, PathWatch, ReplyHeader,
-    Request, WatcherEvent,
+    split_frame, Acl, ConnectRequest, CreateOp, CreateRequest, PathWatch, ReplyHeader, Request,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
-use tokio::sync::{oneshot, Notify};
+use tokio::sync::Notify;
 
 use crate::cli::{CliError, Connect};
 
@@ -80,7 +79,7 @@ pub(crate) struct BenchArgs {
     watchers: u64,
     /// Election participants (handoff, handoff-event, selector).
     #[arg(long, default_value_t = 5)]
-    participants: usize,
+    pub(crate) participants: usize,
     /// Sessions the participants share (handoff); default one each.
     #[arg(long)]
     participant_sessions: Option<usize>,
@@ -88,7 +87,7 @@ pub(crate) struct BenchArgs {
     /// handoff-event), ms: the old leader's rejoin is then out of the way. 0 hands off back to
     /// back.
     #[arg(long, default_value_t = 0)]
-    gap_ms: u64,
+    pub(crate) gap_ms: u64,
     /// Follower watch strategy (handoff): predecessor, or herd for comparison.
     #[arg(long, value_enum, default_value_t = Strategy::Predecessor)]
     strategy: Strategy,
@@ -112,13 +111,13 @@ pub(crate) enum Strategy {
     Herd,
 }
 
-type Io = (BufReader<OwnedReadHalf>, OwnedWriteHalf);
+pub(crate) type Io = (BufReader<OwnedReadHalf>, OwnedWriteHalf);
 
-fn err(e: impl std::fmt::Display) -> CliError {
+pub(crate) fn err(e: impl std::fmt::Display) -> CliError {
     CliError::runtime(format!("bench: {e}"))
 }
 
-async fn connect(hosts: &str) -> Result<Io, CliError> {
+pub(crate) async fn connect(hosts: &str) -> Result<Io, CliError> {
     let addr = hosts.split(',').next().unwrap_or(hosts).split('/').next().unwrap_or(hosts);
     let stream = TcpStream::connect(addr)
         .await
@@ -143,7 +142,7 @@ async fn connect(hosts: &str) -> Result<Io, CliError> {
 }
 
 /// A frame's body length, checked.
-fn frame_len(len: i32) -> Result<usize, CliError> {
+pub(crate) fn frame_len(len: i32) -> Result<usize, CliError> {
     match usize::try_from(len) {
         Ok(n) if n <= 16 * 1024 * 1024 => Ok(n),
         _ => Err(err(format!("bad frame length {len}"))),
@@ -156,7 +155,7 @@ async fn read_frame(r: &mut BufReader<OwnedReadHalf>) -> Result<Vec<u8>, CliErro
     Ok(buf)
 }
 
-fn create(path: String, data: Vec<u8>, flags: i32) -> Request {
+pub(crate) fn create(path: String, data: Vec<u8>, flags: i32) -> Request {
     Request::Create(CreateRequest {
         op: CreateOp::Create,
         path,
@@ -168,7 +167,7 @@ fn create(path: String, data: Vec<u8>, flags: i32) -> Request {
 }
 
 /// Runs requests one at a time (set-up work).
-async fn call(io: &mut Io, req: &Request) -> Result<i32, CliError> {
+pub(crate) async fn call(io: &mut Io, req: &Request) -> Result<i32, CliError> {
     io.1.write_all(&req.to_frame(1)).await.map_err(err)?;
     loop {
         let f = read_frame(&mut io.0).await?;
@@ -190,8 +189,8 @@ impl Rng {
 }
 
 #[derive(Default)]
-struct Stats {
-    latencies_us: Vec<u32>,
+pub(crate) struct Stats {
+    pub(crate) latencies_us: Vec<u32>,
     errors: u64,
 }
 
@@ -419,254 +418,6 @@ async fn fanout(a: &BenchArgs, hosts: &str, deadline: Instant) -> Result<Stats, 
     Ok(stats)
 }
 
-/// What the coordinator of `handoff-event` asks of a participant, which owns its session.
-enum Order {
-    /// Create our node at the tail of the queue; answer with its path.
-    Join(oneshot::Sender<Result<String, CliError>>),
-    /// Watch the predecessor's node; answer once the watch is set, then report when the
-    /// node's deletion arrives.
-    Watch {
-        predecessor: String,
-        armed: oneshot::Sender<Result<(), CliError>>,
-        event: oneshot::Sender<Result<Instant, CliError>>,
-    },
-    /// Delete our node; report the instant just before the request is written, then the reply.
-    Delete {
-        path: String,
-        sent: oneshot::Sender<Instant>,
-        done: oneshot::Sender<Result<(), CliError>>,
-    },
-}
-
-/// How often a waiting `handoff-event` participant pings: well inside the smallest session
-/// timeout a server grants by default (two ticks; ZooKeeper's and rzk's tick is 2 s).
-const PARTICIPANT_PING_INTERVAL: Duration = Duration::from_secs(1);
-
-/// The xid ZooKeeper clients give pings, and servers their replies.
-const PING_XID: i32 = -2;
-
-/// A `handoff-event` participant's session, used from its own thread with blocking reads: the
-/// successor is woken by its event's arrival directly, as the floor's echo is, not through an
-/// async runtime's reactor, so the measurement is the server's.
-struct Blocking {
-    r: std::io::BufReader<std::net::TcpStream>,
-    w: std::net::TcpStream,
-}
-
-impl Blocking {
-    fn new(io: Io) -> Result<Blocking, CliError> {
-        if !io.0.buffer().is_empty() {
-            return Err(err("bytes after the session's handshake"));
-        }
-        let stream = io.0.into_inner().reunite(io.1).map_err(err)?.into_std().map_err(err)?;
-        stream.set_nonblocking(false).map_err(err)?;
-        stream.set_read_timeout(Some(PARTICIPANT_PING_INTERVAL)).map_err(err)?;
-        Ok(Blocking { r: std::io::BufReader::new(stream.try_clone().map_err(err)?), w: stream })
-    }
-
-    fn read_frame(&mut self) -> Result<Vec<u8>, CliError> {
-        use std::io::Read;
-        let mut len = [0; 4];
-        self.r.read_exact(&mut len).map_err(err)?;
-        let mut buf = vec![0; frame_len(i32::from_be_bytes(len))?];
-        self.r.read_exact(&mut buf).map_err(err)?;
-        Ok(buf)
-    }
-
-    /// One request; its error code and reply frame (events, and the reply to a ping sent
-    /// while waiting for an event, are skipped).
-    fn call(&mut self, req: &Request) -> Result<(i32, Vec<u8>), CliError> {
-        use std::io::Write;
-        self.w.write_all(&req.to_frame(1)).map_err(err)?;
-        loop {
-            let f = self.read_frame()?;
-            let h = ReplyHeader::read(&mut Reader::new(&f)).map_err(err)?;
-            if h.xid != -1 && h.xid != PING_XID {
-                return Ok((h.err, f));
-            }
-        }
-    }
-
-    fn ok(&mut self, req: &Request, what: &str) -> Result<Vec<u8>, CliError> {
-        match self.call(req)? {
-            (0, f) => Ok(f),
-            (code, _) => Err(err(format!("{what}: error {code}"))),
-        }
-    }
-
-    /// Waits for `path`'s deletion, pinging while nothing arrives; the instant it arrived.
-    fn deletion(&mut self, path: &str) -> Result<Instant, CliError> {
-        loop {
-            self.await_bytes()?;
-            let f = self.read_frame()?;
-            let at = Instant::now();
-            let mut r = Reader::new(&f);
-            let h = ReplyHeader::read(&mut r).map_err(err)?;
-            if h.xid == PING_XID {
-                continue;
-            }
-            let e = WatcherEvent::read(&mut r).map_err(err)?;
-            if h.xid != -1 || e.event_type != EventType::NodeDeleted || e.path != path {
-                return Err(err(format!("expected {path}'s deletion, got {e:?}")));
-            }
-            return Ok(at);
-        }
-    }
-
-    fn ping(&mut self) -> Result<(), CliError> {
-        use std::io::Write;
-        self.w.write_all(&Request::Ping.to_frame(PING_XID)).map_err(err)
-    }
-
-    /// Returns once bytes are ready to read, pinging the server every
-    /// [`PARTICIPANT_PING_INTERVAL`] until then: a participant far back in a long queue (many
-    /// participants, a long `--gap-ms`) waits longer than a session timeout for its turn.
-    /// Peeking, not reading, so a timeout never lands inside a frame.
-    fn await_bytes(&mut self) -> Result<(), CliError> {
-        use std::io::ErrorKind;
-        while self.r.buffer().is_empty() {
-            match self.r.get_ref().peek(&mut [0; 1]) {
-                Ok(_) => return Ok(()), // at the end of the stream, read_frame says so
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                    self.ping()?;
-                }
-                Err(e) => return Err(err(e)),
-            }
-        }
-        Ok(())
-    }
-}
-
-/// One `handoff-event` participant: carries out orders on its own session until an order
-/// fails (reported to the coordinator) or the coordinator hangs up.
-fn participant(mut io: Blocking, parent: &str, orders: &std::sync::mpsc::Receiver<Order>) {
-    use std::sync::mpsc::RecvTimeoutError;
-    loop {
-        let order = match orders.recv_timeout(PARTICIPANT_PING_INTERVAL) {
-            Ok(order) => order,
-            // A leader between handoffs (`--gap-ms`) keeps its session too; the reply is
-            // skipped by the next call.
-            Err(RecvTimeoutError::Timeout) => match io.ping() {
-                Ok(()) => continue,
-                Err(_) => return,
-            },
-            Err(RecvTimeoutError::Disconnected) => return,
-        };
-        let failed = match order {
-            Order::Join(reply) => {
-                let node = create(format!("{parent}/n-"), vec![], 3); // ephemeral, sequential
-                let r = io.ok(&node, "create").and_then(|f| {
-                    let mut r = Reader::new(&f);
-                    ReplyHeader::read(&mut r).and_then(|_| r.read_string()).map_err(err)
-                });
-                let failed = r.is_err();
-                let _ = reply.send(r);
-                failed
-            }
-            Order::Watch { predecessor, armed, event } => {
-                let exists = Request::Exists(PathWatch { path: predecessor.clone(), watch: true });
-                match io.ok(&exists, "exists") {
-                    Ok(_) => {
-                        let _ = armed.send(Ok(()));
-                        let r = io.deletion(&predecessor);
-                        let failed = r.is_err();
-                        let _ = event.send(r);
-                        failed
-                    }
-                    Err(e) => {
-                        let _ = armed.send(Err(e));
-                        true
-                    }
-                }
-            }
-            Order::Delete { path, sent, done } => {
-                let _ = sent.send(Instant::now());
-                let r = io.ok(&Request::Delete { path, version: -1 }, "delete").map(drop);
-                let failed = r.is_err();
-                let _ = done.send(r);
-                failed
-            }
-        };
-        if failed {
-            return;
-        }
-    }
-}
-
-/// Waits for a participant's answer, at most 10 s: a server that stops answering or drops a
-/// watch stops the run instead of hanging it.
-async fn answer<T>(rx: oneshot::Receiver<Result<T, CliError>>, what: &str) -> Result<T, CliError> {
-    match tokio::time::timeout(Duration::from_secs(10), rx).await {
-        Ok(Ok(r)) => r,
-        Ok(Err(_)) => Err(err(format!("{what}: the participant stopped"))),
-        Err(_) => Err(err(format!("{what}: no answer within 10 s"))),
-    }
-}
-
-/// `handoff-event`: the election's handoff as the server sees it (issue 6's definition): from
-/// the leader's delete to its successor's event, with no election library on either side.
-async fn handoff_event(a: &BenchArgs, hosts: &str, deadline: Instant) -> Result<Stats, CliError> {
-    let parent = format!("/bench/handoff-{}", std::process::id());
-    let mut io = connect(hosts).await?;
-    call(&mut io, &create(parent.clone(), vec![], 0)).await?;
-    let n = a.participants;
-    let mut orders = Vec::with_capacity(n);
-    for i in 0..n {
-        let (tx, rx) = std::sync::mpsc::channel();
-        let (conn, parent) = (Blocking::new(connect(hosts).await?)?, parent.clone());
-        std::thread::Builder::new()
-            .name(format!("participant-{i}"))
-            .spawn(move || participant(conn, &parent, &rx))
-            .map_err(err)?;
-        orders.push(tx);
-    }
-    let send = |i: usize, o: Order| orders[i].send(o).map_err(|_| err("a participant stopped"));
-    // Joins `who` at the tail behind `predecessor` (if any); returns its node and the receiver
-    // of the predecessor's deletion.
-    let join = |who: usize, predecessor: Option<String>| async move {
-        let (tx, rx) = oneshot::channel();
-        send(who, Order::Join(tx))?;
-        let node = answer(rx, "join").await?;
-        let Some(predecessor) = predecessor else { return Ok((node, None)) };
-        let (armed, armed_rx) = oneshot::channel();
-        let (event, event_rx) = oneshot::channel();
-        send(who, Order::Watch { predecessor, armed, event })?;
-        answer(armed_rx, "watch").await?;
-        Ok::<_, CliError>((node, Some(event_rx)))
-    };
-    // The queue, leader first: (participant, its node, the receiver of its predecessor's
-    // deletion).
-    let mut queue: VecDeque<(usize, String, Option<_>)> = VecDeque::with_capacity(n);
-    for who in 0..n {
-        let (node, event) = join(who, queue.back().map(|q| q.1.clone())).await?;
-        queue.push_back((who, node, event));
-    }
-    let mut stats = Stats::default();
-    while Instant::now() < deadline {
-        if a.gap_ms > 0 {
-            tokio::time::sleep(Duration::from_millis(a.gap_ms)).await;
-        }
-        let (leader, node, _) = queue.pop_front().expect("n >= 2");
-        let event = queue.front_mut().and_then(|q| q.2.take()).expect("the successor watches");
-        let (sent, sent_rx) = oneshot::channel();
-        let (done, done_rx) = oneshot::channel();
-        send(leader, Order::Delete { path: node, sent, done })?;
-        let t0 = sent_rx.await.map_err(|_| err("delete: the participant stopped"))?;
-        let at = answer(event, "the successor's event").await?;
-        stats
-            .latencies_us
-            .push(at.saturating_duration_since(t0).as_micros().min(u32::MAX as u128) as u32);
-        answer(done_rx, "delete").await?;
-        // Rejoin at the tail only now, as the election workloads do: the rejoin's writes do
-        // not race the handoff being measured.
-        let (node, event) = join(leader, queue.back().map(|q| q.1.clone())).await?;
-        queue.push_back((leader, node, event));
-    }
-    // Dropping the senders ends the participants waiting for orders; those waiting for an
-    // event end with the process, and their sessions with their sockets.
-    Ok(stats)
-}
-
 async fn setup(a: &BenchArgs, hosts: &str) -> Result<(), CliError> {
     let mut io = connect(hosts).await?;
     call(&mut io, &create("/bench".into(), vec![], 0)).await?;
@@ -739,7 +490,7 @@ pub(crate) async fn run(connect_args: &Connect, a: BenchArgs) -> Result<(), CliE
     let started = Instant::now();
     let deadline = started + Duration::from_secs_f64(a.duration_s);
     let stats = if a.workload == Workload::HandoffEvent {
-        vec![handoff_event(&a, &hosts, deadline).await?]
+        vec![crate::bench_handoff::handoff_event(&a, &hosts, deadline).await?]
     } else if a.workload == Workload::Fanout {
         // On a worker, not in `block_on`: the last watcher's wake-up then finds the setter on
         // its own thread's queue instead of waking the main thread, twice a round.

@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod bench_election;
+mod bench_handoff;
 mod cli;
 mod demo;
 mod elect;
