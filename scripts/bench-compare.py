@@ -552,16 +552,14 @@ def machine_info(args):
     }
 
 
-def handoff_row(w, m, runs):
-    zk = [r for r in runs if r["server"] == "zookeeper"]
-    rz = [r for r in runs if r["server"] == "rzk"]
+def handoff_row(w, m):
     return [w + (" (%d ms idle before each delete)" % HANDOFF_GAP_MS[w]
                  if HANDOFF_GAP_MS[w] else " (back to back)"),
             "%s / %s" % (fmt(m["p50_us"][0]), fmt(m["p99_us"][0])),
             "%s / %s" % (fmt(m["p50_us"][1]), fmt(m["p99_us"][1])),
             fmt_ratio(ratio(m["p50_us"][1], m["p50_us"][0])),
-            "%s / %s" % (fmt(med(zk, "floor_us")), fmt(med(rz, "floor_us"))),
-            fmt_ratio(med(zk, "x_floor")), fmt_ratio(med(rz, "x_floor")),
+            "%s / %s" % (fmt(m["floor_us"][0]), fmt(m["floor_us"][1])),
+            fmt_ratio(m["x_floor"][0]), fmt_ratio(m["x_floor"][1]),
             fmt(m["server_cpu_us_per_op"][0], 1), fmt(m["server_cpu_us_per_op"][1], 1),
             "%s / %s" % (fmt(m["errors"][0]), fmt(m["errors"][1]))]
 
@@ -576,10 +574,10 @@ def build_tables(res, args):
         rz = [r for r in runs if r["server"] == "rzk"]
         m = {k: (med(zk, k), med(rz, k)) for k in
              ("ops_per_s", "p50_us", "p99_us", "p999_us", "server_cpu_us_per_op",
-              "client_cpu_us_per_op", "peak_rss_mib", "errors")}
+              "client_cpu_us_per_op", "peak_rss_mib", "errors", "floor_us", "x_floor")}
         res.setdefault("medians", {})[w] = m
         if w in HANDOFF_GAP_MS:
-            h_rows.append(handoff_row(w, m, runs))
+            h_rows.append(handoff_row(w, m))
             continue
         w_rows.append([w,
                        fmt(m["ops_per_s"][0]), fmt(m["ops_per_s"][1]),
@@ -638,7 +636,7 @@ def build_tables(res, args):
     t_rows = []
     for w in res["workloads"] + (["populate"] if res.get("populate") else []):
         if w in HANDOFF_GAP_MS:
-            r = med([x for x in res["runs"][w] if x["server"] == "rzk"], "x_floor")
+            r = res["medians"][w]["x_floor"][1]
             t_rows.append(["%s: p50 x the floor" % w, fmt_ratio(r), verdict("handoff_floor", r)])
             continue
         if w == "populate":

@@ -59,12 +59,33 @@ impl Blocking {
     }
 
     fn read_frame(&mut self) -> Result<Vec<u8>, CliError> {
-        use std::io::Read;
         let mut len = [0; 4];
-        self.r.read_exact(&mut len).map_err(err)?;
+        self.read_full(&mut len)?;
         let mut buf = vec![0; frame_len(i32::from_be_bytes(len))?];
-        self.r.read_exact(&mut buf).map_err(err)?;
+        self.read_full(&mut buf)?;
         Ok(buf)
+    }
+
+    /// Fills `buf`, pinging the server whenever the socket has been silent for
+    /// [`PARTICIPANT_PING_INTERVAL`] (its read timeout): a participant far back in a long
+    /// queue (many participants, a long `--gap-ms`) waits longer than a session timeout for its
+    /// event, and a slow reply must not end the run either. A ping's reply is skipped by
+    /// whoever reads it.
+    fn read_full(&mut self, buf: &mut [u8]) -> Result<(), CliError> {
+        use std::io::{ErrorKind, Read};
+        let mut at = 0;
+        while at < buf.len() {
+            match self.r.read(&mut buf[at..]) {
+                Ok(0) => return Err(err("the server closed the session's connection")),
+                Ok(n) => at += n,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                    self.ping()?;
+                }
+                Err(e) => return Err(err(e)),
+            }
+        }
+        Ok(())
     }
 
     /// One request; its error code and reply frame (events, and the reply to a ping sent
@@ -91,7 +112,6 @@ impl Blocking {
     /// Waits for `path`'s deletion, pinging while nothing arrives; the instant it arrived.
     fn deletion(&mut self, path: &str) -> Result<Instant, CliError> {
         loop {
-            self.await_bytes()?;
             let f = self.read_frame()?;
             let at = Instant::now();
             let mut r = Reader::new(&f);
@@ -110,24 +130,6 @@ impl Blocking {
     fn ping(&mut self) -> Result<(), CliError> {
         use std::io::Write;
         self.w.write_all(&Request::Ping.to_frame(PING_XID)).map_err(err)
-    }
-
-    /// Returns once bytes are ready to read, pinging the server every
-    /// [`PARTICIPANT_PING_INTERVAL`] until then: a participant far back in a long queue (many
-    /// participants, a long `--gap-ms`) waits longer than a session timeout for its turn.
-    /// Peeking, not reading, so a timeout never lands inside a frame.
-    fn await_bytes(&mut self) -> Result<(), CliError> {
-        use std::io::ErrorKind;
-        while self.r.buffer().is_empty() {
-            match self.r.get_ref().peek(&mut [0; 1]) {
-                Ok(_) => return Ok(()), // at the end of the stream, read_frame says so
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                    self.ping()?;
-                }
-                Err(e) => return Err(err(e)),
-            }
-        }
-        Ok(())
     }
 }
 
