@@ -37,21 +37,24 @@ pub(crate) struct ElectionResult {
     pub seconds: f64,
     pub samples_us: Vec<u64>,
     pub notifications_per_change: f64,
+    /// Election calls that failed (a participant that could not join, wait or resign).
+    pub errors: u64,
 }
 
 impl ElectionResult {
     pub(crate) fn print(mut self, workload: &str, participants: usize, strategy: &str, json: bool) {
-        let (p50, p99) = (pct(&mut self.samples_us, 0.5), pct(&mut self.samples_us, 0.99));
+        let v = &mut self.samples_us;
+        let (p50, p99, p999) = (pct(v, 0.5), pct(v, 0.99), pct(v, 0.999));
         let per_s = self.rounds as f64 / self.seconds;
         if json {
             println!(
-                "{{\"workload\":\"{workload}\",\"participants\":{participants},\"strategy\":\"{strategy}\",\"rounds\":{},\"seconds\":{:.3},\"per_s\":{per_s:.1},\"p50_us\":{p50},\"p99_us\":{p99},\"notifications_per_change\":{:.2}}}",
-                self.rounds, self.seconds, self.notifications_per_change
+                "{{\"workload\":\"{workload}\",\"participants\":{participants},\"strategy\":\"{strategy}\",\"rounds\":{},\"seconds\":{:.3},\"per_s\":{per_s:.1},\"p50_us\":{p50},\"p99_us\":{p99},\"p999_us\":{p999},\"notifications_per_change\":{:.2},\"errors\":{}}}",
+                self.rounds, self.seconds, self.notifications_per_change, self.errors
             );
         } else {
             println!(
-                "{workload} ({participants} participants, {strategy}): {} rounds in {:.2}s = {per_s:.1}/s; p50 {p50} us, p99 {p99} us; {:.2} notifications per change",
-                self.rounds, self.seconds, self.notifications_per_change
+                "{workload} ({participants} participants, {strategy}): {} rounds in {:.2}s = {per_s:.1}/s; p50 {p50} us, p99 {p99} us, p999 {p999} us; {:.2} notifications per change; {} errors",
+                self.rounds, self.seconds, self.notifications_per_change, self.errors
             );
         }
     }
@@ -61,6 +64,11 @@ impl ElectionResult {
 /// reads the whole list (as Curator's does), so 10,000 joining together would queue seconds of
 /// list parsing in this one process and starve its sessions' I/O past their timeouts.
 const JOIN_WAVE: usize = 250;
+
+/// How long the bench waits for the next leader after a resign before it gives up: far above
+/// any handoff (milliseconds at N = 10,000), and above the 10 s session timeout a participant
+/// whose resign failed would take to lose its node.
+const HANDOFF_WAIT_S_MAX: u64 = 30;
 
 /// Waits until `n` nodes are under `path`. Counted with a bare getChildren: `participants()`
 /// reads every node's data, which at N = 10,000 would load the server more than the joins.
@@ -81,6 +89,24 @@ async fn wait_joined(
             return Err(err(format!("{n} participants did not join within 600 s")));
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The next participant to lead, and when it learnt it; an error naming the failed calls if
+/// none leads within [`HANDOFF_WAIT_S_MAX`].
+async fn next_leader(
+    rx: &mut mpsc::UnboundedReceiver<(usize, Instant)>,
+    errors: &AtomicU64,
+) -> Result<(usize, Instant), CliError> {
+    let wait = Duration::from_secs(HANDOFF_WAIT_S_MAX);
+    let failures = || format!("{} election calls failed", errors.load(Ordering::Relaxed));
+    match tokio::time::timeout(wait, rx.recv()).await {
+        Ok(Some(led)) => Ok(led),
+        Ok(None) => Err(err(format!("every participant stopped; {}", failures()))),
+        Err(_) => Err(err(format!(
+            "no participant became leader within {HANDOFF_WAIT_S_MAX} s; {}",
+            failures()
+        ))),
     }
 }
 
@@ -106,6 +132,7 @@ pub(crate) async fn handoff(
     let wakeups: Arc<Vec<AtomicU64>> =
         Arc::new((0..participants).map(|_| AtomicU64::new(0)).collect());
     let (led_tx, mut led_rx) = mpsc::unbounded_channel::<(usize, Instant)>();
+    let errors = Arc::new(AtomicU64::new(0));
     // Participants publish their counts only when asked, so the measuring adds no load.
     let (publish_tx, publish_rx) = tokio::sync::watch::channel(0u64);
     let resign_started = Arc::new(std::sync::Mutex::new(None::<Instant>));
@@ -120,14 +147,19 @@ pub(crate) async fn handoff(
         resign_txs.push(rtx);
         let (led_tx, path, wakeups, started) =
             (led_tx.clone(), path.clone(), wakeups.clone(), resign_started.clone());
+        let errors = errors.clone();
+        // A participant that fails stops; the count says why the run then stalls or is short.
+        let failed = move || {
+            errors.fetch_add(1, Ordering::Relaxed);
+        };
         let mut publish = publish_rx.clone();
         tokio::spawn(async move {
             let mut carried = 0;
             loop {
                 let opts = LatchOptions::default().with_id(format!("p{i}")).with_strategy(strategy);
-                let Ok(latch) = LeaderLatch::new(&s, &path, opts) else { return };
+                let Ok(latch) = LeaderLatch::new(&s, &path, opts) else { return failed() };
                 if latch.start().await.is_err() {
-                    return;
+                    return failed();
                 }
                 let l = loop {
                     tokio::select! {
@@ -135,7 +167,7 @@ pub(crate) async fn handoff(
                         Ok(()) = publish.changed() => wakeups[i].store(carried + latch.metrics().wakeups, Ordering::Relaxed),
                     }
                 };
-                let Ok(l) = l else { return };
+                let Ok(l) = l else { return failed() };
                 let _ = led_tx.send((i, Instant::now()));
                 carried += latch.metrics().wakeups;
                 wakeups[i].store(carried, Ordering::Relaxed);
@@ -143,7 +175,9 @@ pub(crate) async fn handoff(
                     return;
                 }
                 *started.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
-                let _ = l.resign().await;
+                if l.resign().await.is_err() {
+                    failed();
+                }
                 // Rejoin only once the successor leads, as the Curator harness does: the
                 // rejoin's writes do not race the handoff being measured.
                 if rrx.recv().await.is_none() {
@@ -153,7 +187,7 @@ pub(crate) async fn handoff(
         });
     }
     // Everyone must have joined before the measurement starts.
-    let (first, _) = led_rx.recv().await.ok_or_else(|| err("no leader"))?;
+    let (first, _) = next_leader(&mut led_rx, &errors).await?;
     wait_joined(&shared[0], &path, participants, join_deadline).await?;
     let total = |w: &Arc<Vec<AtomicU64>>| w.iter().map(|a| a.load(Ordering::Relaxed)).sum::<u64>();
     let _ = publish_tx.send(1);
@@ -164,7 +198,7 @@ pub(crate) async fn handoff(
     let started = Instant::now();
     while started.elapsed() < duration {
         let _ = resign_txs[leader].send(());
-        let (next, at) = led_rx.recv().await.ok_or_else(|| err("participants stopped"))?;
+        let (next, at) = next_leader(&mut led_rx, &errors).await?;
         let t0 = resign_started.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or(at);
         samples.push(at.saturating_duration_since(t0).as_micros() as u64);
         let _ = resign_txs[leader].send(()); // rejoin at the tail
@@ -185,6 +219,7 @@ pub(crate) async fn handoff(
         seconds,
         samples_us: samples,
         notifications_per_change: per_change,
+        errors: errors.load(Ordering::Relaxed),
     })
 }
 
@@ -217,10 +252,17 @@ pub(crate) async fn selector(
     tokio::time::sleep(duration).await;
     let rounds = (count.load(Ordering::Relaxed) - start_count) as usize;
     let seconds = started.elapsed().as_secs_f64();
+    let mut errors = 0;
     for (_, sel) in keep {
-        let _ = sel.close().await;
+        errors += u64::from(sel.close().await.is_err());
     }
-    Ok(ElectionResult { rounds, seconds, samples_us: Vec::new(), notifications_per_change: 0.0 })
+    Ok(ElectionResult {
+        rounds,
+        seconds,
+        samples_us: Vec::new(),
+        notifications_per_change: 0.0,
+        errors,
+    })
 }
 
 /// The leader's network is cut (a crash, as far as the server can tell); time until the
@@ -261,5 +303,7 @@ pub(crate) async fn failover(
         seconds: started.elapsed().as_secs_f64(),
         samples_us: samples,
         notifications_per_change: 0.0,
+        // Any failed call ends the run with its error instead.
+        errors: 0,
     })
 }

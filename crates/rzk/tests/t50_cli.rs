@@ -381,6 +381,30 @@ fn bench_reports_every_workload_as_json() {
 }
 
 #[test]
+fn bench_reports_the_election_workloads_as_json() {
+    // The workloads bench-curator.py compares with Curator: each must elect, count its
+    // errors and print the whole latency summary.
+    let s = server();
+    let cs = s.connect_string();
+    for (w, extra) in [
+        ("handoff", vec!["--participants", "3"]),
+        ("handoff", vec!["--participants", "3", "--strategy", "herd", "--gap-ms", "5"]),
+        ("selector", vec!["--participants", "3"]),
+        ("failover", vec!["--trials", "1", "--session-timeout-ms", "400"]),
+    ] {
+        let mut args = vec!["bench", "--workload", w, "--duration-s", "0.5", "--json"];
+        args.extend(extra);
+        let o = rzk(&cs, &args);
+        assert!(o.status.success(), "{w}: {}", stderr(&o));
+        let out = stdout(&o);
+        assert!(out.starts_with(&format!("{{\"workload\":\"{w}\",")), "{out}");
+        assert!(out.contains("\"errors\":0}"), "{w}: {out}");
+        assert!(out.contains("\"p999_us\":"), "{w}: {out}");
+        assert!(!out.contains("\"rounds\":0,"), "{w} did nothing: {out}");
+    }
+}
+
+#[test]
 fn bench_names_a_refused_connection() {
     let s = TestServer::builder()
         .tick_ms(100)
