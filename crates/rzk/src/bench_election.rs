@@ -186,6 +186,9 @@ pub(crate) async fn handoff(
             }
         });
     }
+    // Only the participants hold senders now, so a run whose every participant has failed
+    // ends at once.
+    drop(led_tx);
     // Everyone must have joined before the measurement starts.
     let (first, _) = next_leader(&mut led_rx, &errors).await?;
     wait_joined(&shared[0], &path, participants, join_deadline).await?;
