@@ -140,31 +140,69 @@ fn id_is_valid(id: &Id) -> bool {
     }
 }
 
+/// Bounds on one node's ACL, checked while `auth` entries are expanded: each such entry
+/// copies every id of the caller, so a short request could otherwise ask for a huge list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AclLimits {
+    /// Most entries.
+    pub entries_max: usize,
+    /// Most bytes on the wire.
+    pub bytes_max: usize,
+}
+
+impl AclLimits {
+    /// No bound, for trusted input (tests and tools).
+    pub const NONE: AclLimits = AclLimits { entries_max: usize::MAX, bytes_max: usize::MAX };
+}
+
+/// Bytes an ACL entry takes on the wire: perms, then scheme and id as length-prefixed strings.
+pub fn wire_bytes(a: &Acl) -> usize {
+    12 + a.id.scheme.len() + a.id.id.len()
+}
+
 /// `PrepRequestProcessor.fixupACL`: replaces `auth` entries with the caller's authenticated
-/// (non-`ip`) ids, validates the rest and removes duplicates. `None` means `InvalidACL`.
-pub fn fixup(acl: &[Acl], auth: &[Id]) -> Option<Vec<Acl>> {
-    if acl.is_empty() {
+/// (non-`ip`) ids, validates the rest and removes duplicates. `None` means `InvalidACL`,
+/// which is also the answer to a list beyond `limits`.
+pub fn fixup(acl: &[Acl], auth: &[Id], limits: AclLimits) -> Option<Vec<Acl>> {
+    if acl.is_empty() || acl.len() > limits.entries_max {
         return None;
     }
     let mut out: Vec<Acl> = Vec::with_capacity(acl.len());
+    let mut seen = std::collections::HashSet::with_capacity(acl.len());
+    let mut bytes = 0usize;
+    // False once the list is over its limits; duplicates cost nothing.
+    let mut add = |a: Acl, out: &mut Vec<Acl>| -> bool {
+        if seen.contains(&a) {
+            return true;
+        }
+        bytes = bytes.saturating_add(wire_bytes(&a));
+        if bytes > limits.bytes_max || out.len() >= limits.entries_max {
+            return false;
+        }
+        seen.insert(a.clone());
+        out.push(a);
+        true
+    };
     for a in acl {
         if a.id.scheme == "auth" {
             let mut added = false;
             for id in auth.iter().filter(|id| id.scheme != "ip" && id.scheme != "super") {
-                out.push(Acl { perms: a.perms, id: id.clone() });
+                if !add(Acl { perms: a.perms, id: id.clone() }, &mut out) {
+                    return None;
+                }
                 added = true;
             }
             if !added {
                 return None;
             }
         } else if id_is_valid(&a.id) {
-            out.push(a.clone());
+            if !add(a.clone(), &mut out) {
+                return None;
+            }
         } else {
             return None;
         }
     }
-    let mut seen = std::collections::HashSet::with_capacity(out.len());
-    out.retain(|a| seen.insert(a.clone()));
     Some(out)
 }
 
@@ -247,20 +285,41 @@ mod tests {
 
     #[test]
     fn fixup_rules() {
+        let any = AclLimits::NONE;
         let world = Acl::open();
-        assert_eq!(fixup(&world, &[]), Some(world.clone()));
-        assert_eq!(fixup(&[], &[]), None);
+        assert_eq!(fixup(&world, &[], any), Some(world.clone()));
+        assert_eq!(fixup(&[], &[], any), None);
         let auth = vec![Acl { perms: perms::ALL, id: Id::new("auth", "") }];
-        assert_eq!(fixup(&auth, &[Id::new("ip", "127.0.0.1")]), None);
+        assert_eq!(fixup(&auth, &[Id::new("ip", "127.0.0.1")], any), None);
         let ids = [Id::new("ip", "127.0.0.1"), Id::new("digest", "u:h")];
         assert_eq!(
-            fixup(&auth, &ids),
+            fixup(&auth, &ids, any),
             Some(vec![Acl { perms: perms::ALL, id: Id::new("digest", "u:h") }])
         );
         let bad = vec![Acl { perms: perms::ALL, id: Id::new("nosuch", "x") }];
-        assert_eq!(fixup(&bad, &[]), None);
+        assert_eq!(fixup(&bad, &[], any), None);
         let dup = vec![world[0].clone(), world[0].clone()];
-        assert_eq!(fixup(&dup, &[]), Some(world));
+        assert_eq!(fixup(&dup, &[], any), Some(world));
+    }
+
+    #[test]
+    fn fixup_bounds_the_expanded_list_not_just_the_request() {
+        // Three `auth` entries with different perms, each copying both of the caller's ids.
+        let ids = [Id::new("digest", "a:h"), Id::new("digest", "b:h")];
+        let acl: Vec<Acl> = (1..=3).map(|perms| Acl { perms, id: Id::new("auth", "") }).collect();
+        let six = AclLimits { entries_max: 6, bytes_max: usize::MAX };
+        assert_eq!(fixup(&acl, &ids, six).map(|l| l.len()), Some(6));
+        let five = AclLimits { entries_max: 5, bytes_max: usize::MAX };
+        assert_eq!(fixup(&acl, &ids, five), None, "six entries once expanded");
+        let one_entry = wire_bytes(&Acl { perms: 1, id: ids[0].clone() });
+        let bytes = AclLimits { entries_max: usize::MAX, bytes_max: 6 * one_entry - 1 };
+        assert_eq!(fixup(&acl, &ids, bytes), None, "one byte over");
+        // Duplicates are free: a thousand copies of one entry make one entry.
+        let same = vec![Acl::open()[0].clone(); 1000];
+        let tight = AclLimits { entries_max: 1000, bytes_max: wire_bytes(&same[0]) };
+        assert_eq!(fixup(&same, &[], tight), Some(Acl::open()));
+        let request_too_long = AclLimits { entries_max: 999, bytes_max: usize::MAX };
+        assert_eq!(fixup(&same, &[], request_too_long), None, "the request itself is checked");
     }
 
     #[test]

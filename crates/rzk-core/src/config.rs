@@ -25,9 +25,31 @@ pub struct Config {
     /// The server id in the top byte of session ids (1 for standalone ZooKeeper).
     pub server_id: u8,
     /// Seed for session passwords. The shell passes OS randomness; tests pass a constant.
-    pub seed: u64,
-    /// Largest frame accepted (`jute.maxbuffer`), reported by `conf`.
+    pub seed: u128,
+    /// Largest frame accepted (`jute.maxbuffer`), reported by `conf`. Also the most bytes of
+    /// ACLs the creates of one `multi` may carry once their `auth` entries are expanded
+    /// (past it: `InvalidACL`), so that no transaction is larger than a request could be.
     pub max_packet_bytes: usize,
+    /// Most ids one connection may authenticate as (auth packets past it fail and close the
+    /// connection). ZooKeeper has no bound; real clients add one to three.
+    pub auth_ids_per_connection_max: usize,
+    /// Most bytes of scheme and id one connection's ids may hold: a digest id embeds its user
+    /// name, and each `auth` ACL entry copies every id.
+    pub auth_bytes_per_connection_max: usize,
+    /// Most entries in one node's ACL, counted after `auth` entries are expanded.
+    pub acl_entries_max: usize,
+    /// Most bytes one node's ACL may take on the wire, counted as it is expanded: every
+    /// access check reads the whole list.
+    pub acl_bytes_max: usize,
+    /// Largest `multiRead` reply built. A bigger one closes the connection, which is what a
+    /// client whose `jute.maxbuffer` is this size does when ZooKeeper sends it one; without
+    /// it, one request naming a large node 60,000 times would make a reply of gigabytes.
+    pub reply_bytes_max: usize,
+    /// Most watches (one per path and kind: data or child) one connection may hold. Adding one
+    /// more closes the connection.
+    pub watches_per_connection_max: usize,
+    /// Most bytes of watched paths one connection may hold.
+    pub watch_path_bytes_per_connection_max: usize,
     /// Reported by `conf`: the client port, if the shell listens on one.
     pub client_port: u16,
     /// Reported by `conf`: where data lives, or `None` in memory.
@@ -50,6 +72,13 @@ impl Config {
             server_id: 1,
             seed: 0x5eed,
             max_packet_bytes: rzk_proto::DEFAULT_MAX_PACKET_BYTES,
+            auth_ids_per_connection_max: 32,
+            auth_bytes_per_connection_max: 64 * 1024,
+            acl_entries_max: 1024,
+            acl_bytes_max: 64 * 1024,
+            reply_bytes_max: rzk_proto::DEFAULT_MAX_PACKET_BYTES,
+            watches_per_connection_max: 4 * 1024 * 1024,
+            watch_path_bytes_per_connection_max: 256 * 1024 * 1024,
             client_port: 0,
             data_dir: None,
         }

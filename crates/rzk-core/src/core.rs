@@ -27,7 +27,7 @@ use crate::config::Config;
 use crate::prep::{self, Caller, View};
 use crate::state::{Applied, State};
 use crate::txn::{owner_ttl_ms, Txn, TxnOp};
-use crate::watches::{AddWatchMode, ConnId, WatcherType, Watches};
+use crate::watches::{AddWatchMode, ConnId, WatchLimits, WatcherType, Watches};
 
 /// Wall-clock and monotonic time, passed in by the caller: the core never reads a clock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,6 +56,12 @@ pub enum CloseReason {
     Unimplemented(i32),
     /// An auth packet for an unsupported scheme.
     AuthFailed,
+    /// An auth packet past `auth_ids_per_connection_max` or `auth_bytes_per_connection_max`.
+    TooManyAuthIds,
+    /// A watch past `watches_per_connection_max` or `watch_path_bytes_per_connection_max`.
+    TooManyWatches,
+    /// A `multiRead` reply larger than `reply_bytes_max`.
+    ReplyTooLarge,
 }
 
 /// What the core asks the shell to do.
@@ -89,6 +95,10 @@ pub enum ConnError {
     /// A connection the core does not know (already closed).
     #[error("unknown connection {0}")]
     UnknownConnection(ConnId),
+    /// A request with xid -1, which every client reserves for watch notifications: its
+    /// reply would read as one, and would never count as an answer.
+    #[error("request with the notification xid -1")]
+    NotificationXid,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,24 +139,23 @@ pub struct Counters {
     pub protocol_errors: u64,
 }
 
-/// SplitMix64: small, seeded, good enough for session passwords that only need to be
-/// unguessable to other clients, not cryptographic.
+/// Session passwords: a keyed hash of the session id, so that a client that sees its own
+/// password and id learns nothing about any other session's (a seeded generator's outputs
+/// can be run forward from one of them, and session ids are sequential).
 #[derive(Debug, Clone)]
-struct Rng(u64);
+struct Passwords {
+    key: [u8; 16],
+}
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn passwd(&mut self) -> [u8; 16] {
+impl Passwords {
+    fn of(&self, session_id: i64) -> [u8; 16] {
+        let mut h = sha1_smol::Sha1::new();
+        h.update(&self.key);
+        h.update(&session_id.to_be_bytes());
+        h.update(b"rzk session password");
+        h.update(&self.key);
         let mut p = [0u8; 16];
-        p[..8].copy_from_slice(&self.next().to_be_bytes());
-        p[8..].copy_from_slice(&self.next().to_be_bytes());
+        p.copy_from_slice(&h.digest().bytes()[..16]);
         p
     }
 }
@@ -163,9 +172,11 @@ pub struct Core {
     /// session has exactly one entry, re-filed at its true deadline when a stale one is popped.
     expiry: BTreeSet<(u64, i64)>,
     next_session_id: i64,
-    rng: Rng,
+    passwords: Passwords,
     pending: VecDeque<(i64, Output)>,
     ready: VecDeque<Output>,
+    /// Bytes of the frames in `pending` and `ready`.
+    output_bytes: usize,
     txns: Vec<Txn>,
     durable_zxid: i64,
     next_reap_ms: u64,
@@ -203,18 +214,23 @@ impl Core {
         let time_bits = ((now.wall_ms << 24) as u64 >> 8) as i64;
         let max_existing = state.sessions().keys().copied().max().unwrap_or(0);
         let next_session_id = (time_bits | server_bits).max(max_existing + 1);
+        let watches = Watches::with_limits(WatchLimits {
+            watches_max: config.watches_per_connection_max,
+            path_bytes_max: config.watch_path_bytes_per_connection_max,
+        });
         let mut core = Core {
-            rng: Rng(config.seed ^ 0xb341_5c00),
+            passwords: Passwords { key: config.seed.to_be_bytes() },
             next_reap_ms: now.mono_ms + config.container_check_interval_ms,
             config,
             durable_zxid: state.last_zxid(),
-            watches: Watches::default(),
+            watches,
             conns: BTreeMap::new(),
             live: HashMap::new(),
             expiry: BTreeSet::new(),
             next_session_id,
             pending: VecDeque::new(),
             ready: VecDeque::new(),
+            output_bytes: 0,
             txns: Vec::new(),
             counters: Counters::default(),
             started_mono_ms: now.mono_ms,
@@ -261,11 +277,12 @@ impl Core {
     // ---- outputs -------------------------------------------------------------------------
 
     fn emit(&mut self, barrier: i64, out: Output) {
-        if let Output::Send { conn, .. } = &out {
+        if let Output::Send { conn, frame } = &out {
             if let Some(c) = self.conns.get_mut(conn) {
                 c.sent += 1;
             }
             self.counters.sent += 1;
+            self.output_bytes += frame.len();
         }
         if self.pending.is_empty() && barrier <= self.durable_zxid {
             self.ready.push_back(out);
@@ -297,7 +314,17 @@ impl Core {
 
     /// The next output the shell should carry out, if it is durable.
     pub fn poll_output(&mut self) -> Option<Output> {
-        self.ready.pop_front()
+        let out = self.ready.pop_front();
+        if let Some(Output::Send { frame, .. }) = &out {
+            self.output_bytes -= frame.len();
+        }
+        out
+    }
+
+    /// Bytes of the frames emitted and not yet polled, durable or not. The shell compares it
+    /// before and after a connection's requests to bound what they make it build.
+    pub fn output_bytes(&self) -> usize {
+        self.output_bytes
     }
 
     /// Transactions applied since the last call, in zxid order, for the log.
@@ -523,7 +550,7 @@ impl Core {
         let response = if req.session_id == 0 {
             let id = self.next_session_id;
             self.next_session_id += 1;
-            let passwd = self.rng.passwd();
+            let passwd = self.passwords.of(id);
             self.commit(id, TxnOp::CreateSession { timeout_ms, passwd }, now);
             self.start_session(id, timeout_ms, Some(conn), now);
             self.attach(conn, id);
@@ -574,6 +601,9 @@ impl Core {
     fn request(&mut self, conn: ConnId, frame: &[u8], now: Now) -> Result<(), ConnError> {
         let mut r = Reader::new(frame);
         let header = RequestHeader::read(&mut r).map_err(ConnError::Header)?;
+        if header.xid == xid::NOTIFICATION {
+            return Err(ConnError::NotificationXid);
+        }
         let session_id = self.conns[&conn].session_id.unwrap_or(0);
         self.touch(session_id, now);
         let op = OpCode::from_i32(header.op).filter(|op| {
@@ -601,6 +631,11 @@ impl Core {
             return Ok(());
         };
         self.dispatch(conn, session_id, header.xid, req, now);
+        // The request is answered as if its watch were left; the close that follows tells
+        // the client it was not.
+        for refused in self.watches.take_refused() {
+            self.close(refused, CloseReason::TooManyWatches);
+        }
         Ok(())
     }
 
@@ -609,6 +644,11 @@ impl Core {
             session_id,
             auth: &self.conns[&conn].auth,
             extended_types_enabled: self.config.extended_types_enabled,
+            acl_limits: acl::AclLimits {
+                entries_max: self.config.acl_entries_max,
+                bytes_max: self.config.acl_bytes_max,
+            },
+            txn_acl_bytes_max: self.config.max_packet_bytes,
         }
     }
 
@@ -708,6 +748,7 @@ impl Core {
             Request::GetChildren(pw) => self.get_children(conn, xid, &pw, false),
             Request::GetChildren2(pw) => self.get_children(conn, xid, &pw, true),
             Request::GetData(pw) => self.get_data(conn, xid, &pw),
+            Request::MultiRead(ops) => self.multi_read(conn, xid, &ops),
             read => {
                 let result = self.read(conn, session_id, read);
                 match result {
@@ -770,11 +811,29 @@ impl Core {
                 return;
             }
         };
+        let (ids_max, bytes_max) =
+            (self.config.auth_ids_per_connection_max, self.config.auth_bytes_per_connection_max);
         let c = self.conns.get_mut(&conn).expect("caller checked");
+        let id_bytes = |id: &Id| id.scheme.len() + id.id.len();
+        let mut bytes: usize = c.auth.iter().map(id_bytes).sum();
+        let mut over = false;
         for id in ids {
-            if !c.auth.contains(&id) {
-                c.auth.push(id);
+            if c.auth.contains(&id) {
+                continue;
             }
+            bytes = bytes.saturating_add(id_bytes(&id));
+            if c.auth.len() >= ids_max || bytes > bytes_max {
+                over = true;
+                break;
+            }
+            c.auth.push(id);
+        }
+        if over {
+            // ZooKeeper's answer to any auth it cannot accept; the ids added so far stay, and
+            // go with the connection.
+            self.send(conn, reply_frame(xid, 0, ErrorCode::AuthFailed, None));
+            self.close(conn, CloseReason::TooManyAuthIds);
+            return;
         }
         self.send(conn, reply_frame(xid, 0, ErrorCode::Ok, None));
     }
@@ -866,6 +925,53 @@ impl Core {
         self.send(conn, w.finish_frame());
     }
 
+    /// multiRead, built only up to `reply_bytes_max`: its ops are a few bytes each, so one
+    /// request could otherwise ask for the same large node tens of thousands of times.
+    fn multi_read(&mut self, conn: ConnId, xid: i32, ops: &[MultiOp]) {
+        let auth = &self.conns[&conn].auth;
+        let st = &self.state;
+        // The reply header and the multi's end marker; then per op its result header (type,
+        // done, err) and body.
+        let mut bytes = ReplyHeader::LEN + 9;
+        let mut results = Vec::with_capacity(ops.len().min(1024));
+        for op in ops {
+            let (path, is_data) = match op {
+                MultiOp::GetData { path } => (Some(path.as_str()), true),
+                MultiOp::GetChildren { path } => (Some(path.as_str()), false),
+                _ => (None, false),
+            };
+            let found = match path.map(|p| st.node(p)) {
+                None => Err(ErrorCode::BadArguments),
+                Some(None) => Err(ErrorCode::NoNode),
+                Some(Some(n)) if !acl::check(st.acl_of(n), perms::READ, auth) => {
+                    Err(ErrorCode::NoAuth)
+                }
+                Some(Some(n)) => Ok(n),
+            };
+            let body = match found {
+                Ok(n) if is_data => 4 + n.data.as_deref().map_or(0, <[u8]>::len) + Stat::LEN,
+                Ok(n) => 4 + n.children.iter().map(|c| 4 + c.len()).sum::<usize>(),
+                Err(_) => 4,
+            };
+            bytes = bytes.saturating_add(9 + body);
+            if bytes > self.config.reply_bytes_max {
+                self.close(conn, CloseReason::ReplyTooLarge);
+                return;
+            }
+            results.push(match found {
+                Ok(n) if is_data => MultiResult::GetData {
+                    data: n.data.as_deref().map(<[u8]>::to_vec),
+                    stat: st.stat_of(n),
+                },
+                Ok(n) => MultiResult::GetChildren {
+                    children: n.children.iter().map(|c| c.to_string()).collect(),
+                },
+                Err(e) => MultiResult::Error { err: e.as_i32() },
+            });
+        }
+        self.reply(conn, xid, ErrorCode::Ok, Some(&Response::Multi(results)));
+    }
+
     /// Reads never change the state; they may leave watches.
     fn read(&mut self, conn: ConnId, session_id: i64, req: Request) -> Result<Response, ErrorCode> {
         let auth = &self.conns[&conn].auth;
@@ -917,29 +1023,7 @@ impl Core {
                     .collect();
                 Ok(Response::Children(list))
             }
-            Request::MultiRead(ops) => {
-                let results = ops
-                    .iter()
-                    .map(|op| {
-                        let r = match op {
-                            MultiOp::GetData { path } => {
-                                readable(path).map(|n| MultiResult::GetData {
-                                    data: n.data.as_deref().map(<[u8]>::to_vec),
-                                    stat: st.stat_of(n),
-                                })
-                            }
-                            MultiOp::GetChildren { path } => {
-                                readable(path).map(|n| MultiResult::GetChildren {
-                                    children: n.children.iter().map(|c| c.to_string()).collect(),
-                                })
-                            }
-                            _ => Err(ErrorCode::BadArguments),
-                        };
-                        r.unwrap_or_else(|e| MultiResult::Error { err: e.as_i32() })
-                    })
-                    .collect();
-                Ok(Response::Multi(results))
-            }
+            Request::MultiRead(_) => unreachable!("answered by multi_read"),
             Request::WhoAmI => Ok(Response::WhoAmI(
                 auth.iter()
                     .map(|id| ClientInfo {

@@ -33,7 +33,7 @@ pub use crate::config::Config;
 pub use crate::core::{CloseReason, ConnError, Core, Counters, Now, Output};
 pub use crate::state::{ApplyError, State};
 pub use crate::txn::{Txn, TxnOp};
-pub use crate::watches::ConnId;
+pub use crate::watches::{ConnId, WatchLimits};
 
 /// The ZooKeeper version rzk reports (`srvr`, `envi`): the 3.9 protocol it implements.
 pub const ZOOKEEPER_COMPAT_VERSION: &str = "3.9.2";

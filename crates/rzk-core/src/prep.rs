@@ -5,8 +5,9 @@
 //! state; a `multi` validates each op against a [`View`] that overlays the effects of the ops
 //! before it (ZooKeeper's "outstanding changes").
 
-use std::borrow::Cow;
 use std::collections::HashMap;
+use std::ops::Deref;
+use std::rc::Rc;
 
 use rzk_proto::{perms, Acl, CreateMode, CreateOp, CreateRequest, ErrorCode, Id, MultiOp};
 
@@ -23,7 +24,26 @@ struct Meta<'a> {
     aversion: i32,
     ephemeral_owner: i64,
     num_children: usize,
-    acl: Cow<'a, [Acl]>,
+    acl: AclRef<'a>,
+}
+
+/// A node's ACL as a multi sees it: the tree's, or one set earlier in the same multi. Shared,
+/// not copied, each time a later op looks the node up.
+#[derive(Debug, Clone)]
+enum AclRef<'a> {
+    Tree(&'a [Acl]),
+    Multi(Rc<[Acl]>),
+}
+
+impl Deref for AclRef<'_> {
+    type Target = [Acl];
+
+    fn deref(&self) -> &[Acl] {
+        match self {
+            AclRef::Tree(acl) => acl,
+            AclRef::Multi(acl) => acl,
+        }
+    }
 }
 
 /// The state as a write sees it: the tree plus the effects of earlier ops in the same multi.
@@ -37,6 +57,9 @@ pub(crate) struct Caller<'a> {
     pub session_id: i64,
     pub auth: &'a [Id],
     pub extended_types_enabled: bool,
+    pub acl_limits: acl::AclLimits,
+    /// Most bytes of ACLs one multi's creates may carry.
+    pub txn_acl_bytes_max: usize,
 }
 
 impl<'a> View<'a> {
@@ -55,7 +78,7 @@ impl<'a> View<'a> {
             aversion: n.aversion,
             ephemeral_owner: n.ephemeral_owner,
             num_children: n.children.len(),
-            acl: Cow::Borrowed(self.state.acl_of(n)),
+            acl: AclRef::Tree(self.state.acl_of(n)),
         })
     }
 
@@ -75,7 +98,7 @@ impl<'a> View<'a> {
                     aversion: 0,
                     ephemeral_owner: *ephemeral_owner,
                     num_children: 0,
-                    acl: Cow::Owned(acl.clone()),
+                    acl: AclRef::Multi(Rc::from(acl.as_slice())),
                 };
                 self.overlay.insert(p.clone(), Some(meta));
             }
@@ -96,7 +119,7 @@ impl<'a> View<'a> {
             TxnOp::SetAcl { path: p, acl, aversion } => {
                 if let Some(mut m) = self.get(p) {
                     m.aversion = *aversion;
-                    m.acl = Cow::Owned(acl.clone());
+                    m.acl = AclRef::Multi(Rc::from(acl.as_slice()));
                     self.overlay.insert(p.clone(), Some(m));
                 }
             }
@@ -143,7 +166,7 @@ pub(crate) fn create(view: &View<'_>, c: &Caller<'_>, req: &CreateRequest) -> Pr
         return Err(ErrorCode::BadArguments);
     }
     let parent = path::parent(&req.path).ok_or(ErrorCode::BadArguments)?;
-    let acl = acl::fixup(&req.acl, c.auth).ok_or(ErrorCode::InvalidAcl)?;
+    let acl = acl::fixup(&req.acl, c.auth, c.acl_limits).ok_or(ErrorCode::InvalidAcl)?;
     let pmeta = view.get(parent).ok_or(ErrorCode::NoNode)?;
     require(acl::check(&pmeta.acl, perms::CREATE, c.auth))?;
     let final_path = if mode.is_sequential() {
@@ -210,7 +233,7 @@ pub(crate) fn set_acl(
     version: i32,
 ) -> Prep<TxnOp> {
     valid(p)?;
-    let acl = acl::fixup(acl, c.auth).ok_or(ErrorCode::InvalidAcl)?;
+    let acl = acl::fixup(acl, c.auth, c.acl_limits).ok_or(ErrorCode::InvalidAcl)?;
     let meta = view.get(p).ok_or(ErrorCode::NoNode)?;
     require(acl::check(&meta.acl, perms::ADMIN, c.auth))?;
     let aversion = check_version(meta.aversion, version)?;
@@ -233,6 +256,7 @@ pub(crate) fn multi(
 ) -> Result<Vec<TxnOp>, (usize, ErrorCode)> {
     let mut view = View::new(state);
     let mut out = Vec::with_capacity(ops.len());
+    let mut acl_bytes = 0usize;
     for (i, op) in ops.iter().enumerate() {
         let txn = match op {
             MultiOp::Create(req) => create(&view, c, req),
@@ -242,6 +266,14 @@ pub(crate) fn multi(
             MultiOp::GetData { .. } | MultiOp::GetChildren { .. } => Err(ErrorCode::BadArguments),
         }
         .map_err(|e| (i, e))?;
+        if let TxnOp::Create { acl, .. } = &txn {
+            // Each op's `auth` entries are expanded on their own, so a multi of small creates
+            // could otherwise carry thousands of full-size lists in one transaction.
+            acl_bytes = acl_bytes.saturating_add(acl.iter().map(acl::wire_bytes).sum::<usize>());
+            if acl_bytes > c.txn_acl_bytes_max {
+                return Err((i, ErrorCode::InvalidAcl));
+            }
+        }
         view.record(&txn);
         out.push(txn);
     }

@@ -64,6 +64,8 @@ type Table = HashMap<Box<str>, BTreeMap<ConnId, u8>>;
 struct ConnPaths {
     data: BTreeSet<Box<str>>,
     child: BTreeSet<Box<str>>,
+    /// Bytes of the paths in `data` and `child`.
+    path_bytes: usize,
 }
 
 /// All watches of all connections.
@@ -73,6 +75,18 @@ pub struct Watches {
     child: Table,
     by_conn: HashMap<ConnId, ConnPaths>,
     recursive: usize,
+    limits: Option<WatchLimits>,
+    /// Connections refused a new watch since the last [`Watches::take_refused`].
+    refused: Vec<ConnId>,
+}
+
+/// What one connection may hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WatchLimits {
+    /// Watches, one per path and table (data or child).
+    pub watches_max: usize,
+    /// Bytes of the watched paths.
+    pub path_bytes_max: usize,
 }
 
 #[derive(Clone, Copy)]
@@ -89,7 +103,31 @@ impl Watches {
         }
     }
 
+    /// Tables bounded per connection: a watch that would take a connection past `limits`
+    /// is not added, and the connection is reported by [`Watches::take_refused`].
+    pub fn with_limits(limits: WatchLimits) -> Watches {
+        Watches { limits: Some(limits), ..Watches::default() }
+    }
+
+    /// Connections refused a watch since the last call; the core closes them.
+    pub fn take_refused(&mut self) -> Vec<ConnId> {
+        std::mem::take(&mut self.refused)
+    }
+
     fn set(&mut self, which: Which, p: &str, conn: ConnId, flag: u8) {
+        if let Some(l) = self.limits {
+            let present = self.by_conn.get(&conn).is_some_and(|c| match which {
+                Which::Data => c.data.contains(p),
+                Which::Child => c.child.contains(p),
+            });
+            let (watches, bytes) = self.load_of(conn);
+            if !present && (watches >= l.watches_max || bytes + p.len() > l.path_bytes_max) {
+                if !self.refused.contains(&conn) {
+                    self.refused.push(conn);
+                }
+                return;
+            }
+        }
         let entry = self.table(which).entry(p.into()).or_default().entry(conn).or_insert(0);
         let had_recursive = *entry & RECURSIVE != 0;
         *entry |= flag;
@@ -97,10 +135,13 @@ impl Watches {
             self.recursive += 1;
         }
         let paths = self.by_conn.entry(conn).or_default();
-        match which {
+        let new = match which {
             Which::Data => paths.data.insert(p.into()),
             Which::Child => paths.child.insert(p.into()),
         };
+        if new {
+            paths.path_bytes += p.len();
+        }
     }
 
     /// Clears `mask` on (p, conn); returns whether any of those bits were set.
@@ -116,10 +157,13 @@ impl Watches {
                 self.table(which).remove(p);
             }
             if let Some(paths) = self.by_conn.get_mut(&conn) {
-                match which {
+                let gone = match which {
                     Which::Data => paths.data.remove(p),
                     Which::Child => paths.child.remove(p),
                 };
+                if gone {
+                    paths.path_bytes -= p.len();
+                }
                 if paths.data.is_empty() && paths.child.is_empty() {
                     self.by_conn.remove(&conn);
                 }
@@ -282,6 +326,11 @@ impl Watches {
             self.fire_child(parent, conns);
             push_events(out, conns, EventType::NodeChildrenChanged, parent);
         }
+    }
+
+    /// What one connection holds: (watches, one per path and table; bytes of their paths).
+    pub fn load_of(&self, conn: ConnId) -> (usize, usize) {
+        self.by_conn.get(&conn).map_or((0, 0), |p| (p.data.len() + p.child.len(), p.path_bytes))
     }
 
     /// (connections with watches, watched paths, total watches), for `wchs` and `mntr`.

@@ -103,7 +103,7 @@ impl Sim {
         let mut rng = Rng::new(seed);
         let now = Now { mono_ms: 1_000, wall_ms: 1_700_000_000_000 };
         let mut config = Config::with_tick_ms(100);
-        config.seed = seed;
+        config.seed = seed.into();
         config.container_check_interval_ms = 500;
         let storage = CrashStorage::new();
         let rec = rzk_storage::recover(&storage, Path::new(DIR), Path::new(DIR))

@@ -134,7 +134,9 @@ fn build_config(args: ServerArgs) -> anyhow::Result<ServerConfig> {
     if let Some(ms) = args.container_check_interval_ms {
         config.core.container_check_interval_ms = ms;
     }
-    config.core.seed = std::collections::hash_map::RandomState::new().hash_one(0u8);
+    // Two std hashers keyed from the OS's randomness: 128 secret bits for session passwords.
+    let random = || std::collections::hash_map::RandomState::new().hash_one(0u8);
+    config.core.seed = (u128::from(random()) << 64) | u128::from(random());
     config.max_client_connections_per_ip =
         args.max_client_cnxns.or(file.max_client_cnxns).unwrap_or(60);
     config.max_packet_bytes =
