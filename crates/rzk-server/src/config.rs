@@ -108,8 +108,14 @@ pub struct ServerConfig {
     /// cannot make the server buffer without bound.
     pub max_outstanding_requests_per_connection: usize,
     /// Bytes queued for one connection (replies and notifications). Past it the connection is
-    /// closed: the client is not reading.
+    /// closed: the client is not reading. A quarter of it is also what one connection's
+    /// requests may make the server build before the reader waits for the socket to drain,
+    /// so a client that reads cannot reach the limit by pipelining large reads.
     pub max_queued_bytes_per_connection: usize,
+    /// How long a connection may stay without a session (`zookeeper.nio.sessionlessCnxnTimeout`):
+    /// a client that sends half a ConnectRequest and stops would otherwise hold its slot and
+    /// its read buffer for ever.
+    pub sessionless_connection_timeout_ms: u64,
 }
 
 impl ServerConfig {
@@ -124,6 +130,7 @@ impl ServerConfig {
             max_connections: 10_000,
             max_outstanding_requests_per_connection: 1_000,
             max_queued_bytes_per_connection: 64 * 1024 * 1024,
+            sessionless_connection_timeout_ms: 10_000,
         }
     }
 }

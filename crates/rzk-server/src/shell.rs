@@ -417,6 +417,8 @@ impl Server {
         let mut core_config = config.core.clone();
         core_config.client_port = local_addr.port();
         core_config.max_packet_bytes = config.max_packet_bytes;
+        // A client with the same `jute.maxbuffer` as the server could not read a larger reply.
+        core_config.reply_bytes_max = core_config.reply_bytes_max.max(config.max_packet_bytes);
         let inner = Arc::new(Inner {
             fatal: Mutex::new(None),
             failed: Notify::new(),
@@ -603,6 +605,8 @@ enum ReadError {
     Frame(#[from] rzk_proto::FrameError),
     #[error("{0}")]
     Protocol(#[from] rzk_core::ConnError),
+    #[error("no session after {0} ms")]
+    Sessionless(u64),
 }
 
 async fn read_loop(
@@ -613,14 +617,23 @@ async fn read_loop(
 ) -> Result<(), ReadError> {
     let max_packet = inner.config.max_packet_bytes;
     let max_in_flight = inner.config.max_outstanding_requests_per_connection.max(1);
+    // What one batch of requests may make the core build, and how much may wait for the
+    // socket before the next batch: two of these and one more reply stay under the limit
+    // that drops a client as not reading.
+    let output_budget = inner.config.max_queued_bytes_per_connection / 4;
+    let sessionless_deadline = tokio::time::Instant::now()
+        + Duration::from_millis(inner.config.sessionless_connection_timeout_ms);
     let mut buf: Vec<u8> = Vec::with_capacity(READ_CHUNK_BYTES);
     let mut start = 0usize;
     let mut first = true;
+    let mut fed_any = false;
     let mut frames = Vec::new();
     loop {
         // The limit is exact: frames beyond it wait, undecoded, in `buf` (at most one read
         // chunk plus one packet), and the socket is not read until replies drain.
-        while ctl.in_flight.load(Ordering::SeqCst) >= max_in_flight {
+        while ctl.in_flight.load(Ordering::SeqCst) >= max_in_flight
+            || ctl.queued_bytes.load(Ordering::SeqCst) > output_budget
+        {
             tokio::select! {
                 _ = ctl.resume_reading.notified() => {}
                 _ = ctl.stop.notified() => return Ok(()),
@@ -649,6 +662,11 @@ async fn read_loop(
             let n = tokio::select! {
                 n = rd.read_buf(&mut buf) => n?,
                 _ = ctl.stop.notified() => return Ok(()),
+                _ = tokio::time::sleep_until(sessionless_deadline), if !fed_any => {
+                    return Err(ReadError::Sessionless(
+                        inner.config.sessionless_connection_timeout_ms,
+                    ));
+                }
             };
             if n == 0 {
                 return Ok(());
@@ -680,16 +698,28 @@ async fn read_loop(
             }
             continue;
         }
+        fed_any = true;
         ctl.in_flight.fetch_add(frames.len(), Ordering::SeqCst);
         let mut sh = inner.lock();
         let now = inner.now();
         let mut result = Ok(());
-        for range in frames.drain(..) {
-            result = sh.core.receive(conn, &buf[range], now);
-            if result.is_err() {
+        let output_before = sh.core.output_bytes();
+        let mut fed = 0;
+        for range in &frames {
+            result = sh.core.receive(conn, &buf[range.clone()], now);
+            fed += 1;
+            if result.is_err()
+                || sh.core.output_bytes().saturating_sub(output_before) > output_budget
+            {
                 break;
             }
         }
+        // Frames not fed wait, undecoded, until the output drains.
+        if let Some(rest) = frames.get(fed) {
+            start = rest.start - 4;
+            ctl.in_flight.fetch_sub(frames.len() - fed, Ordering::SeqCst);
+        }
+        frames.clear();
         let flush = inner.pump(&mut sh);
         drop(sh);
         flush.run();
@@ -732,6 +762,10 @@ async fn write_loop(
         }
         ctl.queued_bytes.fetch_sub(bytes.len(), Ordering::SeqCst);
         ctl.replies_sent(replies);
+        if replies == 0 {
+            // The reader may be waiting for the queue to drain rather than for answers.
+            ctl.resume_reading.notify_one();
+        }
     }
 }
 

@@ -255,31 +255,68 @@ fn a_client_that_stops_reading_is_throttled_without_loss() {
 }
 
 #[test]
-fn a_client_that_lets_replies_pile_up_is_dropped() {
+fn pipelined_large_reads_are_throttled_by_bytes_without_loss() {
+    // 8 MiB may queue, a quarter of it per batch: a hundred 1 MiB replies would be built at
+    // once (and the client dropped as not reading) if only the request count were bounded.
     let s = server_with(|c| {
-        c.max_outstanding_requests_per_connection = 8;
-        c.max_queued_bytes_per_connection = 256 * 1024;
+        c.max_queued_bytes_per_connection = 8 << 20;
+        c.max_packet_bytes = 2 << 20;
     });
-    let (mut writer, _) = Raw::session(&s);
-    writer.send(&create("/blob", vec![1; 64 * 1024]).to_frame(1));
-    assert_eq!(writer.reply().0.err, 0);
-    // Reads of a 64 KiB node from a client that does not read its replies: once the kernel's
-    // socket buffers are full (the client's is fixed at 64 KiB; the server's send buffer grows
-    // to at most 4 MiB; 2,048 replies are 128 MiB), replies queue in the server, and past
-    // 256 KiB the server drops the client rather than buffer for it.
-    let (mut greedy, _) = Raw::session_with_receive_buffer(&s, 64 * 1024);
-    greedy.s.set_write_timeout(Some(Duration::from_secs(2))).unwrap();
+    let (mut raw, _) = Raw::session(&s);
+    raw.send(&create("/blob", vec![1; 1 << 20]).to_frame(1));
+    assert_eq!(raw.reply().0.err, 0);
     let req = Request::GetData(PathWatch { path: "/blob".into(), watch: false }).to_frame(2);
-    for _ in 0..2048 {
-        if greedy.s.write_all(&req).is_err() {
-            break;
+    let all: Vec<u8> = (0..100).flat_map(|_| req.iter().copied()).collect();
+    raw.send(&all);
+    // The client reads nothing for a while: the server stops decoding at its budget.
+    std::thread::sleep(Duration::from_millis(500));
+    for i in 0..100 {
+        let (h, body) = raw.reply();
+        assert_eq!((h.xid, h.err, body.len()), (2, 0, 4 + (1 << 20) + 68), "reply {i}");
+    }
+    assert!(raw.ping_ok());
+}
+
+#[test]
+fn a_client_that_lets_notifications_pile_up_is_dropped() {
+    let s = server_with(|c| c.max_queued_bytes_per_connection = 256 * 1024);
+    let (mut writer, _) = Raw::session(&s);
+    // A recursive watch on the root: every change below it is a notification, which the
+    // server sends whether or not the client reads.
+    let (mut deaf, _) = Raw::session_with_receive_buffer(&s, 64 * 1024);
+    deaf.send(&Request::AddWatch { path: "/".into(), mode: 1 }.to_frame(1));
+    let long = format!("/{}", "n".repeat(2000));
+    writer.send(&create(&long, vec![]).to_frame(1));
+    assert_eq!(writer.reply().0.err, 0);
+    // 4,000 notifications of 2 KiB: past the kernel's buffers (the client's fixed at 64 KiB,
+    // the server's send buffer at most 4 MiB) and the server's 256 KiB.
+    let set = Request::SetData { path: long.clone(), data: Some(vec![]), version: -1 };
+    for _ in 0..40 {
+        let batch: Vec<u8> = (0..100).flat_map(|_| set.to_frame(2)).collect();
+        writer.send(&batch);
+        for _ in 0..100 {
+            assert_eq!(writer.reply().0.err, 0);
         }
     }
     assert!(writer.ping_ok(), "other connections keep being served");
-    // The client keeps not reading for a while (the server needs a few milliseconds to fill
-    // the buffers); reading now would drain them and let the server catch up.
-    std::thread::sleep(Duration::from_secs(2));
-    assert!(greedy.closed_by_server(), "the client that never reads is dropped");
+    assert!(deaf.closed_by_server(), "the client that never reads is dropped");
+}
+
+#[test]
+fn a_connection_without_a_session_is_closed_after_its_timeout() {
+    let s = server_with(|c| c.sessionless_connection_timeout_ms = 300);
+    let mut half = Raw::open(&s);
+    // The length of a ConnectRequest, and then only part of it.
+    half.send(&44i32.to_be_bytes());
+    half.send(&[0; 10]);
+    let t0 = Instant::now();
+    assert!(half.closed_by_server());
+    let waited = t0.elapsed();
+    assert!(waited >= Duration::from_millis(250), "closed after {waited:?}, before its timeout");
+    // A session's connection is not subject to it.
+    let (mut raw, _) = Raw::session(&s);
+    std::thread::sleep(Duration::from_millis(600));
+    assert!(raw.ping_ok());
 }
 
 #[test]
