@@ -26,9 +26,9 @@ pub struct Config {
     pub server_id: u8,
     /// Seed for session passwords. The shell passes OS randomness; tests pass a constant.
     pub seed: u128,
-    /// Largest frame accepted (`jute.maxbuffer`), reported by `conf`. Also the most bytes of
-    /// ACLs the creates of one `multi` may carry once their `auth` entries are expanded
-    /// (past it: `InvalidACL`), so that no transaction is larger than a request could be.
+    /// Largest frame accepted (`jute.maxbuffer`), reported by `conf`. Also the most bytes
+    /// the creates of one `multi` may add to their ACLs by expanding `auth` entries (past it:
+    /// `InvalidACL`), so that no transaction is much larger than its request.
     pub max_packet_bytes: usize,
     /// Most ids one connection may authenticate as (auth packets past it fail and close the
     /// connection). ZooKeeper has no bound; real clients add one to three.

@@ -117,6 +117,8 @@ struct Conn {
     received: u64,
     sent: u64,
     last_op: &'static str,
+    /// Bytes of this connection's frames emitted and not yet polled.
+    output_bytes: usize,
 }
 
 #[derive(Debug, Clone)]
@@ -280,6 +282,7 @@ impl Core {
         if let Output::Send { conn, frame } = &out {
             if let Some(c) = self.conns.get_mut(conn) {
                 c.sent += 1;
+                c.output_bytes += frame.len();
             }
             self.counters.sent += 1;
             self.output_bytes += frame.len();
@@ -315,10 +318,19 @@ impl Core {
     /// The next output the shell should carry out, if it is durable.
     pub fn poll_output(&mut self) -> Option<Output> {
         let out = self.ready.pop_front();
-        if let Some(Output::Send { frame, .. }) = &out {
+        if let Some(Output::Send { conn, frame }) = &out {
             self.output_bytes -= frame.len();
+            if let Some(c) = self.conns.get_mut(conn) {
+                c.output_bytes -= frame.len();
+            }
         }
         out
+    }
+
+    /// Bytes of one connection's frames emitted and not yet polled: with a data directory,
+    /// replies wait here until the writes before them are durable.
+    pub fn conn_output_bytes(&self, conn: ConnId) -> usize {
+        self.conns.get(&conn).map_or(0, |c| c.output_bytes)
     }
 
     /// Bytes of the frames emitted and not yet polled, durable or not. The shell compares it
@@ -499,6 +511,7 @@ impl Core {
             received: 0,
             sent: 0,
             last_op: "NA",
+            output_bytes: 0,
         };
         self.conns.insert(conn, c);
     }
@@ -954,7 +967,8 @@ impl Core {
                 Err(_) => 4,
             };
             bytes = bytes.saturating_add(9 + body);
-            if bytes > self.config.reply_bytes_max {
+            // Java's client refuses a frame of `jute.maxbuffer` bytes or more.
+            if bytes >= self.config.reply_bytes_max {
                 self.close(conn, CloseReason::ReplyTooLarge);
                 return;
             }

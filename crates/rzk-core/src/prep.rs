@@ -58,7 +58,7 @@ pub(crate) struct Caller<'a> {
     pub auth: &'a [Id],
     pub extended_types_enabled: bool,
     pub acl_limits: acl::AclLimits,
-    /// Most bytes of ACLs one multi's creates may carry.
+    /// Most bytes one multi's creates may add to their ACLs by expanding `auth` entries.
     pub txn_acl_bytes_max: usize,
 }
 
@@ -256,7 +256,7 @@ pub(crate) fn multi(
 ) -> Result<Vec<TxnOp>, (usize, ErrorCode)> {
     let mut view = View::new(state);
     let mut out = Vec::with_capacity(ops.len());
-    let mut acl_bytes = 0usize;
+    let mut acl_grown = 0usize;
     for (i, op) in ops.iter().enumerate() {
         let txn = match op {
             MultiOp::Create(req) => create(&view, c, req),
@@ -266,11 +266,13 @@ pub(crate) fn multi(
             MultiOp::GetData { .. } | MultiOp::GetChildren { .. } => Err(ErrorCode::BadArguments),
         }
         .map_err(|e| (i, e))?;
-        if let TxnOp::Create { acl, .. } = &txn {
+        if let (TxnOp::Create { acl, .. }, MultiOp::Create(req)) = (&txn, op) {
             // Each op's `auth` entries are expanded on their own, so a multi of small creates
-            // could otherwise carry thousands of full-size lists in one transaction.
-            acl_bytes = acl_bytes.saturating_add(acl.iter().map(acl::wire_bytes).sum::<usize>());
-            if acl_bytes > c.txn_acl_bytes_max {
+            // could otherwise carry thousands of full-size lists in one transaction. Only the
+            // growth counts: what the request carried itself was already bounded by its frame.
+            let wire = |l: &[Acl]| l.iter().map(acl::wire_bytes).sum::<usize>();
+            acl_grown = acl_grown.saturating_add(wire(acl).saturating_sub(wire(&req.acl)));
+            if acl_grown > c.txn_acl_bytes_max {
                 return Err((i, ErrorCode::InvalidAcl));
             }
         }

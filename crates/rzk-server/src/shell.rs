@@ -56,6 +56,12 @@ pub enum ServerError {
 
 /// How long the timer may sleep at most; bounds the damage of a missed wake-up.
 const TIMER_SLEEP_MS_MAX: u64 = 1_000;
+/// How often a reader throttled by output still held in the core (replies waiting for a sync)
+/// looks again.
+const HELD_OUTPUT_POLL_MS: u64 = 5;
+/// How long a connection the core has closed may take to accept the bytes queued before the
+/// close: a client that reads nothing would otherwise keep it, and its slot, for ever.
+const CLOSE_LINGER_MS: u64 = 2_000;
 /// Bytes read from a socket per call.
 const READ_CHUNK_BYTES: usize = 64 * 1024;
 
@@ -90,6 +96,10 @@ struct ConnCtl {
     resume_reading: Notify,
     stop: Notify,
     stopped: AtomicBool,
+    /// The core has closed the connection: what is queued before the close gets
+    /// `CLOSE_LINGER_MS` without progress to reach the socket.
+    closing: AtomicBool,
+    close_requested: Notify,
 }
 
 impl ConnCtl {
@@ -207,6 +217,8 @@ impl ConnOut {
             return;
         }
         if out.close {
+            self.ctl.closing.store(true, Ordering::SeqCst);
+            self.ctl.close_requested.notify_one();
             let _ = self.tx.send(WriterMsg::Close);
         }
     }
@@ -627,16 +639,30 @@ async fn read_loop(
     let mut start = 0usize;
     let mut first = true;
     let mut fed_any = false;
+    // The last batch left more than the budget in the core, waiting for the log to sync the
+    // writes before it; only then is the core asked again, under its lock.
+    let mut held_in_core = false;
     let mut frames = Vec::new();
     loop {
         // The limit is exact: frames beyond it wait, undecoded, in `buf` (at most one read
         // chunk plus one packet), and the socket is not read until replies drain.
-        while ctl.in_flight.load(Ordering::SeqCst) >= max_in_flight
-            || ctl.queued_bytes.load(Ordering::SeqCst) > output_budget
-        {
+        loop {
+            let queued = ctl.queued_bytes.load(Ordering::SeqCst);
+            if held_in_core {
+                held_in_core = queued + inner.lock().core.conn_output_bytes(conn) > output_budget;
+            }
+            let wait = held_in_core
+                || queued > output_budget
+                || ctl.in_flight.load(Ordering::SeqCst) >= max_in_flight;
+            if !wait {
+                break;
+            }
             tokio::select! {
                 _ = ctl.resume_reading.notified() => {}
                 _ = ctl.stop.notified() => return Ok(()),
+                // Bytes leaving the core are not announced; look again soon.
+                _ = tokio::time::sleep(Duration::from_millis(HELD_OUTPUT_POLL_MS)),
+                    if held_in_core => {}
             }
         }
         if ctl.stopped.load(Ordering::SeqCst) {
@@ -721,6 +747,7 @@ async fn read_loop(
         }
         frames.clear();
         let flush = inner.pump(&mut sh);
+        held_in_core = sh.core.conn_output_bytes(conn) > output_budget;
         drop(sh);
         flush.run();
         result?;
@@ -747,7 +774,21 @@ async fn write_loop(
         };
         let mut sent = 0;
         while sent < bytes.len() {
-            let written = match wr.writable().await {
+            let linger = async {
+                if !ctl.closing.load(Ordering::SeqCst) {
+                    ctl.close_requested.notified().await;
+                }
+                tokio::time::sleep(Duration::from_millis(CLOSE_LINGER_MS)).await;
+            };
+            let writable = tokio::select! {
+                w = wr.writable() => w,
+                () = linger => {
+                    tracing::debug!("closing connection: the client took nothing for {CLOSE_LINGER_MS} ms after the close");
+                    ctl.stop();
+                    return;
+                }
+            };
+            let written = match writable {
                 Ok(()) => wr.try_write(&bytes[sent..]),
                 Err(e) => Err(e),
             };

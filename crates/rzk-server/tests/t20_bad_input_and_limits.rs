@@ -254,27 +254,47 @@ fn a_client_that_stops_reading_is_throttled_without_loss() {
     }
 }
 
-#[test]
-fn pipelined_large_reads_are_throttled_by_bytes_without_loss() {
-    // 8 MiB may queue, a quarter of it per batch: a hundred 1 MiB replies would be built at
-    // once (and the client dropped as not reading) if only the request count were bounded.
-    let s = server_with(|c| {
-        c.max_queued_bytes_per_connection = 8 << 20;
-        c.max_packet_bytes = 2 << 20;
-    });
-    let (mut raw, _) = Raw::session(&s);
+fn pipelined_large_reads_are_throttled_by_bytes_without_loss(s: &TestServer) {
+    let (mut raw, _) = Raw::session_with_receive_buffer(s, 64 * 1024);
     raw.send(&create("/blob", vec![1; 1 << 20]).to_frame(1));
     assert_eq!(raw.reply().0.err, 0);
+    // A large write first: with a data directory the reads' replies then wait in the server
+    // until its sync (milliseconds for 1.9 MB) is done, where the socket's queue does not
+    // see them.
+    let mut all = create("/w", vec![2; 1_900_000]).to_frame(3);
     let req = Request::GetData(PathWatch { path: "/blob".into(), watch: false }).to_frame(2);
-    let all: Vec<u8> = (0..100).flat_map(|_| req.iter().copied()).collect();
+    all.extend((0..100).flat_map(|_| req.iter().copied()));
     raw.send(&all);
     // The client reads nothing for a while: the server stops decoding at its budget.
     std::thread::sleep(Duration::from_millis(500));
+    let h = raw.reply().0;
+    assert_eq!((h.xid, h.err), (3, 0));
     for i in 0..100 {
         let (h, body) = raw.reply();
         assert_eq!((h.xid, h.err, body.len()), (2, 0, 4 + (1 << 20) + 68), "reply {i}");
     }
     assert!(raw.ping_ok());
+}
+
+// 4 MiB may queue, a quarter of it per batch: a hundred 1 MiB replies would be built at once
+// (and the client dropped as not reading) if only the request count were bounded.
+fn large_reads_config(c: &mut rzk_server::ServerConfig) {
+    c.max_queued_bytes_per_connection = 4 << 20;
+    c.max_packet_bytes = 2 << 20;
+}
+
+#[test]
+fn pipelined_large_reads_are_throttled_by_bytes_without_loss_in_memory() {
+    pipelined_large_reads_are_throttled_by_bytes_without_loss(&server_with(large_reads_config));
+}
+
+#[test]
+fn pipelined_large_reads_are_throttled_by_bytes_without_loss_when_durable() {
+    let dir = std::env::temp_dir().join(format!("rzk-t20-reads-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let s = TestServer::builder().data_dir(&dir).config(large_reads_config).start().unwrap();
+    pipelined_large_reads_are_throttled_by_bytes_without_loss(&s);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -300,6 +320,44 @@ fn a_client_that_lets_notifications_pile_up_is_dropped() {
     }
     assert!(writer.ping_ok(), "other connections keep being served");
     assert!(deaf.closed_by_server(), "the client that never reads is dropped");
+}
+
+#[test]
+fn a_deaf_client_whose_session_expires_does_not_keep_its_connection() {
+    // Replies past the budget stop the server reading, pings included, so the session of a
+    // client that reads nothing expires; its close must not wait behind bytes it never takes.
+    let s = TestServer::builder()
+        .tick_ms(100)
+        .config(|c| c.max_queued_bytes_per_connection = 256 * 1024)
+        .start()
+        .unwrap();
+    let srvr_connections = || {
+        let mut raw = Raw::open(&s);
+        raw.send(b"srvr");
+        let mut out = String::new();
+        raw.s.read_to_string(&mut out).unwrap();
+        let line = out.lines().find(|l| l.starts_with("Connections: ")).unwrap().to_string();
+        line["Connections: ".len()..].parse::<usize>().unwrap()
+    };
+    let (mut writer, _) = Raw::session(&s);
+    writer.send(&create("/blob", vec![1; 64 * 1024]).to_frame(1));
+    assert_eq!(writer.reply().0.err, 0);
+    let (mut deaf, resp) = Raw::session_with_receive_buffer(&s, 64 * 1024);
+    assert_eq!(resp.timeout_ms, 2_000, "the shortest timeout: 20 ticks");
+    deaf.s.set_write_timeout(Some(Duration::from_secs(2))).unwrap();
+    let req = Request::GetData(PathWatch { path: "/blob".into(), watch: false }).to_frame(2);
+    for _ in 0..2048 {
+        if deaf.s.write_all(&req).is_err() {
+            break;
+        }
+    }
+    // The writer's session and this query's connection, and the deaf one until it is gone.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while srvr_connections() > 2 {
+        assert!(Instant::now() < deadline, "the deaf client's connection is still open");
+        assert!(writer.ping_ok(), "the other session stays alive");
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
 
 #[test]
