@@ -320,8 +320,10 @@ impl Core {
         let out = self.ready.pop_front();
         if let Some(Output::Send { conn, frame }) = &out {
             self.output_bytes -= frame.len();
+            // Saturating: a caller may reuse a closed connection's id while frames emitted for
+            // the old one are still queued.
             if let Some(c) = self.conns.get_mut(conn) {
-                c.output_bytes -= frame.len();
+                c.output_bytes = c.output_bytes.saturating_sub(frame.len());
             }
         }
         out
