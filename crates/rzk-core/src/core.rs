@@ -186,6 +186,16 @@ pub struct Core {
     started_mono_ms: u64,
 }
 
+/// A node a read may see: `NoNode`, or `NoAuth` without READ on it.
+fn readable<'s>(st: &'s State, auth: &[Id], p: &str) -> Result<&'s crate::state::Node, ErrorCode> {
+    let n = st.node(p).ok_or(ErrorCode::NoNode)?;
+    if acl::check(st.acl_of(n), perms::READ, auth) {
+        Ok(n)
+    } else {
+        Err(ErrorCode::NoAuth)
+    }
+}
+
 fn reply_frame(xid: i32, zxid: i64, err: ErrorCode, body: Option<&Response>) -> Vec<u8> {
     // Room for a Stat and a short path, so the common replies never grow the buffer.
     let mut w = Writer::frame_with_capacity(ReplyHeader::LEN + Stat::LEN + 64);
@@ -895,12 +905,10 @@ impl Core {
     /// (allocated, copied, encoded, freed) was most of the cost.
     fn get_children(&mut self, conn: ConnId, xid: i32, pw: &PathWatch, with_stat: bool) {
         let st = &self.state;
-        let Some(n) = st.node(&pw.path) else {
-            return self.reply(conn, xid, ErrorCode::NoNode, None);
+        let n = match readable(st, &self.conns[&conn].auth, &pw.path) {
+            Ok(n) => n,
+            Err(err) => return self.reply(conn, xid, err, None),
         };
-        if !acl::check(st.acl_of(n), perms::READ, &self.conns[&conn].auth) {
-            return self.reply(conn, xid, ErrorCode::NoAuth, None);
-        }
         let names: usize = n.children.iter().map(|c| 4 + c.len()).sum();
         let mut w = Writer::frame_with_capacity(ReplyHeader::LEN + 4 + names + Stat::LEN);
         ReplyHeader { xid, zxid: st.last_zxid(), err: 0 }.write(&mut w);
@@ -922,12 +930,10 @@ impl Core {
     /// the frame were measurable.
     fn get_data(&mut self, conn: ConnId, xid: i32, pw: &PathWatch) {
         let st = &self.state;
-        let Some(n) = st.node(&pw.path) else {
-            return self.reply(conn, xid, ErrorCode::NoNode, None);
+        let n = match readable(st, &self.conns[&conn].auth, &pw.path) {
+            Ok(n) => n,
+            Err(err) => return self.reply(conn, xid, err, None),
         };
-        if !acl::check(st.acl_of(n), perms::READ, &self.conns[&conn].auth) {
-            return self.reply(conn, xid, ErrorCode::NoAuth, None);
-        }
         let data = n.data.as_deref();
         let len = ReplyHeader::LEN + 4 + data.map_or(0, <[u8]>::len) + Stat::LEN;
         let mut w = Writer::frame_with_capacity(len);
@@ -950,18 +956,10 @@ impl Core {
         let mut bytes = ReplyHeader::LEN + 9;
         let mut results = Vec::with_capacity(ops.len().min(1024));
         for op in ops {
-            let (path, is_data) = match op {
-                MultiOp::GetData { path } => (Some(path.as_str()), true),
-                MultiOp::GetChildren { path } => (Some(path.as_str()), false),
-                _ => (None, false),
-            };
-            let found = match path.map(|p| st.node(p)) {
-                None => Err(ErrorCode::BadArguments),
-                Some(None) => Err(ErrorCode::NoNode),
-                Some(Some(n)) if !acl::check(st.acl_of(n), perms::READ, auth) => {
-                    Err(ErrorCode::NoAuth)
-                }
-                Some(Some(n)) => Ok(n),
+            let (found, is_data) = match op {
+                MultiOp::GetData { path } => (readable(st, auth, path), true),
+                MultiOp::GetChildren { path } => (readable(st, auth, path), false),
+                _ => (Err(ErrorCode::BadArguments), false),
             };
             let body = match found {
                 Ok(n) if is_data => 4 + n.data.as_deref().map_or(0, <[u8]>::len) + Stat::LEN,
@@ -992,14 +990,6 @@ impl Core {
     fn read(&mut self, conn: ConnId, session_id: i64, req: Request) -> Result<Response, ErrorCode> {
         let auth = &self.conns[&conn].auth;
         let st = &self.state;
-        let readable = |p: &str| -> Result<&crate::state::Node, ErrorCode> {
-            let n = st.node(p).ok_or(ErrorCode::NoNode)?;
-            if acl::check(st.acl_of(n), perms::READ, auth) {
-                Ok(n)
-            } else {
-                Err(ErrorCode::NoAuth)
-            }
-        };
         match req {
             Request::Exists(pw) => {
                 if pw.path.contains('\0') {
@@ -1027,7 +1017,7 @@ impl Core {
             }
             Request::Sync { path } => Ok(Response::Path(path)),
             Request::GetAllChildrenNumber { path } => {
-                readable(&path)?;
+                readable(st, auth, &path)?;
                 Ok(Response::Count(st.descendant_count(&path) as i32))
             }
             Request::GetEphemerals { prefix } => {
