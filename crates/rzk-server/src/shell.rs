@@ -633,8 +633,10 @@ async fn read_loop(
     // socket before the next batch: two of these and one more reply stay under the limit
     // that drops a client as not reading.
     let output_budget = inner.config.max_queued_bytes_per_connection / 4;
-    let sessionless_deadline = tokio::time::Instant::now()
-        + Duration::from_millis(inner.config.sessionless_connection_timeout_ms);
+    // Made once: `select!` builds every branch's future on each read, even a disabled one.
+    let sessionless =
+        tokio::time::sleep(Duration::from_millis(inner.config.sessionless_connection_timeout_ms));
+    tokio::pin!(sessionless);
     let mut buf: Vec<u8> = Vec::with_capacity(READ_CHUNK_BYTES);
     let mut start = 0usize;
     let mut first = true;
@@ -688,7 +690,7 @@ async fn read_loop(
             let n = tokio::select! {
                 n = rd.read_buf(&mut buf) => n?,
                 _ = ctl.stop.notified() => return Ok(()),
-                _ = tokio::time::sleep_until(sessionless_deadline), if !fed_any => {
+                _ = &mut sessionless, if !fed_any => {
                     return Err(ReadError::Sessionless(
                         inner.config.sessionless_connection_timeout_ms,
                     ));
