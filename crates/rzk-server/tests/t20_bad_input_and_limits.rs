@@ -86,6 +86,16 @@ impl Raw {
         }
     }
 
+    /// A four-letter word on a fresh connection, and everything the server answers before
+    /// it closes.
+    fn ask(server: &TestServer, word: &str) -> String {
+        let mut raw = Raw::open(server);
+        raw.send(word.as_bytes());
+        let mut out = String::new();
+        raw.s.read_to_string(&mut out).unwrap();
+        out
+    }
+
     fn ping_ok(&mut self) -> bool {
         self.send(&Request::Ping.to_frame(-2));
         matches!(self.recv(), Some(f) if f[..4] == (-2i32).to_be_bytes())
@@ -332,10 +342,7 @@ fn a_deaf_client_whose_session_expires_does_not_keep_its_connection() {
         .start()
         .unwrap();
     let srvr_connections = || {
-        let mut raw = Raw::open(&s);
-        raw.send(b"srvr");
-        let mut out = String::new();
-        raw.s.read_to_string(&mut out).unwrap();
+        let out = Raw::ask(&s, "srvr");
         let line = out.lines().find(|l| l.starts_with("Connections: ")).unwrap().to_string();
         line["Connections: ".len()..].parse::<usize>().unwrap()
     };
@@ -380,13 +387,7 @@ fn a_connection_without_a_session_is_closed_after_its_timeout() {
 #[test]
 fn four_letter_words_and_their_whitelist() {
     let s = server_with(|c| c.core.four_letter_words = vec!["ruok".into(), "srvr".into()]);
-    let ask = |word: &str| {
-        let mut raw = Raw::open(&s);
-        raw.send(word.as_bytes());
-        let mut out = String::new();
-        raw.s.read_to_string(&mut out).unwrap();
-        out
-    };
+    let ask = |word: &str| Raw::ask(&s, word);
     assert_eq!(ask("ruok"), "imok");
     let srvr = ask("srvr");
     assert!(srvr.contains("Zookeeper version: 3.9.2-rzk"), "{srvr}");
@@ -395,16 +396,10 @@ fn four_letter_words_and_their_whitelist() {
     assert_eq!(ask("mntr"), "mntr is not executed because it is not in the whitelist.\n");
 
     let all = TestServer::start().unwrap();
-    let mut raw = Raw::open(&all);
-    raw.send(b"mntr");
-    let mut out = String::new();
-    raw.s.read_to_string(&mut out).unwrap();
+    let out = Raw::ask(&all, "mntr");
     assert!(out.contains("zk_server_state\tstandalone"), "{out}");
     for word in ["conf", "cons", "envi", "wchs", "dump", "isro", "stat", "wchc", "wchp"] {
-        let mut raw = Raw::open(&all);
-        raw.send(word.as_bytes());
-        let mut out = String::new();
-        raw.s.read_to_string(&mut out).unwrap();
+        let out = Raw::ask(&all, word);
         assert!(!out.is_empty() || word == "wchc" || word == "wchp", "{word} printed nothing");
     }
 }
