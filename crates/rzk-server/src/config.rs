@@ -56,8 +56,8 @@ pub struct DiskConfig {
     /// Most transactions written under one fsync (bounds one group commit).
     pub group_commit_txns_max: usize,
     /// Average write rate of a snapshot, bytes per second (0: unlimited). Snapshots are
-    /// written in the background and synced every MiB at this pace so that they do not
-    /// delay the log's fdatasyncs, which every write's reply waits for.
+    /// written in the background at this pace, 128 KiB per write and sync, so that they do
+    /// not delay the log's fdatasyncs, which every reply waits for.
     pub snapshot_write_bytes_per_sec_max: u64,
     /// Average write rate of the zeros of the next log segment, bytes per second (0:
     /// unlimited). Once a quarter of a segment is used, a background thread writes the next
