@@ -57,7 +57,10 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 # The election handoff as issue 6 defines it: `rzk bench --workload handoff-event`, from the
 # leader's delete to its successor's event, back to back and after this many ms idle.
 HANDOFF_GAP_MS = {"handoff-event": 0, "handoff-event-idle": 20}
-ALL_WORKLOADS = ["create", "set", "get", "mixed", "churn", "fanout"] + list(HANDOFF_GAP_MS)
+# fanout-persistent is not one of issue 6's workloads: the same fan-out on persistent watches
+# (addWatch), which need no re-arm, for users choosing between the two.
+ALL_WORKLOADS = (["create", "set", "get", "mixed", "churn", "fanout", "fanout-persistent"]
+                 + list(HANDOFF_GAP_MS))
 KINDS = ["zookeeper", "rzk"]
 TARGETS = {  # issue 6, rzk / ZooKeeper
     "throughput": (">=", 2.0),
@@ -236,8 +239,10 @@ def start_server(kind, args, wait=True):
         return servers.start_zookeeper(heap=args.zk_heap or None, wait=wait)
     # Fan-out opens --watchers sessions from one address: lift rzk's per-IP limit as zoo.cfg's
     # maxClientCnxns=0 does for ZooKeeper in servers.py.
+    # bench-stalls.py passes --rzk-server-arg through, to bisect a tail by a server setting.
     return servers.start_rzk(durable=True, wait=wait,
-                             extra_args=["--max-client-cnxns", "0"])
+                             extra_args=["--max-client-cnxns", "0"]
+                             + list(getattr(args, "rzk_server_arg", None) or []))
 
 
 def relaunch(srv):
@@ -260,7 +265,7 @@ def bench_args(workload, args):
                 "--in-flight", str(args.in_flight)]
     a = ["--sessions", str(args.sessions), "--in-flight", str(args.in_flight),
          "--data-bytes", str(args.data_bytes), "--keys", str(args.keys)]
-    if workload == "fanout":
+    if workload.startswith("fanout"):
         a += ["--watchers", str(args.watchers)]
     return a
 

@@ -84,6 +84,9 @@ def main():
     ap.add_argument("--in-flight", type=int, default=16)
     ap.add_argument("--top", type=int, default=15)
     ap.add_argument("--stall-ms", type=float, default=10.0)
+    ap.add_argument("--rzk-server-arg", action="append", metavar="ARG",
+                    help="an extra argument for rzk server (repeat for several), e.g. "
+                         "--rzk-server-arg=--snap-count --rzk-server-arg=100000000")
     ap.add_argument("--zk-heap", default="")
     ap.add_argument("--rzk-bin", default=os.environ.get("RZK_BIN") or
                     os.path.join(bc.REPO, "target", "release", "rzk"))

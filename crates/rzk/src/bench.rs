@@ -35,7 +35,11 @@ pub(crate) enum Workload {
     /// Ephemeral create + delete, counted as one op.
     Churn,
     /// `--watchers` sessions watch one node; one setData per round; latency to the last event.
+    /// Each watcher re-arms its one-shot data watch (a getData) on every event.
     Fanout,
+    /// As fanout, but each watcher holds one persistent watch (addWatch, ZooKeeper 3.6+)
+    /// instead: per watcher and round one event and no re-arm.
+    FanoutPersistent,
     /// Create `--znodes` znodes with 16-byte data as fast as possible.
     Populate,
     /// LeaderLatch handoff: the leader resigns and rejoins; time to the successor's leadership.
@@ -266,6 +270,7 @@ async fn session_loop(
                     )
                 }
                 Workload::Fanout
+                | Workload::FanoutPersistent
                 | Workload::Handoff
                 | Workload::HandoffEvent
                 | Workload::Selector
@@ -354,46 +359,25 @@ async fn fanout(a: &BenchArgs, hosts: &str, deadline: Instant) -> Result<Stats, 
         notified: AtomicU64::new(0),
         done: Notify::new(),
     });
+    let persistent = a.workload == Workload::FanoutPersistent;
     let mut tasks = Vec::new();
     for _ in 0..a.watchers {
         let mut io = connect(hosts).await?;
+        if persistent {
+            // Registered here, not in the task, so that a server without addWatch (ZooKeeper
+            // before 3.6) fails the run with its error instead of a stalled round.
+            let add = Request::AddWatch { path: "/bench/fan".into(), mode: ADD_WATCH_PERSISTENT };
+            match call(&mut io, &add).await? {
+                0 => {}
+                e => return Err(err(format!("addWatch failed with error {e}"))),
+            }
+        }
         let progress = progress.clone();
         tasks.push(tokio::spawn(async move {
-            let arm =
-                Request::GetData(PathWatch { path: "/bench/fan".into(), watch: true }).to_frame(1);
-            let is_event = |f: &[u8]| f.get(..4) == Some(&[0xff; 4]);
-            for round in 0u64.. {
-                // From the second round on, the re-arm goes out as soon as the event's bytes
-                // arrive, before they are read, so that it carries their ACK. Read first, the
-                // event (the second small segment since this side last sent) makes the kernel
-                // acknowledge at once with a packet of its own: one per watcher and round,
-                // 11-24% of the load generator's CPU on the cores it shares with the server. A
-                // peek leaves the bytes queued, which defers that ACK. The server sees the same
-                // requests in the same order.
-                let armed = round > 0;
-                if armed
-                    && io.0.buffer().is_empty()
-                    && io.0.get_mut().peek(&mut [0; 1]).await.is_err()
-                {
-                    return;
-                }
-                if io.1.write_all(&arm).await.is_err() {
-                    return;
-                }
-                if armed {
-                    // Only the event can arrive while armed; anything else stops the run.
-                    match read_frame(&mut io.0).await {
-                        Ok(f) if is_event(&f) => progress.add(&progress.notified),
-                        _ => return,
-                    }
-                }
-                loop {
-                    let Ok(f) = read_frame(&mut io.0).await else { return };
-                    if !is_event(&f) {
-                        break;
-                    }
-                }
-                progress.add(&progress.armed);
+            if persistent {
+                persistent_watcher(io, &progress).await
+            } else {
+                one_shot_watcher(io, &progress).await
             }
         }));
     }
@@ -416,6 +400,62 @@ async fn fanout(a: &BenchArgs, hosts: &str, deadline: Instant) -> Result<Stats, 
         t.abort();
     }
     Ok(stats)
+}
+
+/// A fan-out watcher on one-shot watches: it re-arms (a getData with a watch) on every event.
+/// It returns on the first unexpected frame or error, which stalls the rounds and so ends the
+/// run with the setter's timeout.
+async fn one_shot_watcher(mut io: Io, progress: &FanProgress) {
+    let arm = Request::GetData(PathWatch { path: "/bench/fan".into(), watch: true }).to_frame(1);
+    let is_event = |f: &[u8]| f.get(..4) == Some(&[0xff; 4]);
+    for round in 0u64.. {
+        // From the second round on, the re-arm goes out as soon as the event's bytes
+        // arrive, before they are read, so that it carries their ACK. Read first, the
+        // event (the second small segment since this side last sent) makes the kernel
+        // acknowledge at once with a packet of its own: one per watcher and round,
+        // 11-24% of the load generator's CPU on the cores it shares with the server. A
+        // peek leaves the bytes queued, which defers that ACK. The server sees the same
+        // requests in the same order.
+        let armed = round > 0;
+        if armed && io.0.buffer().is_empty() && io.0.get_mut().peek(&mut [0; 1]).await.is_err() {
+            return;
+        }
+        if io.1.write_all(&arm).await.is_err() {
+            return;
+        }
+        if armed {
+            // Only the event can arrive while armed; anything else stops the run.
+            match read_frame(&mut io.0).await {
+                Ok(f) if is_event(&f) => progress.add(&progress.notified),
+                _ => return,
+            }
+        }
+        loop {
+            let Ok(f) = read_frame(&mut io.0).await else { return };
+            if !is_event(&f) {
+                break;
+            }
+        }
+        progress.add(&progress.armed);
+    }
+}
+
+/// addWatch's mode for a persistent, non-recursive watch (`AddWatchMode.PERSISTENT`).
+const ADD_WATCH_PERSISTENT: i32 = 0;
+
+/// A fan-out watcher on a persistent watch, already registered: each round is one event and
+/// nothing to send. It returns as [`one_shot_watcher`] does.
+async fn persistent_watcher(mut io: Io, progress: &FanProgress) {
+    progress.add(&progress.armed);
+    loop {
+        match read_frame(&mut io.0).await {
+            Ok(f) if f.get(..4) == Some(&[0xff; 4]) => {}
+            _ => return,
+        }
+        progress.add(&progress.notified);
+        // Still armed: the next round may begin at once.
+        progress.add(&progress.armed);
+    }
 }
 
 async fn setup(a: &BenchArgs, hosts: &str) -> Result<(), CliError> {
@@ -491,7 +531,7 @@ pub(crate) async fn run(connect_args: &Connect, a: BenchArgs) -> Result<(), CliE
     let deadline = started + Duration::from_secs_f64(a.duration_s);
     let stats = if a.workload == Workload::HandoffEvent {
         vec![crate::bench_handoff::handoff_event(&a, &hosts, deadline).await?]
-    } else if a.workload == Workload::Fanout {
+    } else if matches!(a.workload, Workload::Fanout | Workload::FanoutPersistent) {
         // On a worker, not in `block_on`: the last watcher's wake-up then finds the setter on
         // its own thread's queue instead of waking the main thread, twice a round.
         let (a, hosts) = (a.clone(), hosts.clone());

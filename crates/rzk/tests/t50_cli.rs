@@ -352,6 +352,7 @@ fn bench_reports_every_workload_as_json() {
         ("create", vec![]),
         ("churn", vec![]),
         ("fanout", vec!["--watchers", "5"]),
+        ("fanout-persistent", vec!["--watchers", "5"]),
         ("populate", vec!["--znodes", "2000"]),
         ("handoff-event", vec!["--participants", "3", "--gap-ms", "2"]),
     ] {
