@@ -92,6 +92,12 @@ struct Outgoing {
 #[derive(Default)]
 struct ConnCtl {
     queued_bytes: AtomicUsize,
+    /// Bytes a pump has taken out of the core for this connection that its flusher has not
+    /// yet written or queued. Counted against the reader's budget with `queued_bytes`: between
+    /// the core's lock and the flush (the log thread's, for replies that waited on a sync)
+    /// they are in neither, and a reader that looked then decoded batch after batch past the
+    /// queue limit, and the client was dropped as not reading.
+    transit_bytes: AtomicUsize,
     in_flight: AtomicUsize,
     resume_reading: Notify,
     stop: Notify,
@@ -161,6 +167,7 @@ impl Flush {
 impl ConnOut {
     /// Queues `out` behind this connection's earlier frames. Called under the core's lock.
     fn push(&self, out: Outgoing) {
+        self.ctl.transit_bytes.fetch_add(out.bytes.len(), Ordering::SeqCst);
         self.queue.lock().pending.push(out);
     }
 
@@ -177,7 +184,12 @@ impl ConnOut {
         };
         loop {
             for out in batch.drain(..) {
+                let len = out.bytes.len();
                 self.send(out, max_queued_bytes);
+                // After `send`, which has written these bytes or counted them as queued.
+                self.ctl.transit_bytes.fetch_sub(len, Ordering::SeqCst);
+                // The reader may be waiting on them, and nothing else may wake it.
+                self.ctl.resume_reading.notify_one();
             }
             let mut q = self.queue.lock();
             // Swapping keeps both vectors' allocations in use.
@@ -649,7 +661,8 @@ async fn read_loop(
         // The limit is exact: frames beyond it wait, undecoded, in `buf` (at most one read
         // chunk plus one packet), and the socket is not read until replies drain.
         loop {
-            let queued = ctl.queued_bytes.load(Ordering::SeqCst);
+            let queued =
+                ctl.queued_bytes.load(Ordering::SeqCst) + ctl.transit_bytes.load(Ordering::SeqCst);
             if held_in_core {
                 held_in_core = queued + inner.lock().core.conn_output_bytes(conn) > output_budget;
             }
