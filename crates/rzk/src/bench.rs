@@ -407,7 +407,6 @@ async fn fanout(a: &BenchArgs, hosts: &str, deadline: Instant) -> Result<Stats, 
 /// run with the setter's timeout.
 async fn one_shot_watcher(mut io: Io, progress: &FanProgress) {
     let arm = Request::GetData(PathWatch { path: "/bench/fan".into(), watch: true }).to_frame(1);
-    let is_event = |f: &[u8]| f.get(..4) == Some(&[0xff; 4]);
     for round in 0u64.. {
         // From the second round on, the re-arm goes out as soon as the event's bytes
         // arrive, before they are read, so that it carries their ACK. Read first, the
@@ -426,18 +425,23 @@ async fn one_shot_watcher(mut io: Io, progress: &FanProgress) {
         if armed {
             // Only the event can arrive while armed; anything else stops the run.
             match read_frame(&mut io.0).await {
-                Ok(f) if is_event(&f) => progress.add(&progress.notified),
+                Ok(f) if is_notification(&f) => progress.add(&progress.notified),
                 _ => return,
             }
         }
         loop {
             let Ok(f) = read_frame(&mut io.0).await else { return };
-            if !is_event(&f) {
+            if !is_notification(&f) {
                 break;
             }
         }
         progress.add(&progress.armed);
     }
+}
+
+/// Whether a frame is a watch notification (xid -1), not a reply.
+fn is_notification(frame: &[u8]) -> bool {
+    frame.get(..4) == Some(&[0xff; 4])
 }
 
 /// addWatch's mode for a persistent, non-recursive watch (`AddWatchMode.PERSISTENT`).
@@ -449,7 +453,7 @@ async fn persistent_watcher(mut io: Io, progress: &FanProgress) {
     progress.add(&progress.armed);
     loop {
         match read_frame(&mut io.0).await {
-            Ok(f) if f.get(..4) == Some(&[0xff; 4]) => {}
+            Ok(f) if is_notification(&f) => {}
             _ => return,
         }
         progress.add(&progress.notified);
