@@ -188,9 +188,10 @@ impl ConnOut {
                 self.send(out, max_queued_bytes);
                 // After `send`, which has written these bytes or counted them as queued.
                 self.ctl.transit_bytes.fetch_sub(len, Ordering::SeqCst);
-                // The reader may be waiting on them, and nothing else may wake it.
-                self.ctl.resume_reading.notify_one();
             }
+            // The reader may be waiting on these bytes, and nothing else may wake it: once per
+            // batch, not per frame, since it only looks again when woken.
+            self.ctl.resume_reading.notify_one();
             let mut q = self.queue.lock();
             // Swapping keeps both vectors' allocations in use.
             std::mem::swap(&mut q.pending, &mut batch);
