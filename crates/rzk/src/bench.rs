@@ -48,6 +48,10 @@ pub(crate) enum Workload {
     /// ephemeral sequential nodes, each watching its predecessor's; the first deletes its node
     /// and rejoins at the tail. Latency from the delete to the successor's event.
     HandoffEvent,
+    /// As handoff-event, but the successor then lists the election's children, as a recipe
+    /// that checks before it claims does (Curator's LeaderLatch, rzk-election); latency from
+    /// the delete to that list's reply: the protocol's floor under a LeaderLatch handoff.
+    HandoffRead,
     /// LeaderSelector leaderships per second (auto-requeue, empty task).
     Selector,
     /// Crash failover: the leader's network is cut; time to the successor's leadership.
@@ -273,6 +277,7 @@ async fn session_loop(
                 | Workload::FanoutPersistent
                 | Workload::Handoff
                 | Workload::HandoffEvent
+                | Workload::HandoffRead
                 | Workload::Selector
                 | Workload::Failover => {
                     unreachable!("these have their own loops")
@@ -524,17 +529,20 @@ pub(crate) async fn run(connect_args: &Connect, a: BenchArgs) -> Result<(), CliE
         }
         _ => {}
     }
-    if a.workload == Workload::HandoffEvent && a.participants < 2 {
+    let handoff = matches!(a.workload, Workload::HandoffEvent | Workload::HandoffRead);
+    if handoff && a.participants < 2 {
         return Err(CliError::usage(
-            "bench: handoff-event needs --participants 2 or more: a handoff needs a successor",
+            "bench: handoff-event and handoff-read need --participants 2 or more: a handoff \
+             needs a successor",
         ));
     }
     setup(&a, &hosts).await?;
     let a = Arc::new(a);
     let started = Instant::now();
     let deadline = started + Duration::from_secs_f64(a.duration_s);
-    let stats = if a.workload == Workload::HandoffEvent {
-        vec![crate::bench_handoff::handoff_event(&a, &hosts, deadline).await?]
+    let stats = if handoff {
+        let list = a.workload == Workload::HandoffRead;
+        vec![crate::bench_handoff::handoff_event(&a, &hosts, list, deadline).await?]
     } else if matches!(a.workload, Workload::Fanout | Workload::FanoutPersistent) {
         // On a worker, not in `block_on`: the last watcher's wake-up then finds the setter on
         // its own thread's queue instead of waking the main thread, twice a round.

@@ -2,6 +2,11 @@
 //! leader's delete to its successor's event, on any server and with no election library on
 //! either side. Participants run on threads of their own with blocking reads, so that the
 //! successor is woken by its event directly, as the floor's echo thread is.
+//!
+//! `handoff-read` goes one step further: the successor lists the election's children on its
+//! event, as a recipe that checks before it claims must (Curator's LeaderLatch does, and so
+//! does rzk-election), and the handoff ends with that list's reply. No LeaderLatch on any
+//! server can hand off faster than this workload does on it.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -18,7 +23,8 @@ enum Order {
     /// Create our node at the tail of the queue; answer with its path.
     Join(oneshot::Sender<Result<String, CliError>>),
     /// Watch the predecessor's node; answer once the watch is set, then report when the
-    /// node's deletion arrives.
+    /// node's deletion arrives (with `list`, when the election's children, read on that
+    /// event, arrive).
     Watch {
         predecessor: String,
         armed: oneshot::Sender<Result<(), CliError>>,
@@ -127,6 +133,23 @@ impl Blocking {
         }
     }
 
+    /// Lists `parent`'s children, as a recipe does on its predecessor's deletion; the instant
+    /// the list arrived, or an error if `own` is not first in it (every node here has the same
+    /// prefix, so the lowest sequence number sorts first).
+    fn first_in_list(&mut self, parent: &str, own: &str) -> Result<Instant, CliError> {
+        let req = Request::GetChildren(PathWatch { path: parent.into(), watch: false });
+        let f = self.ok(&req, "getChildren")?;
+        let at = Instant::now();
+        let mut r = Reader::new(&f);
+        let children = ReplyHeader::read(&mut r).and_then(|_| r.read_string_vec()).map_err(err)?;
+        match children.iter().min() {
+            Some(first) if first == own => Ok(at),
+            _ => Err(err(format!(
+                "{own} is not first after its predecessor's deletion: {children:?}"
+            ))),
+        }
+    }
+
     fn ping(&mut self) -> Result<(), CliError> {
         use std::io::Write;
         self.w.write_all(&Request::Ping.to_frame(PING_XID)).map_err(err)
@@ -134,9 +157,17 @@ impl Blocking {
 }
 
 /// One `handoff-event` participant: carries out orders on its own session until an order
-/// fails (reported to the coordinator) or the coordinator hangs up.
-fn participant(mut io: Blocking, parent: &str, orders: &std::sync::mpsc::Receiver<Order>) {
+/// fails (reported to the coordinator) or the coordinator hangs up. With `list`, a successor
+/// lists `parent`'s children on its predecessor's deletion (`handoff-read`).
+fn participant(
+    mut io: Blocking,
+    parent: &str,
+    list: bool,
+    orders: &std::sync::mpsc::Receiver<Order>,
+) {
     use std::sync::mpsc::RecvTimeoutError;
+    // Our node's name once joined: `handoff-read` checks it is first in the list it reads.
+    let mut own = String::new();
     loop {
         let order = match orders.recv_timeout(PARTICIPANT_PING_INTERVAL) {
             Ok(order) => order,
@@ -155,6 +186,9 @@ fn participant(mut io: Blocking, parent: &str, orders: &std::sync::mpsc::Receive
                     let mut r = Reader::new(&f);
                     ReplyHeader::read(&mut r).and_then(|_| r.read_string()).map_err(err)
                 });
+                if let Ok(path) = &r {
+                    own = path.rsplit('/').next().unwrap_or_default().to_owned();
+                }
                 let failed = r.is_err();
                 let _ = reply.send(r);
                 failed
@@ -164,7 +198,10 @@ fn participant(mut io: Blocking, parent: &str, orders: &std::sync::mpsc::Receive
                 match io.ok(&exists, "exists") {
                     Ok(_) => {
                         let _ = armed.send(Ok(()));
-                        let r = io.deletion(&predecessor);
+                        let mut r = io.deletion(&predecessor);
+                        if list && r.is_ok() {
+                            r = io.first_in_list(parent, &own);
+                        }
                         let failed = r.is_err();
                         let _ = event.send(r);
                         failed
@@ -201,9 +238,11 @@ async fn answer<T>(rx: oneshot::Receiver<Result<T, CliError>>, what: &str) -> Re
 
 /// `handoff-event`: the election's handoff as the server sees it (issue 6's definition): from
 /// the leader's delete to its successor's event, with no election library on either side.
+/// `handoff-read` (`list`): to the reply of the list the successor reads on that event.
 pub(crate) async fn handoff_event(
     a: &BenchArgs,
     hosts: &str,
+    list: bool,
     deadline: Instant,
 ) -> Result<Stats, CliError> {
     let parent = format!("/bench/handoff-{}", std::process::id());
@@ -216,7 +255,7 @@ pub(crate) async fn handoff_event(
         let (conn, parent) = (Blocking::new(connect(hosts).await?)?, parent.clone());
         std::thread::Builder::new()
             .name(format!("participant-{i}"))
-            .spawn(move || participant(conn, &parent, &rx))
+            .spawn(move || participant(conn, &parent, list, &rx))
             .map_err(err)?;
         orders.push(tx);
     }
@@ -252,7 +291,8 @@ pub(crate) async fn handoff_event(
         let (done, done_rx) = oneshot::channel();
         send(leader, Order::Delete { path: node, sent, done })?;
         let t0 = sent_rx.await.map_err(|_| err("delete: the participant stopped"))?;
-        let at = answer(event, "the successor's event").await?;
+        let at = answer(event, if list { "the successor's list" } else { "the successor's event" })
+            .await?;
         stats
             .latencies_us
             .push(at.saturating_duration_since(t0).as_micros().min(u32::MAX as u128) as u32);

@@ -355,6 +355,7 @@ fn bench_reports_every_workload_as_json() {
         ("fanout-persistent", vec!["--watchers", "5"]),
         ("populate", vec!["--znodes", "2000"]),
         ("handoff-event", vec!["--participants", "3", "--gap-ms", "2"]),
+        ("handoff-read", vec!["--participants", "3", "--gap-ms", "2"]),
     ] {
         let mut args = vec![
             "bench",
@@ -452,10 +453,38 @@ fn bench_handoff_participants_outlive_their_session_timeout_in_the_queue() {
 }
 
 #[test]
+fn bench_handoff_read_counts_no_handoff_whose_successor_is_not_first() {
+    // A node that sorts before every participant's: the successor's list shows it is not
+    // first, and a recipe that checks before it claims would not lead. The run must stop
+    // instead of timing that handoff.
+    let s = server();
+    let cs = s.connect_string();
+    let args = ["--connect", &cs, "bench", "--workload", "handoff-read"];
+    let child = Command::new(env!("CARGO_BIN_EXE_rzk"))
+        .args(args)
+        .args(["--participants", "3", "--gap-ms", "5", "--duration-s", "30", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run rzk bench");
+    let foreign = format!("/bench/handoff-{}/a-0", child.id());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !rzk(&cs, &["create", &foreign]).status.success() {
+        assert!(Instant::now() < deadline, "the election's parent never appeared");
+        thread::sleep(Duration::from_millis(20));
+    }
+    let o = child.wait_with_output().expect("wait for rzk bench");
+    assert!(!o.status.success(), "{}", stdout(&o));
+    assert!(stderr(&o).contains("is not first after its predecessor's deletion"), "{}", stderr(&o));
+}
+
+#[test]
 fn bench_refuses_a_handoff_without_a_successor() {
-    let o = rzk("127.0.0.1:1", &["bench", "--workload", "handoff-event", "--participants", "1"]);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("--participants 2 or more"), "{}", stderr(&o));
+    for w in ["handoff-event", "handoff-read"] {
+        let o = rzk("127.0.0.1:1", &["bench", "--workload", w, "--participants", "1"]);
+        assert_eq!(o.status.code(), Some(2), "{w}: {}", stderr(&o));
+        assert!(stderr(&o).contains("--participants 2 or more"), "{w}: {}", stderr(&o));
+    }
 }
 
 #[test]
