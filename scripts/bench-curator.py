@@ -23,6 +23,10 @@ Measurements:
                change (server mntr and client-side count) and handoff latency; N from --herd-n
   predecessor  Curator LeaderLatch (each watches its predecessor): notifications per change
                (server mntr); N from --herd-n
+
+With --rzk, the same run also measures rzk-election on rzk through `rzk bench`, and on both
+servers the protocol's floor under a LeaderLatch handoff (`rzk bench --workload handoff-read`:
+the leader's delete, the successor's event and the list it reads on it, no library).
 """
 
 import argparse
@@ -48,6 +52,8 @@ JARS = ["curator-client", "curator-framework", "curator-recipes", "zookeeper", "
 CLASSPATH = ":".join("/usr/share/java/%s.jar" % j for j in JARS)
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 ALL = ["latch", "selector", "crash", "herd", "predecessor"]
+# Results of `rzk bench` runs carry the server they ran on; Curator's harness's carry none.
+BENCH_SERVERS = ("rzk", "zookeeper")
 
 
 def log(msg, *args):
@@ -149,11 +155,16 @@ def run(args, measurement, params, timeout_s):
         srv.stop()
 
 
-def run_rzk(args, workload, flags, timeout_s, tag=None):
-    """rzk-election on a durable rzk server, through `rzk bench` (for the side-by-side table).
-    `tag` is merged into the result (e.g. the handoff's gap, to pair it with Curator's)."""
+def run_bench(args, workload, flags, timeout_s, tag=None, server="rzk"):
+    """`rzk bench` on a fresh durable rzk server: rzk-election's workloads, for the side-by-side
+    table; with server="zookeeper", on a fresh Apache ZooKeeper instead (the protocol-level
+    handoff-read). `tag` is merged into the result (e.g. the handoff's gap, to pair it with
+    Curator's)."""
     wait_quiet(args.quiet_wait_s)
-    srv = servers.start_rzk(durable=True, extra_args=["--max-client-cnxns", "0"])
+    if server == "zookeeper":
+        srv = servers.start_zookeeper(heap=args.zk_heap or None)
+    else:
+        srv = servers.start_rzk(durable=True, extra_args=["--max-client-cnxns", "0"])
     try:
         cmd = [args.rzk_bin, "bench", "--connect", srv.hosts, "--workload", workload]
         cmd += [str(x) for x in flags] + ["--json"]
@@ -165,15 +176,15 @@ def run_rzk(args, workload, flags, timeout_s, tag=None):
                                timeout=timeout_s)
         except subprocess.TimeoutExpired:
             log("  TIMED OUT after %.0f s", timeout_s)
-            return {"server": "rzk", "workload": workload, "flags": flags, "error": "timeout"}
+            return {"server": server, "workload": workload, "flags": flags, "error": "timeout"}
         lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
         if p.returncode != 0 or not lines:
             log("  FAILED (exit %d): %s", p.returncode, p.stderr[-500:])
-            return {"server": "rzk", "workload": workload, "flags": flags,
+            return {"server": server, "workload": workload, "flags": flags,
                     "error": "exit %d" % p.returncode}
         r = json.loads(lines[-1])
         r.update(tag or {})
-        r["server"] = "rzk"
+        r["server"] = server
         r["command"] = "rzk bench " + " ".join(cmd[4:])  # without --connect HOSTS
         r["wall_s"] = round(time.monotonic() - t0, 1)
         s1, k1 = proc_cpu_s(srv.proc.pid), children_cpu_s()
@@ -216,7 +227,7 @@ def markdown(results, argv):
     out = ["    /usr/bin/python3 scripts/bench-curator.py %s" % " ".join(argv), "",
            "| measurement | N | p50 | p99 | other | other CPU |", "|---|---|---|---|---|---|"]
     for r in results:
-        if r.get("server") == "rzk":
+        if r.get("server") in BENCH_SERVERS:
             continue
         rows_before = len(out)
         m = r.get("measurement")
@@ -261,7 +272,8 @@ def markdown(results, argv):
                            r["handoffs"]))
         if len(out) > rows_before:
             out[-1] += " %.0f%% |" % (100 * r.get("other_cpu_frac", 0))
-    rz = [r for r in results if r.get("server") == "rzk"]
+    rz = [r for r in results if r.get("server") == "rzk" and r.get("workload") != "handoff-read"]
+    hr = [r for r in results if r.get("workload") == "handoff-read"]
     if rz:
         out += ["", "rzk-election on a durable rzk server, through `rzk bench` in the same run:",
                 "", "| rzk bench workload | N | strategy | p50 | p99 | other | other CPU |",
@@ -275,13 +287,27 @@ def markdown(results, argv):
             out.append("| `%s` | %s | %s | %s us | %s us | %s | %.0f%% |" % (
                 r["command"], r["participants"], r["strategy"], r["p50_us"], r["p99_us"],
                 other, 100 * r.get("other_cpu_frac", 0)))
+        if hr:
+            out += ["", "The protocol's floor under a LeaderLatch handoff on each server, with no "
+                    "election library: `rzk bench --workload handoff-read`, from the leader's "
+                    "delete to the reply of the list its successor reads on its event:", "",
+                    "| server | rzk bench workload | p50 | p99 | other | other CPU |",
+                    "|---|---|---|---|---|---|"]
+            for r in hr:
+                if "error" in r:
+                    out.append("| %s | %s %s | | | %s | |" % (
+                        r["server"], r["workload"], r["flags"], r["error"]))
+                    continue
+                out.append("| %s | `%s` | %s us | %s us | %d handoffs, %d errors | %.0f%% |" % (
+                    r["server"], r["command"], r["p50_us"], r["p99_us"], r["ops"], r["errors"],
+                    100 * r.get("other_cpu_frac", 0)))
         out += ["", comparison(results)]
     return "\n".join(out)
 
 
 def comparison(results):
     """Side by side: Curator 5.4 on ZooKeeper 3.8 against rzk-election on rzk."""
-    cur = [r for r in results if r.get("server") != "rzk" and "error" not in r]
+    cur = [r for r in results if r.get("server") not in BENCH_SERVERS and "error" not in r]
     rz = [r for r in results if r.get("server") == "rzk" and "error" not in r]
     rows = []
 
@@ -326,6 +352,26 @@ def comparison(results):
                             "within 1.5x" if z["p50_us"] <= 1.5 * fl[tag + "floor_us"]
                             else "over 1.5x (the issue's handoff, delete to event, is "
                                  "bench-compare.py's handoff-event)"))
+        # What no LeaderLatch could beat on each server, measured in this run: held against
+        # it, each library's own share of its handoff; and whether a third of Curator's
+        # handoff is reachable on rzk at all.
+        zf = one(results, server="zookeeper", workload="handoff-read", participants=c["n"],
+                 gap_ms=gap)
+        rf = one(results, server="rzk", workload="handoff-read", participants=c["n"],
+                 gap_ms=gap)
+        if zf and rf and "error" not in zf and "error" not in rf:
+            third = c["handoff_ms_p50"] * 1000.0 / 3
+            rows.append("| protocol floor under it (`handoff-read`: delete, event, list read) "
+                        "p50, N=%d, %s, ms | %.3g | %.3g | %.2f | %s |" % (
+                            c["n"], how, zf["p50_us"] / 1000.0, rf["p50_us"] / 1000.0,
+                            rf["p50_us"] / zf["p50_us"],
+                            "a third of Curator's handoff (%.0f us) is %s rzk's floor" % (
+                                third, "above" if third >= rf["p50_us"] else "BELOW")))
+            if z:
+                rows.append("| LeaderLatch handoff p50 x its server's protocol floor, N=%d, %s "
+                            "| %.2f | %.2f | | the library's own share |" % (
+                                c["n"], how, c["handoff_ms_p50"] * 1000.0 / zf["p50_us"],
+                                z["p50_us"] / rf["p50_us"]))
     c = one(cur, measurement="selector_rate")
     z = one(rz, workload="selector")
     if c:
@@ -405,19 +451,27 @@ def main():
         os.environ["RZK_BIN"] = args.rzk_bin
         for gap in sorted({0, args.gap_ms}):
             for n in [int(x) for x in args.latch_n.split(",")]:
-                results.append(run_rzk(args, "handoff", [
+                results.append(run_bench(args, "handoff", [
                     "--participants", n, "--duration-s", args.rzk_duration_s, "--gap-ms", gap],
                     900, {"gap_ms": gap}))
+        # The protocol's floor under those handoffs, on each server with no election library
+        # (the successor lists the children on its event, as both latches do before claiming).
+        for gap in sorted({0, args.gap_ms}):
+            for n in [int(x) for x in args.latch_n.split(",")]:
+                for server in BENCH_SERVERS[::-1]:
+                    results.append(run_bench(args, "handoff-read", [
+                        "--participants", n, "--duration-s", args.rzk_duration_s,
+                        "--gap-ms", gap], 900, {"gap_ms": gap, "participants": n}, server))
         for n in [int(x) for x in args.rzk_alone_n.split(",") if x]:
             # One session per 10 participants: 10,000 sessions would also work, but the
             # harness's file descriptors are the limit then, not the election.
-            results.append(run_rzk(args, "handoff", [
+            results.append(run_bench(args, "handoff", [
                 "--participants", n, "--participant-sessions", max(1, n // 10),
                 "--duration-s", args.rzk_duration_s], 1800, {"gap_ms": 0}))
         results.append(floor_row())
-        results.append(run_rzk(args, "selector", ["--participants", 3, "--duration-s",
+        results.append(run_bench(args, "selector", ["--participants", 3, "--duration-s",
                                                   args.selector_s], args.selector_s + 300))
-        results.append(run_rzk(args, "failover", ["--session-timeout-ms", args.session_ms,
+        results.append(run_bench(args, "failover", ["--session-timeout-ms", args.session_ms,
                                                   "--trials", args.crash_trials],
                                args.crash_trials * (args.session_ms * 4 / 1000.0 + 30) + 120))
         latch_n = [int(x) for x in args.latch_n.split(",")]
@@ -425,7 +479,7 @@ def main():
             for strategy in ("herd", "predecessor"):
                 if strategy == "predecessor" and n in latch_n:
                     continue  # measured above
-                results.append(run_rzk(args, "handoff", [
+                results.append(run_bench(args, "handoff", [
                     "--participants", n, "--strategy", strategy,
                     "--duration-s", args.rzk_duration_s], 1200, {"gap_ms": 0}))
     if args.json_out:
