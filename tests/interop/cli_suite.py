@@ -4,6 +4,7 @@ Apache ZooKeeper and rzk. Uses target/debug/rzk (or $RZK_BIN).
     /usr/bin/python3 tests/interop/cli_suite.py --server zookeeper|rzk
 """
 
+import json
 import os
 import signal
 import subprocess
@@ -144,6 +145,35 @@ def selector_recipe_hands_over_when_the_command_exits(srv):
     finally:
         for p in procs:
             stop(p)
+
+
+@suite.test
+def bench_hands_off_at_the_protocol_level(srv):
+    # rzk bench's server-neutral handoffs (issue 6), which the benchmark scripts run on both
+    # servers: to the successor's event, and on to the list it reads on that event.
+    for w in ("handoff-event", "handoff-read"):
+        r = rzk(srv, "bench", "--workload", w, "--participants", "3", "--gap-ms", "2",
+                "--duration-s", "0.5", "--json")
+        check_eq(r.returncode, 0, "%s exit status (stderr: %s)" % (w, r.stderr[-300:]))
+        out = json.loads(r.stdout.strip().splitlines()[-1])
+        check(out["workload"] == w and out["ops"] > 0 and out["errors"] == 0,
+              "%s handed off without errors: %r" % (w, out))
+    # A node that sorts before every participant's: handoff-read's successor is not first in
+    # its list, and the run stops instead of counting that handoff.
+    p = subprocess.Popen([RZK, "--connect", srv.hosts, "bench", "--workload", "handoff-read",
+                          "--participants", "3", "--gap-ms", "5", "--duration-s", "30", "--json"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        foreign = "/bench/handoff-%d/a-0" % p.pid
+        wait_until(lambda: rzk(srv, "create", foreign).returncode == 0, 10,
+                   "the election's parent to appear")
+        _, err = p.communicate(timeout=20)
+        check(p.returncode != 0, "handoff-read stopped on a successor that is not first")
+        check("is not first after its predecessor's deletion" in err, "clear error: %r" % err)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
 
 
 if __name__ == "__main__":
