@@ -470,10 +470,10 @@ def main():
                 "--duration-s", args.rzk_duration_s], 1800, {"gap_ms": 0}))
         results.append(floor_row())
         results.append(run_bench(args, "selector", ["--participants", 3, "--duration-s",
-                                                  args.selector_s], args.selector_s + 300))
+                                                    args.selector_s], args.selector_s + 300))
         results.append(run_bench(args, "failover", ["--session-timeout-ms", args.session_ms,
-                                                  "--trials", args.crash_trials],
-                               args.crash_trials * (args.session_ms * 4 / 1000.0 + 30) + 120))
+                                                    "--trials", args.crash_trials],
+                                 args.crash_trials * (args.session_ms * 4 / 1000.0 + 30) + 120))
         latch_n = [int(x) for x in args.latch_n.split(",")]
         for n in [int(x) for x in args.herd_n.split(",")]:
             for strategy in ("herd", "predecessor"):
