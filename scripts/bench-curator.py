@@ -219,6 +219,26 @@ def floor_row():
     return r
 
 
+def median(xs):
+    xs = sorted(x for x in xs if x is not None)
+    if not xs:
+        return None
+    mid = len(xs) // 2
+    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2.0
+
+
+def every(xs, **kw):
+    """The error-free results whose fields equal `kw`."""
+    return [x for x in xs if "error" not in x and all(x.get(k) == v for k, v in kw.items())]
+
+
+def per_round(left, right, ratio):
+    """`ratio(l, r)` for each round measured on both sides, in round order."""
+    by_round = {x.get("round", 0): x for x in right}
+    return [ratio(x, by_round[x.get("round", 0)]) for x in sorted(left, key=lambda x: x.get(
+        "round", 0)) if x.get("round", 0) in by_round]
+
+
 def f(v, d=2):
     return "-" if v is None else ("%.*f" % (d, v))
 
@@ -226,6 +246,12 @@ def f(v, d=2):
 def markdown(results, argv):
     out = ["    /usr/bin/python3 scripts/bench-curator.py %s" % " ".join(argv), "",
            "| measurement | N | p50 | p99 | other | other CPU |", "|---|---|---|---|---|---|"]
+    multi = any(r.get("round", 0) > 0 for r in results)
+
+    def n_of(r, key):
+        return "%s%s" % (r[key], " (round %d)" % (r["round"] + 1) if multi and "round" in r
+                         else "")
+
     for r in results:
         if r.get("server") in BENCH_SERVERS:
             continue
@@ -234,12 +260,12 @@ def markdown(results, argv):
         if "error" in r:
             out.append("| %s %s | | | | %s |" % (m, r.get("params"), r["error"]))
         elif m in ("latch_handoff",):
-            out.append("| LeaderLatch handoff, close() to next isLeader()%s | %d | %s ms | %s ms | "
+            out.append("| LeaderLatch handoff, close() to next isLeader()%s | %s | %s ms | %s ms | "
                        "mean %s ms, max %s ms over %d handoffs; start() of all to all nodes "
                        "%.0f ms; drain of the whole group %.0f ms |" % (
                            ", %d ms idle after each rejoin" % r["gap_ms"] if r.get("gap_ms")
                            else ", back to back",
-                           r["n"], f(r["handoff_ms_p50"]), f(r["handoff_ms_p99"]),
+                           n_of(r, "n"), f(r["handoff_ms_p50"]), f(r["handoff_ms_p99"]),
                            f(r["handoff_ms_mean"]), f(r["handoff_ms_max"], 1), r["handoffs"],
                            r["start_all_to_all_nodes_ms"], r["drain_all_ms"]))
         elif m == "selector_rate":
@@ -285,7 +311,7 @@ def markdown(results, argv):
             other = "%d rounds in %.1f s = %.1f/s; notifications per change %.2f" % (
                 r["rounds"], r["seconds"], r["per_s"], r["notifications_per_change"])
             out.append("| `%s` | %s | %s | %s us | %s us | %s | %.0f%% |" % (
-                r["command"], r["participants"], r["strategy"], r["p50_us"], r["p99_us"],
+                r["command"], n_of(r, "participants"), r["strategy"], r["p50_us"], r["p99_us"],
                 other, 100 * r.get("other_cpu_frac", 0)))
         if hr:
             out += ["", "The protocol's floor under a LeaderLatch handoff on each server, with no "
@@ -298,8 +324,9 @@ def markdown(results, argv):
                     out.append("| %s | %s %s | | | %s | |" % (
                         r["server"], r["workload"], r["flags"], r["error"]))
                     continue
-                out.append("| %s | `%s` | %s us | %s us | %d handoffs, %d errors | %.0f%% |" % (
-                    r["server"], r["command"], r["p50_us"], r["p99_us"], r["ops"], r["errors"],
+                out.append("| %s | `%s`%s | %s us | %s us | %d handoffs, %d errors | %.0f%% |" % (
+                    r["server"], r["command"], " (round %d)" % (r["round"] + 1)
+                    if multi and "round" in r else "", r["p50_us"], r["p99_us"], r["ops"], r["errors"],
                     100 * r.get("other_cpu_frac", 0)))
         out += ["", comparison(results)]
     return "\n".join(out)
@@ -329,16 +356,33 @@ def comparison(results):
             "-" if r is None else "%.2f" % r, verdict))
 
     fl = one(results, measurement="floor")
-    for c in [x for x in cur if x["measurement"] == "latch_handoff"]:
-        gap = c.get("gap_ms") or 0
-        z = one(rz, workload="handoff", participants=c["n"], strategy="predecessor",
-                gap_ms=gap)
+    # With --rounds, every LeaderLatch row is the median over the rounds of each side's p50 (a
+    # ratio of medians), and the ratios of the rounds' own pairs follow it.
+    latch = [x for x in cur if x["measurement"] == "latch_handoff"]
+    for n, gap in sorted({(x["n"], x.get("gap_ms") or 0) for x in latch}, key=lambda k: (k[1], k[0])):
+        cs = [x for x in latch if x["n"] == n and (x.get("gap_ms") or 0) == gap]
+        zs = every(rz, workload="handoff", participants=n, strategy="predecessor", gap_ms=gap)
+        zfs = every(results, server="zookeeper", workload="handoff-read", participants=n,
+                    gap_ms=gap)
+        rfs = every(results, server="rzk", workload="handoff-read", participants=n,
+                    gap_ms=gap)
+        cur_p50 = median([x["handoff_ms_p50"] * 1000.0 for x in cs])
+        z_p50 = median([x["p50_us"] for x in zs])
+        zf_p50 = median([x["p50_us"] for x in zfs])
+        rf_p50 = median([x["p50_us"] for x in rfs])
         how = "back to back" if not gap else "%d ms idle between" % gap
-        row("LeaderLatch handoff p50, N=%d, %s, ms" % (c["n"], how), c["handoff_ms_p50"],
-            z and z["p50_us"] / 1000.0, 1 / 3.0)
-        row("LeaderLatch handoff p99, N=%d, %s, ms" % (c["n"], how), c["handoff_ms_p99"],
-            z and z["p99_us"] / 1000.0)
-        if fl and z:
+        rounds = "" if len(cs) < 2 else ", median of %d rounds" % len(cs)
+        row("LeaderLatch handoff p50, N=%d, %s, ms%s" % (n, how, rounds), cur_p50 / 1000.0,
+            z_p50 and z_p50 / 1000.0, 1 / 3.0)
+        paired = per_round(cs, zs, lambda c, z: z["p50_us"] / (c["handoff_ms_p50"] * 1000.0))
+        if len(paired) > 1:
+            rows.append("| the same, each round's own pair | | | %s | %d of %d rounds at most "
+                        "1/3 |" % (" / ".join("%.2f" % x for x in paired),
+                                   sum(1 for x in paired if x <= 1 / 3.0), len(paired)))
+        row("LeaderLatch handoff p99, N=%d, %s, ms%s" % (n, how, rounds),
+            median([x["handoff_ms_p99"] for x in cs]),
+            median([x["p99_us"] / 1000.0 for x in zs]))
+        if fl and z_p50:
             tag = "idle_" if gap and "idle_floor_us" in fl else ""
             # Resign to leadership: the list read, the claim and the client's hops on top of
             # the issue's handoff (delete to the successor's event), which bench-compare.py's
@@ -346,32 +390,28 @@ def comparison(results):
             rows.append("| rzk LeaderLatch handoff p50 (resign to leadership), N=%d, %s, x the "
                         "floor (fdatasync p50 %.0f us + loopback round trip p50 %.0f us%s) | | "
                         "%.3g ms | %.2f | %s |" % (
-                            c["n"], how, fl[tag + "fdatasync_p50_us"], fl[tag + "rtt_p50_us"],
+                            n, how, fl[tag + "fdatasync_p50_us"], fl[tag + "rtt_p50_us"],
                             ", each after 20 ms asleep" if tag else "",
-                            z["p50_us"] / 1000.0, z["p50_us"] / fl[tag + "floor_us"],
-                            "within 1.5x" if z["p50_us"] <= 1.5 * fl[tag + "floor_us"]
+                            z_p50 / 1000.0, z_p50 / fl[tag + "floor_us"],
+                            "within 1.5x" if z_p50 <= 1.5 * fl[tag + "floor_us"]
                             else "over 1.5x (the issue's handoff, delete to event, is "
                                  "bench-compare.py's handoff-event)"))
         # What no LeaderLatch could beat on each server, measured in this run: held against
         # it, each library's own share of its handoff; and whether a third of Curator's
         # handoff is reachable on rzk at all.
-        zf = one(results, server="zookeeper", workload="handoff-read", participants=c["n"],
-                 gap_ms=gap)
-        rf = one(results, server="rzk", workload="handoff-read", participants=c["n"],
-                 gap_ms=gap)
-        if zf and rf and "error" not in zf and "error" not in rf:
-            third = c["handoff_ms_p50"] * 1000.0 / 3
+        if zf_p50 and rf_p50:
+            third = cur_p50 / 3
             rows.append("| protocol floor under it (`handoff-read`: delete, event, list read) "
                         "p50, N=%d, %s, ms | %.3g | %.3g | %.2f | %s |" % (
-                            c["n"], how, zf["p50_us"] / 1000.0, rf["p50_us"] / 1000.0,
-                            rf["p50_us"] / zf["p50_us"],
+                            n, how, zf_p50 / 1000.0, rf_p50 / 1000.0, rf_p50 / zf_p50,
                             "a third of Curator's handoff (%.0f us) is %s rzk's floor" % (
-                                third, "above" if third >= rf["p50_us"] else "BELOW")))
-            if z:
+                                third, "above" if third >= rf_p50 else "BELOW")))
+            if z_p50:
                 rows.append("| LeaderLatch handoff p50 x its server's protocol floor, N=%d, %s "
-                            "| %.2f | %.2f | | the library's own share |" % (
-                                c["n"], how, c["handoff_ms_p50"] * 1000.0 / zf["p50_us"],
-                                z["p50_us"] / rf["p50_us"]))
+                            "| %.2f | %.2f | | the library's own share: %.0f us on Curator's "
+                            "side, %.0f us on rzk-election's |" % (
+                                n, how, cur_p50 / zf_p50, z_p50 / rf_p50, cur_p50 - zf_p50,
+                                z_p50 - rf_p50))
     c = one(cur, measurement="selector_rate")
     z = one(rz, workload="selector")
     if c:
@@ -402,6 +442,10 @@ def main():
     ap.add_argument("--only", default=",".join(ALL))
     ap.add_argument("--latch-n", default="5,100,1000")
     ap.add_argument("--handoffs", type=int, default=200)
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="LeaderLatch handoff rounds per gap and N; each round runs Curator, "
+                         "rzk-election and both protocol floors in turn, and the comparison "
+                         "takes medians over the rounds")
     ap.add_argument("--herd-n", default="100,1000")
     ap.add_argument("--changes", type=int, default=20)
     ap.add_argument("--gap-ms", type=int, default=20,
@@ -430,13 +474,36 @@ def main():
     args.rzk = args.rzk or args.rzk_only
     compile_if_needed()
     results = []
-    if "latch" in only:
-        for n in [int(x) for x in args.latch_n.split(",")]:
-            results.append(run(args, "latch", [n, args.handoffs], 900))
-        if args.gap_ms > 0:
-            for n in [int(x) for x in args.latch_n.split(",")]:
-                results.append(run(args, "latch", [n, args.handoffs, "gap=%d" % args.gap_ms],
-                                   900))
+    latch_n = [int(x) for x in args.latch_n.split(",")]
+    gaps = sorted({0, args.gap_ms})
+    if args.rzk:
+        os.environ["RZK_BIN"] = args.rzk_bin
+    # The LeaderLatch handoffs side by side: at each gap and N, every round measures Curator,
+    # rzk-election and both servers' protocol floors one after another, the order reversed in
+    # odd rounds, so that a slow spell of the machine (an idle fdatasync's cost drifts by tens
+    # of percent over an hour) lands on both sides of a ratio instead of on one.
+    for gap in gaps:
+        for n in latch_n:
+            for rnd in range(args.rounds):
+                steps = []
+                if "latch" in only:
+                    steps.append(lambda: run(args, "latch", [n, args.handoffs] + (
+                        ["gap=%d" % gap] if gap else []), 900))
+                if args.rzk:
+                    steps.append(lambda: run_bench(args, "handoff", [
+                        "--participants", n, "--duration-s", args.rzk_duration_s,
+                        "--gap-ms", gap], 900, {"gap_ms": gap}))
+                    # The protocol's floor under those handoffs, on each server with no
+                    # election library (the successor lists the children on its event, as
+                    # both latches do before claiming).
+                    for server in BENCH_SERVERS[::-1]:
+                        steps.append(lambda server=server: run_bench(args, "handoff-read", [
+                            "--participants", n, "--duration-s", args.rzk_duration_s,
+                            "--gap-ms", gap], 900, {"gap_ms": gap, "participants": n}, server))
+                for step in (steps if rnd % 2 == 0 else steps[::-1]):
+                    r = step()
+                    r["round"] = rnd
+                    results.append(r)
     if "selector" in only:
         results.append(run(args, "selector", [args.selector_s], args.selector_s + 300))
     if "crash" in only:
@@ -448,20 +515,6 @@ def main():
         if "predecessor" in only:
             results.append(run(args, "latch", [n, args.changes, "count"], 900))
     if args.rzk:
-        os.environ["RZK_BIN"] = args.rzk_bin
-        for gap in sorted({0, args.gap_ms}):
-            for n in [int(x) for x in args.latch_n.split(",")]:
-                results.append(run_bench(args, "handoff", [
-                    "--participants", n, "--duration-s", args.rzk_duration_s, "--gap-ms", gap],
-                    900, {"gap_ms": gap}))
-        # The protocol's floor under those handoffs, on each server with no election library
-        # (the successor lists the children on its event, as both latches do before claiming).
-        for gap in sorted({0, args.gap_ms}):
-            for n in [int(x) for x in args.latch_n.split(",")]:
-                for server in BENCH_SERVERS[::-1]:
-                    results.append(run_bench(args, "handoff-read", [
-                        "--participants", n, "--duration-s", args.rzk_duration_s,
-                        "--gap-ms", gap], 900, {"gap_ms": gap, "participants": n}, server))
         for n in [int(x) for x in args.rzk_alone_n.split(",") if x]:
             # One session per 10 participants: 10,000 sessions would also work, but the
             # harness's file descriptors are the limit then, not the election.
@@ -474,7 +527,6 @@ def main():
         results.append(run_bench(args, "failover", ["--session-timeout-ms", args.session_ms,
                                                     "--trials", args.crash_trials],
                                  args.crash_trials * (args.session_ms * 4 / 1000.0 + 30) + 120))
-        latch_n = [int(x) for x in args.latch_n.split(",")]
         for n in [int(x) for x in args.herd_n.split(",")]:
             for strategy in ("herd", "predecessor"):
                 if strategy == "predecessor" and n in latch_n:
