@@ -48,6 +48,13 @@ step "differential test: rzk vs Apache ZooKeeper"
 step "fuzz smoke"
 scripts/fuzz-smoke.sh "${RZK_FUZZ_SECONDS:-30}"
 
+step "profiling scripts: handoff-timeline.py splits a recorded idle handoff"
+# A real `perf sched timehist -w` excerpt (four handoffs against a server of pid 10815).
+timeline=$(/usr/bin/python3 scripts/handoff-timeline.py \
+    --timehist scripts/testdata/handoff-timehist.txt --server-pid 10815)
+grep -qx '4 handoffs with every step seen' <<<"$timeline"
+grep -qxF '| delete to the event sent | 445 | 486 | 501 |' <<<"$timeline"
+
 step "micro-benchmarks, each run once"
 cargo bench -p rzk-microbench -- --test
 
