@@ -248,9 +248,8 @@ def markdown(results, argv):
            "| measurement | N | p50 | p99 | other | other CPU |", "|---|---|---|---|---|---|"]
     multi = any(r.get("round", 0) > 0 for r in results)
 
-    def n_of(r, key):
-        return "%s%s" % (r[key], " (round %d)" % (r["round"] + 1) if multi and "round" in r
-                         else "")
+    def round_tag(r):
+        return " (round %d)" % (r["round"] + 1) if multi and "round" in r else ""
 
     for r in results:
         if r.get("server") in BENCH_SERVERS:
@@ -265,7 +264,8 @@ def markdown(results, argv):
                        "%.0f ms; drain of the whole group %.0f ms |" % (
                            ", %d ms idle after each rejoin" % r["gap_ms"] if r.get("gap_ms")
                            else ", back to back",
-                           n_of(r, "n"), f(r["handoff_ms_p50"]), f(r["handoff_ms_p99"]),
+                           "%s%s" % (r["n"], round_tag(r)), f(r["handoff_ms_p50"]),
+                           f(r["handoff_ms_p99"]),
                            f(r["handoff_ms_mean"]), f(r["handoff_ms_max"], 1), r["handoffs"],
                            r["start_all_to_all_nodes_ms"], r["drain_all_ms"]))
         elif m == "selector_rate":
@@ -311,7 +311,8 @@ def markdown(results, argv):
             other = "%d rounds in %.1f s = %.1f/s; notifications per change %.2f" % (
                 r["rounds"], r["seconds"], r["per_s"], r["notifications_per_change"])
             out.append("| `%s` | %s | %s | %s us | %s us | %s | %.0f%% |" % (
-                r["command"], n_of(r, "participants"), r["strategy"], r["p50_us"], r["p99_us"],
+                r["command"], "%s%s" % (r["participants"], round_tag(r)), r["strategy"],
+                r["p50_us"], r["p99_us"],
                 other, 100 * r.get("other_cpu_frac", 0)))
         if hr:
             out += ["", "The protocol's floor under a LeaderLatch handoff on each server, with no "
@@ -325,9 +326,8 @@ def markdown(results, argv):
                         r["server"], r["workload"], r["flags"], r["error"]))
                     continue
                 out.append("| %s | `%s`%s | %s us | %s us | %d handoffs, %d errors | %.0f%% |" % (
-                    r["server"], r["command"], " (round %d)" % (r["round"] + 1)
-                    if multi and "round" in r else "", r["p50_us"], r["p99_us"], r["ops"], r["errors"],
-                    100 * r.get("other_cpu_frac", 0)))
+                    r["server"], r["command"], round_tag(r), r["p50_us"], r["p99_us"], r["ops"],
+                    r["errors"], 100 * r.get("other_cpu_frac", 0)))
         out += ["", comparison(results)]
     return "\n".join(out)
 
@@ -359,7 +359,7 @@ def comparison(results):
     # With --rounds, every LeaderLatch row is the median over the rounds of each side's p50 (a
     # ratio of medians), and the ratios of the rounds' own pairs follow it.
     latch = [x for x in cur if x["measurement"] == "latch_handoff"]
-    for n, gap in sorted({(x["n"], x.get("gap_ms") or 0) for x in latch}, key=lambda k: (k[1], k[0])):
+    for gap, n in sorted({(x.get("gap_ms") or 0, x["n"]) for x in latch}):
         cs = [x for x in latch if x["n"] == n and (x.get("gap_ms") or 0) == gap]
         zs = every(rz, workload="handoff", participants=n, strategy="predecessor", gap_ms=gap)
         zfs = every(results, server="zookeeper", workload="handoff-read", participants=n,
