@@ -339,10 +339,7 @@ def comparison(results):
     rows = []
 
     def one(xs, **kw):
-        for x in xs:
-            if all(x.get(k) == v for k, v in kw.items()):
-                return x
-        return None
+        return next(iter(every(xs, **kw)), None)
 
     def row(name, a, b, target=None, lower_better=True):
         r = b / a if a and b is not None else None

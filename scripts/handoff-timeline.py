@@ -27,6 +27,7 @@ little, so the steps are for comparison with each other, not with `rzk bench`'s 
 """
 
 import argparse
+import importlib.util
 import os
 import re
 import subprocess
@@ -36,6 +37,11 @@ import tempfile
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.join(REPO, "tests", "support"))
 import servers  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location(
+    "bench_compare", os.path.join(REPO, "scripts", "bench-compare.py"))
+bc = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bc)
 
 WAKE = re.compile(r"\s*([\d.]+) \[(\d+)\]\s+(\S+)\s.*awakened: (\S+)")
 # A switch-out line: time, cpu, task, then wait / sch delay / run time in ms.
@@ -129,11 +135,6 @@ def split(step):
             us("event", "successor_in"), us("delete", "event")]
 
 
-def pct(xs, q):
-    xs = sorted(x for x in xs if x is not None)
-    return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else None
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--participants", type=int, default=5)
@@ -159,35 +160,38 @@ def main():
         return
     os.environ["RZK_BIN"] = args.rzk_bin
     srv = servers.start_rzk(durable=True, extra_args=["--max-client-cnxns", "0"])
-    tmp = tempfile.mkdtemp(prefix="rzk-timeline-")
-    data = os.path.join(tmp, "sched.data")
-    try:
-        bench = [args.rzk_bin, "bench", "--connect", srv.hosts, "--workload", "handoff-event",
-                 "--participants", str(args.participants), "--gap-ms", str(args.gap_ms),
-                 "--duration-s", str(args.duration_s)]
-        p = subprocess.run(["perf", "sched", "record", "-o", data, "--"] + bench,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                           timeout=args.duration_s + 120)
-        if p.returncode != 0:
-            sys.exit("perf sched record failed (exit %d): %s" % (p.returncode, p.stderr[-800:]))
-        bench_line = [ln for ln in p.stdout.splitlines() if ln.startswith("handoff-event")]
-        th = subprocess.run(["perf", "sched", "timehist", "-w", "-i", data],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            timeout=600)
-        steps = timelines(th.stdout.splitlines(), srv.proc.pid, args.gap_ms / 1000.0)
-        if args.keep:
-            with open(args.keep, "w") as f:
-                f.write(th.stdout)
-            print("timehist in %s, server pid %d" % (args.keep, srv.proc.pid))
-    finally:
-        srv.stop()
-        for f in os.listdir(tmp):
-            os.unlink(os.path.join(tmp, f))
-        os.rmdir(tmp)
+    with tempfile.TemporaryDirectory(prefix="rzk-timeline-") as tmp:
+        try:
+            steps, bench, bench_line = record(args, srv, os.path.join(tmp, "sched.data"))
+        finally:
+            srv.stop()
     print("    %s" % " ".join(["rzk"] + bench[1:2] + bench[4:]))
     print("    under perf sched record: %s" % (bench_line[0] if bench_line else "(no summary)"))
     print()
     report(steps)
+
+
+def record(args, srv, data):
+    """`rzk bench --workload handoff-event` against `srv` under `perf sched record` into
+    `data`; the handoffs split, the bench's command and its summary line."""
+    bench = [args.rzk_bin, "bench", "--connect", srv.hosts, "--workload", "handoff-event",
+             "--participants", str(args.participants), "--gap-ms", str(args.gap_ms),
+             "--duration-s", str(args.duration_s)]
+    p = subprocess.run(["perf", "sched", "record", "-o", data, "--"] + bench,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=args.duration_s + 120)
+    if p.returncode != 0:
+        sys.exit("perf sched record failed (exit %d): %s" % (p.returncode, p.stderr[-800:]))
+    bench_line = [ln for ln in p.stdout.splitlines() if ln.startswith("handoff-event")]
+    th = subprocess.run(["perf", "sched", "timehist", "-w", "-i", data],
+                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                        timeout=600)
+    steps = timelines(th.stdout.splitlines(), srv.proc.pid, args.gap_ms / 1000.0)
+    if args.keep:
+        with open(args.keep, "w") as f:
+            f.write(th.stdout)
+        print("timehist in %s, server pid %d" % (args.keep, srv.proc.pid))
+    return steps, bench, bench_line
 
 
 def report(steps):
@@ -197,7 +201,8 @@ def report(steps):
     print("|---|---|---|---|")
     cols = list(zip(*[split(s) for s in steps])) if steps else [[] for _ in STEPS]
     for name, col in zip(STEPS, cols):
-        vals = [pct(col, q) for q in (0.25, 0.5, 0.75)]
+        seen = [x for x in col if x is not None]
+        vals = [bc.pct(seen, q) if seen else None for q in (0.25, 0.5, 0.75)]
         print("| %s | %s |" % (name, " | ".join("-" if v is None else "%.0f" % v
                                                  for v in vals)))
 
