@@ -26,10 +26,10 @@ pub(crate) enum Decision {
 /// Decides for the participant owning `own` (a child name) under lock name `lock`.
 ///
 /// One pass and no sort: a woken successor decides on the critical path of every handoff, over
-/// the whole list (1,000 names at N = 1,000, where sorting them took a quarter of a
-/// millisecond on a CPU just woken from idle). The answer is the one Curator's sorted list
-/// gives: our position is the count of names ordered before ours, the predecessor the
-/// greatest of them.
+/// the whole list, so the decision is linear in N rather than a sort's N log N (the handoff
+/// benchmark at N = 1,000 in docs/BENCHMARKS.md measures it). The answer is the one Curator's
+/// sorted list gives: our position is the count of names ordered before ours, the predecessor
+/// the greatest of them.
 pub(crate) fn decide(children: &[String], own: &str, lock: &str) -> Decision {
     // Our UUID (orphans share it) and our sort key; `None` if our name is not ours to order.
     let ours =

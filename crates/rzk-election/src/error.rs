@@ -1,6 +1,6 @@
 //! The crate's error type, named after ZooKeeper's `KeeperException.Code`.
 
-use crate::leadership::LossReason;
+use crate::loss::LossReason;
 
 /// Everything that can go wrong in this crate.
 ///
@@ -146,41 +146,6 @@ impl Error {
                 | Error::OperationTimeout
                 | Error::Throttled
         )
-    }
-
-    /// Maps a `zookeeper-client` error, attaching `path` where ZooKeeper's error names one.
-    pub(crate) fn from_zk(err: zookeeper_client::Error, path: &str) -> Error {
-        use zookeeper_client::Error as Z;
-        let path = path.to_string();
-        match err {
-            // Requests in flight at a connection failure fail with the I/O error.
-            Z::ConnectionLoss | Z::Custom(_) => Error::ConnectionLoss,
-            Z::SessionExpired => Error::SessionExpired,
-            Z::SessionMoved => Error::SessionMoved,
-            Z::Timeout => Error::OperationTimeout,
-            Z::NoNode => Error::NoNode { path },
-            Z::NodeExists => Error::NodeExists { path },
-            Z::BadVersion => Error::BadVersion { path },
-            Z::NotEmpty => Error::NotEmpty { path },
-            Z::NoChildrenForEphemerals => Error::NoChildrenForEphemerals { path },
-            Z::NoAuth => Error::NoAuth { path },
-            Z::AuthFailed => Error::AuthFailed,
-            Z::InvalidAcl => Error::InvalidAcl,
-            Z::NotReadOnly => Error::NotReadOnly,
-            Z::Throttled => Error::Throttled,
-            Z::QuotaExceeded => Error::QuotaExceeded,
-            Z::Unimplemented => Error::Unimplemented,
-            Z::MarshallingError => Error::MarshallingError,
-            Z::RuntimeInconsistent => Error::RuntimeInconsistency,
-            Z::BadArguments(msg) => Error::BadArguments((*msg).to_string()),
-            other => Error::SystemError(other.to_string()),
-        }
-    }
-}
-
-impl From<zookeeper_client::Error> for Error {
-    fn from(err: zookeeper_client::Error) -> Self {
-        Error::from_zk(err, "")
     }
 }
 

@@ -7,8 +7,11 @@ use std::task::{Context, Poll};
 use tokio::sync::broadcast;
 use zookeeper_client::SessionId;
 
-use crate::leadership::{FencingToken, Leadership, LossReason};
+use crate::leadership::Leadership;
+use crate::loss::LossReason;
 use crate::session::ConnectionEvent;
+use crate::subscription::Subscription;
+use crate::token::FencingToken;
 use crate::Error;
 
 /// What `start()` returns: our node once it exists.
@@ -218,22 +221,12 @@ pub struct Participants {
 /// A stream of [`ElectionEvent`]s (edge-triggered). A subscriber that falls more than 1024
 /// events behind gets [`ElectionEvent::Lagged`].
 pub struct Events {
-    rx: broadcast::Receiver<ElectionEvent>,
-    #[allow(clippy::type_complexity)]
-    fut: Option<
-        Pin<
-            Box<
-                dyn std::future::Future<
-                        Output = (Option<ElectionEvent>, broadcast::Receiver<ElectionEvent>),
-                    > + Send,
-            >,
-        >,
-    >,
+    sub: Subscription<ElectionEvent>,
 }
 
 impl Events {
     pub(crate) fn new(rx: broadcast::Receiver<ElectionEvent>) -> Self {
-        Events { rx, fut: None }
+        Events { sub: Subscription::new(rx, |missed| Some(ElectionEvent::Lagged { missed })) }
     }
 
     /// The next event; `None` once the recipe is gone.
@@ -244,26 +237,12 @@ impl Events {
     /// # Cancellation safety
     /// Safe: no event is lost if the future is dropped.
     pub async fn recv(&mut self) -> Option<ElectionEvent> {
-        next(&mut self.rx).await
+        self.sub.recv().await
     }
 
     /// The next event if one is ready.
     pub fn try_recv(&mut self) -> Option<ElectionEvent> {
-        match self.rx.try_recv() {
-            Ok(e) => Some(e),
-            Err(broadcast::error::TryRecvError::Lagged(missed)) => {
-                Some(ElectionEvent::Lagged { missed })
-            }
-            Err(_) => None,
-        }
-    }
-}
-
-async fn next(rx: &mut broadcast::Receiver<ElectionEvent>) -> Option<ElectionEvent> {
-    match rx.recv().await {
-        Ok(e) => Some(e),
-        Err(broadcast::error::RecvError::Lagged(missed)) => Some(ElectionEvent::Lagged { missed }),
-        Err(broadcast::error::RecvError::Closed) => None,
+        self.sub.try_recv()
     }
 }
 
@@ -271,22 +250,6 @@ impl futures_core::Stream for Events {
     type Item = ElectionEvent;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<ElectionEvent>> {
-        let this = &mut *self;
-        if this.fut.is_none() {
-            let mut rx = this.rx.resubscribe();
-            std::mem::swap(&mut rx, &mut this.rx);
-            this.fut = Some(Box::pin(async move {
-                let e = next(&mut rx).await;
-                (e, rx)
-            }));
-        }
-        match this.fut.as_mut().expect("set above").as_mut().poll(cx) {
-            Poll::Pending => Poll::Pending,
-            Poll::Ready((e, rx)) => {
-                this.rx = rx;
-                this.fut = None;
-                Poll::Ready(e)
-            }
-        }
+        self.sub.poll_next(cx)
     }
 }

@@ -12,6 +12,8 @@
 //! - [`LeaderLatch`]: Curator's LeaderLatch. Nodes `_c_<uuid>-latch-<seq>`, the id as data.
 //! - [`LeaderSelector`]: Curator's LeaderSelector on the InterProcessMutex layout
 //!   (`_c_<uuid>-lock-<seq>`); an async task per term, cancelled on loss; requeue.
+//! - [`Contender`]: what both recipes share, and dereference to: status, events, metrics, the
+//!   current term, [`Contender::await_leadership`], the participants read from the server.
 //! - [`Leadership`]: one term. [`Leadership::token`] is the czxid of our node, strictly
 //!   increasing from term to term in one election path; [`Leadership::lost`] resolves the
 //!   moment leadership may be lost; [`Leadership::guarded`] builds a multi that checks our
@@ -52,24 +54,40 @@
 #![warn(missing_docs)]
 
 mod contender;
+mod control;
 mod decide;
+mod driver;
 mod error;
 mod event;
+mod guarded;
 mod latch;
 mod leadership;
+mod loss;
 mod naming;
 mod options;
+mod participants;
 mod selector;
 mod session;
+mod shared;
+mod subscription;
+mod term;
+mod token;
+mod zk_error;
 
-pub use contender::BoxError;
+pub use contender::Contender;
+pub use control::BoxError;
 pub use error::Error;
 pub use event::{ElectionEvent, Events, JoinInfo, Metrics, Participant, Participants, Status};
+pub use guarded::GuardedWrite;
 pub use latch::LeaderLatch;
-pub use leadership::{FencingToken, GuardedWrite, Leadership, LossReason, Lost};
-pub use options::{CloseMode, ConnectionPolicy, LatchOptions, SelectorOptions, WatchStrategy};
+pub use leadership::Leadership;
+pub use loss::{LossReason, Lost};
+pub use options::{
+    CloseMode, ConnectionPolicy, ElectionOptions, LatchOptions, SelectorOptions, WatchStrategy,
+};
 pub use selector::LeaderSelector;
 pub use session::{
     ConnectionEvent, ConnectionEvents, ConnectionState, Lease, Session, SessionConfig,
 };
+pub use token::FencingToken;
 pub use zookeeper_client::SessionId;

@@ -28,11 +28,12 @@ pub enum WatchStrategy {
     Predecessor,
     /// **For comparison benchmarks only.** Every follower watches the parent's children, so
     /// every membership change wakes every follower; O(N) notifications and O(N²) bytes of
-    /// getChildren per change (seed 003's "方案一"). Leadership decisions are identical.
+    /// getChildren per change (the "herd effect" scheme). Leadership decisions are identical.
     Herd,
 }
 
-/// Whether closing a leading LeaderLatch emits a `Lost` event (Curator's `CloseMode`).
+/// Whether closing a leading recipe emits a `Lost` event (Curator's LeaderLatch `CloseMode`).
+/// A silent close still resolves the term's `lost()` with `Closed`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum CloseMode {
     /// No `Lost` event (the term's `lost()` still resolves with `Closed`). Curator's default.
@@ -42,13 +43,16 @@ pub enum CloseMode {
     NotifyLeader,
 }
 
-/// Options of a [`LeaderLatch`](crate::LeaderLatch).
+/// The options every recipe shares, embedded in [`LatchOptions`] and [`SelectorOptions`]
+/// (which dereference to it, so `options.policy` reads the same on both).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
-pub struct LatchOptions {
-    /// The participant id, stored as the node's data (UTF-8). Default `""`, as Curator.
+pub struct ElectionOptions {
+    /// The participant id, stored as the node's data (UTF-8). A LeaderLatch defaults to `""`
+    /// and a LeaderSelector to `"{hostname}-{pid}"`, as Curator.
     pub id: String,
-    /// The default close mode.
+    /// The default close mode: `Silent` for a LeaderLatch (as Curator), `NotifyLeader` for a
+    /// LeaderSelector.
     pub close_mode: CloseMode,
     /// The connection-state policy.
     pub policy: ConnectionPolicy,
@@ -62,39 +66,46 @@ pub struct LatchOptions {
     pub stop_budget: Option<Duration>,
     /// How long `close()` waits for the delete of our node. Default `T`.
     pub close_timeout: Option<Duration>,
-    /// After a step-down that kept the node, delete it and rejoin at the tail (a fresh token)
-    /// instead of resuming with the same token. Default false.
-    pub rejoin_after_step_down: bool,
 }
 
-impl Default for LatchOptions {
-    fn default() -> Self {
-        LatchOptions {
-            id: String::new(),
+impl ElectionOptions {
+    fn for_id(id: String) -> Self {
+        ElectionOptions {
+            id,
             close_mode: CloseMode::Silent,
             policy: ConnectionPolicy::default(),
             strategy: WatchStrategy::default(),
             acls: Acls::anyone_all(),
             stop_budget: None,
             close_timeout: None,
-            rejoin_after_step_down: false,
         }
+    }
+
+    /// The stop budget for a session of timeout `session_timeout`.
+    pub(crate) fn stop_budget_for(&self, session_timeout: Duration) -> Duration {
+        self.stop_budget.unwrap_or(session_timeout / 5)
     }
 }
 
+impl Default for ElectionOptions {
+    fn default() -> Self {
+        ElectionOptions::for_id(String::new())
+    }
+}
+
+/// Options of a [`LeaderLatch`](crate::LeaderLatch): the shared ones, and what only a latch
+/// has.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct LatchOptions {
+    /// The options every recipe shares.
+    pub common: ElectionOptions,
+    /// After a step-down that kept the node, delete it and rejoin at the tail (a fresh token)
+    /// instead of resuming with the same token. Default false.
+    pub rejoin_after_step_down: bool,
+}
+
 impl LatchOptions {
-    /// Sets the participant id.
-    pub fn with_id(mut self, id: impl Into<String>) -> Self {
-        self.id = id.into();
-        self
-    }
-
-    /// Sets the default close mode.
-    pub fn with_close_mode(mut self, mode: CloseMode) -> Self {
-        self.close_mode = mode;
-        self
-    }
-
     /// Rejoin at the tail after a step-down instead of resuming.
     pub fn with_rejoin_after_step_down(mut self, on: bool) -> Self {
         self.rejoin_after_step_down = on;
@@ -102,47 +113,28 @@ impl LatchOptions {
     }
 }
 
-/// Options of a [`LeaderSelector`](crate::LeaderSelector).
+/// Options of a [`LeaderSelector`](crate::LeaderSelector): the shared ones, and what only a
+/// selector has.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct SelectorOptions {
-    /// The participant id (node data). Default `"{hostname}-{pid}"`.
-    pub id: Option<String>,
+    /// The options every recipe shares (the id defaults to `"{hostname}-{pid}"`).
+    pub common: ElectionOptions,
     /// Requeue after every term.
     pub auto_requeue: bool,
-    /// The connection-state policy.
-    pub policy: ConnectionPolicy,
-    /// The watch strategy.
-    pub strategy: WatchStrategy,
-    /// ACLs of created nodes. Default `anyone_all`.
-    pub acls: Acls<'static>,
-    /// The stop budget. Default `T/5`.
-    pub stop_budget: Option<Duration>,
-    /// How long `close()` waits for the delete of our node. Default `T`.
-    pub close_timeout: Option<Duration>,
 }
 
 impl Default for SelectorOptions {
     fn default() -> Self {
-        SelectorOptions {
-            id: None,
-            auto_requeue: false,
-            policy: ConnectionPolicy::default(),
-            strategy: WatchStrategy::default(),
-            acls: Acls::anyone_all(),
-            stop_budget: None,
-            close_timeout: None,
-        }
+        // A selector's every term ends in a release, and its end has always been reported:
+        // closing one reports it too, unless closed with `CloseMode::Silent`.
+        let mut common = ElectionOptions::for_id(default_selector_id());
+        common.close_mode = CloseMode::NotifyLeader;
+        SelectorOptions { common, auto_requeue: false }
     }
 }
 
 impl SelectorOptions {
-    /// Sets the participant id.
-    pub fn with_id(mut self, id: impl Into<String>) -> Self {
-        self.id = Some(id.into());
-        self
-    }
-
     /// Turns auto-requeue on or off.
     pub fn with_auto_requeue(mut self, on: bool) -> Self {
         self.auto_requeue = on;
@@ -150,10 +142,22 @@ impl SelectorOptions {
     }
 }
 
-/// The setters both recipes' options share, with one meaning.
+/// The setters of the shared options, declared once for every options type.
 macro_rules! shared_setters {
-    ($options:ty) => {
+    ($($options:ty),*) => {$(
         impl $options {
+            /// Sets the participant id.
+            pub fn with_id(mut self, id: impl Into<String>) -> Self {
+                self.id = id.into();
+                self
+            }
+
+            /// Sets the default close mode.
+            pub fn with_close_mode(mut self, mode: CloseMode) -> Self {
+                self.close_mode = mode;
+                self
+            }
+
             /// Sets the connection-state policy.
             pub fn with_policy(mut self, policy: ConnectionPolicy) -> Self {
                 self.policy = policy;
@@ -184,13 +188,32 @@ macro_rules! shared_setters {
                 self
             }
         }
-    };
+    )*};
 }
 
-shared_setters!(LatchOptions);
-shared_setters!(SelectorOptions);
+// Through `DerefMut`, `self.policy` is the embedded options' field on every type.
+shared_setters!(ElectionOptions, LatchOptions, SelectorOptions);
 
-pub(crate) fn default_selector_id() -> String {
+macro_rules! deref_to_common {
+    ($($options:ty),*) => {$(
+        impl std::ops::Deref for $options {
+            type Target = ElectionOptions;
+            fn deref(&self) -> &ElectionOptions {
+                &self.common
+            }
+        }
+
+        impl std::ops::DerefMut for $options {
+            fn deref_mut(&mut self) -> &mut ElectionOptions {
+                &mut self.common
+            }
+        }
+    )*};
+}
+
+deref_to_common!(LatchOptions, SelectorOptions);
+
+fn default_selector_id() -> String {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
         .map(|h| h.trim().to_string())

@@ -1,13 +1,14 @@
 //! Curator's LeaderSelector on the InterProcessMutex layout (docs/election.md §1.4, §2.10).
 
 use std::future::Future;
+use std::ops::Deref;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
-use crate::contender::{BoxError, Command, Common, Handle, Kind, Task};
-use crate::event::{Events, Metrics, Participant, Participants, Status};
-use crate::leadership::{Leadership, LossReason};
-use crate::options::{default_selector_id, CloseMode, SelectorOptions};
+use crate::contender::Contender;
+use crate::control::{BoxError, Lifecycle, Task};
+use crate::leadership::Leadership;
+use crate::loss::LossReason;
+use crate::options::{CloseMode, SelectorOptions};
 use crate::session::Session;
 use crate::Error;
 
@@ -36,15 +37,25 @@ use crate::Error;
 /// ```
 #[derive(Clone)]
 pub struct LeaderSelector {
-    h: Arc<Handle>,
+    contender: Contender,
 }
 
 impl std::fmt::Debug for LeaderSelector {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LeaderSelector")
-            .field("path", &self.h.shared.path)
+            .field("path", &self.path())
             .field("status", &self.status())
             .finish()
+    }
+}
+
+/// Everything a selector shares with the other recipes: status, events, the current term,
+/// `await_leadership`, the participants.
+impl Deref for LeaderSelector {
+    type Target = Contender;
+
+    fn deref(&self) -> &Contender {
+        &self.contender
     }
 }
 
@@ -54,18 +65,10 @@ impl LeaderSelector {
     /// # Errors
     /// [`Error::BadArguments`] for a bad path.
     pub fn new(session: &Session, path: &str, options: SelectorOptions) -> Result<Self, Error> {
-        let common = Common {
-            id: options.id.unwrap_or_else(default_selector_id),
-            close_mode: CloseMode::Silent,
-            policy: options.policy,
-            strategy: options.strategy,
-            acls: options.acls,
-            stop_budget: options.stop_budget,
-            close_timeout: options.close_timeout,
-            rejoin_after_step_down: false,
-            auto_requeue: options.auto_requeue,
-        };
-        Ok(LeaderSelector { h: Arc::new(Handle::new(session, path, Kind::Selector, common)?) })
+        let SelectorOptions { common, auto_requeue } = options;
+        let contender =
+            Contender::new(session, path, Lifecycle::Mutex, common, false, auto_requeue)?;
+        Ok(LeaderSelector { contender })
     }
 
     /// Queues the first attempt. `task` runs once per term; its future is dropped as soon as
@@ -80,15 +83,15 @@ impl LeaderSelector {
         Fut: Future<Output = Result<(), BoxError>> + Send + 'static,
     {
         let task: Task = Box::new(move |l| Box::pin(task(l)));
-        self.h.start(Some(task))
+        self.contender.start(Some(task))
     }
 
     /// Queues another attempt. Returns true if it did: the selector was idle, or it leads and
     /// will requeue after the release. Returns false if an attempt is already queued (or the
     /// selector is not started or closed).
     pub fn requeue(&self) -> bool {
-        let s = &self.h.shared;
-        if !s.started.load(Ordering::Acquire) || s.closed.load(Ordering::Acquire) {
+        let s = self.contender.shared();
+        if !s.started.load(Ordering::Acquire) || s.close.is_closed() {
             return false;
         }
         let mut q = s.queue.lock().expect("poisoned");
@@ -104,93 +107,38 @@ impl LeaderSelector {
         }
         q.queued = true;
         drop(q);
-        let _ = self.h.cmd.send(Command::Wake);
+        self.contender.wake();
         true
     }
 
     /// Turns auto-requeue on or off.
     pub fn set_auto_requeue(&self, on: bool) {
-        self.h.shared.queue.lock().expect("poisoned").auto_requeue = on;
+        self.contender.shared().queue.lock().expect("poisoned").auto_requeue = on;
     }
 
     /// Ends the current term: `lost()` resolves with `Interrupted`, the task is cancelled and
     /// the node released (then requeued if configured). No effect when not leading.
     pub fn interrupt_leadership(&self) {
-        if let Some(l) = self.h.shared.current() {
+        if let Some(l) = self.contender.shared().current() {
             l.inner.lose(LossReason::Interrupted);
         }
     }
 
-    /// True while a term is valid. Local; no server read.
-    pub fn has_leadership(&self) -> bool {
-        self.h.has_leadership()
-    }
-
-    /// The current term, unless it has ended.
-    pub fn current(&self) -> Option<Leadership> {
-        self.h.live_term()
-    }
-
-    /// Our node's path, while queued or leading.
-    pub fn our_path(&self) -> Option<String> {
-        self.h.our_path()
-    }
-
-    /// The election path.
-    pub fn path(&self) -> &str {
-        self.h.path()
-    }
-
-    /// Where the selector stands.
-    pub fn status(&self) -> Status {
-        self.h.status()
-    }
-
-    /// Events from now on.
-    pub fn events(&self) -> Events {
-        self.h.events()
-    }
-
-    /// Counters.
-    pub fn metrics(&self) -> Metrics {
-        self.h.metrics()
-    }
-
-    /// Waits for the next term (or returns the current one).
+    /// Closes the selector with the configured close mode (see
+    /// [`LeaderSelector::close_with`]).
     ///
     /// # Errors
-    /// [`Error::Closed`] once closed; the failure of a failed selector.
+    /// As [`LeaderSelector::close_with`].
     ///
     /// # Cancellation safety
-    /// Safe: it only waits on published state.
-    pub async fn await_leadership(&self) -> Result<Leadership, Error> {
-        self.h.await_leadership().await
+    /// As [`LeaderSelector::close_with`].
+    pub async fn close(self) -> Result<(), Error> {
+        let mode = self.contender.shared().close_mode;
+        self.close_with(mode).await
     }
 
-    /// The participant whose node sorts first, read from the server.
-    ///
-    /// # Errors
-    /// [`Error::ForeignNodes`] when ambiguous; `ConnectionLoss`, `SessionExpired`.
-    ///
-    /// # Cancellation safety
-    /// Safe: read-only.
-    pub async fn leader(&self) -> Result<Option<Participant>, Error> {
-        self.h.leader().await
-    }
-
-    /// Every participant in node order, and foreign children, read from the server.
-    ///
-    /// # Errors
-    /// `ConnectionLoss`, `SessionExpired`, other ZooKeeper errors.
-    ///
-    /// # Cancellation safety
-    /// Safe: read-only.
-    pub async fn participants(&self) -> Result<Participants, Error> {
-        self.h.participants().await
-    }
-
-    /// Closes the selector: the task is cancelled (`lost()` resolves with `Closed`), then the
-    /// node is deleted.
+    /// Closes the selector with `mode`: the task is cancelled (`lost()` resolves with
+    /// `Closed`), then the node is deleted.
     ///
     /// # Errors
     /// [`Error::Closed`] if already closed; [`Error::ConnectionLoss`] if the delete was not
@@ -198,7 +146,7 @@ impl LeaderSelector {
     ///
     /// # Cancellation safety
     /// The close starts synchronously and completes in the background.
-    pub async fn close(self) -> Result<(), Error> {
-        self.h.close(CloseMode::Silent).await
+    pub async fn close_with(self, mode: CloseMode) -> Result<(), Error> {
+        self.contender.close(mode).await
     }
 }

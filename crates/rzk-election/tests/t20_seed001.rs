@@ -45,7 +45,7 @@ async fn latch_close_order(kind: Kind) {
         let at = t0 + Duration::from_millis(200 * (i as u64 + 5));
         tokio::time::sleep_until(at.into()).await;
         assert!(latch.has_leadership(), "{i} leads at {:?}", t0.elapsed());
-        latch.close(Some(CloseMode::NotifyLeader)).await.unwrap();
+        latch.close_with(CloseMode::NotifyLeader).await.unwrap();
     }
     tokio::time::sleep(Duration::from_millis(50)).await;
     for (i, ev) in events.iter_mut().enumerate() {

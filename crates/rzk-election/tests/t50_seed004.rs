@@ -150,7 +150,7 @@ async fn resign_after_work(kind: Kind) {
     assert!(lost_events(&drain(&mut c.events[0])).is_empty());
     // From the back of the queue: no handoff during teardown.
     for l in c.latches.drain(1..).rev() {
-        l.close(None).await.unwrap();
+        l.close().await.unwrap();
     }
     tokio::time::sleep(Duration::from_millis(100)).await;
     checker.assert_ok();
@@ -170,7 +170,7 @@ async fn notify_leader_close(kind: Kind) {
         // Close a follower first: no event at all.
         let follower = c.latches.remove(2);
         let mut follower_events = c.events.remove(2);
-        follower.close(Some(mode)).await.unwrap();
+        follower.close_with(mode).await.unwrap();
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(lost_events(&drain(&mut follower_events)).is_empty());
         // Then each leader in turn.
@@ -182,9 +182,9 @@ async fn notify_leader_close(kind: Kind) {
             let l = l.unwrap_or_else(|| panic!("{id} should lead (step {i})"));
             assert_eq!(l.participant_id(), *id);
             let closed = Instant::now();
-            latch.clone().close(Some(mode)).await.unwrap();
+            latch.clone().close_with(mode).await.unwrap();
             assert_eq!(l.loss_reason(), Some(LossReason::Closed));
-            assert!(latch.clone().close(None).await.is_err(), "second close is an error");
+            assert!(latch.clone().close().await.is_err(), "second close is an error");
             tokio::time::sleep(Duration::from_millis(30)).await;
             let lost = lost_events(&drain(&mut events));
             match mode {
@@ -234,7 +234,7 @@ async fn concurrent(kind: Kind) {
         .collect();
     rest.sort_by_key(|(pos, _)| std::cmp::Reverse(*pos));
     for (_, l) in rest {
-        l.close(None).await.unwrap();
+        l.close().await.unwrap();
     }
     tokio::time::sleep(Duration::from_millis(100)).await;
     checker.assert_ok();

@@ -58,7 +58,7 @@ async fn mixed_latch(kind: Kind) {
     // rust-0 leads, closes; java-1 leads, closes; rust-2; java-3.
     let l0 = r0.await_leadership_timeout(Duration::from_secs(1)).await.unwrap().expect("rust-0");
     tokens.push(l0.token().0);
-    r0.close(Some(CloseMode::NotifyLeader)).await.unwrap();
+    r0.close_with(CloseMode::NotifyLeader).await.unwrap();
     for (java, rust_next) in [(&mut j1, Some(&r2)), (&mut j3, None)] {
         let (elected, _) = java.expect("elected", Duration::from_secs(2)).await;
         let node = java_node(&raw, &path, &java.id).await;
@@ -79,7 +79,7 @@ async fn mixed_latch(kind: Kind) {
             let l = r.await_leadership_timeout(Duration::from_secs(1)).await.unwrap();
             let l = l.expect("the next rust participant leads");
             tokens.push(l.token().0);
-            r.clone().close(Some(CloseMode::NotifyLeader)).await.unwrap();
+            r.clone().close_with(CloseMode::NotifyLeader).await.unwrap();
         }
     }
     checker.assert_ok();

@@ -87,11 +87,11 @@ async fn forced_expiry_latch(kind: Kind) {
     assert!(!a.has_leadership());
     sample_single_leader(&[&|| a.has_leadership(), &|| b.has_leadership()]).await;
     // When b goes, a leads again on its new session.
-    b.close(None).await.unwrap();
+    b.close().await.unwrap();
     let la2 = a.await_leadership_timeout(Duration::from_secs(1)).await.unwrap().expect("a leads");
     assert!(la2.token() > lb.token());
     assert_eq!(la2.session_id(), sa.session_id().unwrap());
-    a.close(None).await.unwrap();
+    a.close().await.unwrap();
     checker.assert_ok();
     assert_eq!(checker.leaders(), ["a", "b", "a"]);
 }
@@ -189,7 +189,7 @@ async fn parent_deleted_latch(kind: Kind) {
     }
     assert_eq!(latches[0].participants().await.unwrap().list.len(), 3);
     for l in latches {
-        l.close(None).await.unwrap();
+        l.close().await.unwrap();
     }
     checker.assert_ok_with(Duration::from_millis(250));
     assert_reaped(&raw, &path).await;
@@ -247,7 +247,7 @@ async fn follower_node_deleted(kind: Kind) {
     assert_eq!(b.our_path().unwrap(), old_b);
     assert!(matches!(c.status(), rzk_election::Status::Following { position: 2 }));
     for l in [a, b, c] {
-        l.close(None).await.unwrap();
+        l.close().await.unwrap();
     }
     checker.assert_ok_with(Duration::from_millis(250));
 }
@@ -410,6 +410,6 @@ async fn guarded_write_after_loss(kind: Kind) {
     let err = la2.guarded().unwrap_err();
     assert!(matches!(err, Error::NotLeader { reason: LossReason::Resigned, .. }), "{err:?}");
     drop(sa);
-    b.close(None).await.unwrap();
+    b.close().await.unwrap();
     checker.assert_ok();
 }

@@ -48,7 +48,7 @@ async fn frozen_leader(kind: Kind) {
                     Cmd::Stop => break,
                 }
             }
-            let _ = l.close(None).await;
+            let _ = l.close().await;
             s.close().await;
         });
     });
@@ -108,7 +108,7 @@ async fn frozen_leader(kind: Kind) {
     let ids: Vec<&str> = p.list.iter().map(|p| p.id.as_str()).collect();
     assert_eq!(ids, ["b", "a"]);
     assert!(p.list[1].token > lb.token());
-    b.close(None).await.unwrap();
+    b.close().await.unwrap();
     let la2 = tokio::time::timeout(Duration::from_secs(2), a.await_leadership())
         .await
         .expect("a leads again")

@@ -84,9 +84,9 @@ async fn short_cut_suspended(kind: Kind) {
     assert_eq!(resumed.token(), la.token());
     assert_eq!(resumed.node_path(), la.node_path());
     assert!(!b.has_leadership());
-    a.close(None).await.unwrap();
+    a.close().await.unwrap();
     b.await_leadership_timeout(Duration::from_secs(1)).await.unwrap().expect("b after a");
-    b.close(None).await.unwrap();
+    b.close().await.unwrap();
     checker.assert_ok();
     assert_eq!(checker.leaders(), ["a", "b"]);
 }
@@ -120,9 +120,9 @@ async fn short_cut_lost(kind: Kind) {
     w.commit().await.unwrap();
     assert!(la.loss_reason().is_none(), "never lost: {:?}", la.loss_reason());
     assert_eq!(a.current().unwrap().term(), la.term());
-    a.close(None).await.unwrap();
+    a.close().await.unwrap();
     b.await_leadership_timeout(Duration::from_secs(1)).await.unwrap().expect("b after a");
-    b.close(None).await.unwrap();
+    b.close().await.unwrap();
     checker.assert_ok();
     assert_eq!(checker.leaders(), ["a", "b"]);
 }
@@ -260,10 +260,10 @@ async fn long_cut(kind: Kind, policy: ConnectionPolicy, blackhole: bool) {
     let ids: Vec<&str> = p.list.iter().map(|p| p.id.as_str()).collect();
     assert_eq!(ids, ["b", "a"]);
     assert!(p.list[1].token > lb.token());
-    b.close(None).await.unwrap();
+    b.close().await.unwrap();
     let la2 = a.await_leadership_timeout(Duration::from_secs(2)).await.unwrap().expect("a again");
     assert!(la2.token() > lb.token());
-    a.close(None).await.unwrap();
+    a.close().await.unwrap();
     checker.assert_ok();
     assert_eq!(checker.leaders(), ["a", "b", "a"]);
 }

@@ -82,7 +82,7 @@ async fn restart_short(kind: Kind) {
     assert!(again.resumed());
     assert_eq!(again.token(), la.token());
     for l in latches {
-        l.close(None).await.unwrap();
+        l.close().await.unwrap();
     }
     checker.assert_ok();
     assert_eq!(checker.leaders()[0], "a");
@@ -130,7 +130,7 @@ async fn restart_long(kind: Kind) {
     let p = latches[0].participants().await.unwrap();
     assert!(p.list.iter().all(|p| p.token.0 > max_before), "{p:?}");
     for l in latches {
-        l.close(None).await.unwrap();
+        l.close().await.unwrap();
     }
     checker.assert_ok();
 }

@@ -330,9 +330,9 @@ async fn live(latch: &LeaderLatch, want: &[&str]) -> rzk_election::Participants 
 
 /// Closes the latches from the back of the queue, so that no closing hands over a term.
 async fn close_all(l4: LeaderLatch, latches: Vec<LeaderLatch>) {
-    l4.close(None).await.unwrap();
+    l4.close().await.unwrap();
     for (i, l) in latches.into_iter().enumerate().rev() {
-        let r = l.close(None).await;
+        let r = l.close().await;
         if i > 0 {
             r.unwrap(); // p0 resigned: already closed
         }

@@ -299,7 +299,7 @@ pub(crate) async fn failover(
         b.await_leadership().await.map_err(err)?;
         samples.push(cut.elapsed().as_micros() as u64);
         drop(a);
-        let _ = b.close(None).await;
+        let _ = b.close().await;
     }
     Ok(ElectionResult {
         rounds: samples.len(),

@@ -109,7 +109,7 @@ impl Contender {
 
     async fn close(self) {
         let _ = match self {
-            Contender::Latch(l) => l.close(None).await,
+            Contender::Latch(l) => l.close().await,
             Contender::Selector(s) => s.close().await,
         };
     }

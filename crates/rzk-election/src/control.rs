@@ -1,0 +1,72 @@
+//! What handles and terms hand to a recipe's driver: commands, the selector's task, and the
+//! close flags that must be set before the driver hears of a close.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tokio::sync::oneshot;
+
+use crate::Error;
+
+/// The error type a LeaderSelector task may return.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+pub(crate) type TaskFuture = Pin<Box<dyn Future<Output = Result<(), BoxError>> + Send>>;
+/// A LeaderSelector's task: called once per term with the term's handle.
+pub(crate) type Task = Box<dyn FnMut(crate::Leadership) -> TaskFuture + Send>;
+
+/// A request to the driver, which owns every ZooKeeper future of its recipe.
+pub(crate) enum Command {
+    /// Close the recipe (`done` answers once the node is deleted, if anyone waits).
+    Close { done: Option<oneshot::Sender<Result<(), Error>>> },
+    /// End term `term` (the application resigned it).
+    Resign { term: u64, done: oneshot::Sender<Result<(), Error>> },
+    /// Look at the shared queueing state again (a requeue).
+    Wake,
+}
+
+/// How a term ends, and what follows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Lifecycle {
+    /// Curator's LeaderLatch: one node for the recipe's life; a term lost to a suspension
+    /// resumes on the same node; resigning closes the recipe.
+    Latch,
+    /// Curator's InterProcessMutex, which LeaderSelector runs on: every term ends by deleting
+    /// its node (the release); then the participant idles, or queues again at the tail.
+    Mutex,
+}
+
+/// Flags a close sets synchronously, before the driver hears of it: a second close must fail
+/// at once, and a silent close must never emit the loss event the term's guard is about to
+/// send.
+#[derive(Debug, Default)]
+pub(crate) struct CloseFlags {
+    closed: AtomicBool,
+    silent: AtomicBool,
+}
+
+impl CloseFlags {
+    /// Marks the recipe closed; false if it already was (then nothing changes).
+    pub fn begin(&self, silent: bool) -> bool {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return false;
+        }
+        self.silent.store(silent, Ordering::Release);
+        true
+    }
+
+    /// Marks the recipe closed silently, whatever it was (a LeaderLatch's resignation).
+    pub fn close_silently(&self) {
+        self.closed.store(true, Ordering::Release);
+        self.silent.store(true, Ordering::Release);
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    pub fn is_silent(&self) -> bool {
+        self.silent.load(Ordering::Acquire)
+    }
+}

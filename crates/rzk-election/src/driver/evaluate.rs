@@ -1,0 +1,190 @@
+//! Evaluating: reading the children and deciding to lead, follow, rejoin or refuse.
+
+use std::time::Instant;
+
+use zookeeper_client::{Client, OneshotWatcher};
+
+use super::{watch_future, Armed, Driver, OwnNode, Prefetched, Step, Stop};
+use crate::decide::{decide, Decision};
+use crate::event::{ElectionEvent, MetricCells};
+use crate::loss::LossReason;
+use crate::naming;
+use crate::options::WatchStrategy;
+use crate::zk_error::{normalize, ZkError};
+use crate::Error;
+
+/// What one read of the children gave: the names, the herd strategy's children watch, and
+/// the reads a likely leader sent alongside.
+struct Listing {
+    children: Vec<String>,
+    herd_watch: Option<OneshotWatcher>,
+    prefetched: Option<Prefetched>,
+}
+
+impl Driver {
+    /// Reads the children and acts on the decision, until a step other than following comes.
+    pub(super) async fn evaluate(&mut self) -> Result<Step, Stop> {
+        loop {
+            if self.releases_terms() && self.term.is_some() && !self.term_active() {
+                return self.release().await;
+            }
+            let generation = self.snap.borrow().generation;
+            let own = match &self.own {
+                Some(o) if o.generation == generation => o.clone(),
+                _ => return Ok(Step::Join),
+            };
+            let Some(client) = self.client_for(generation) else { return Ok(Step::Join) };
+            MetricCells::inc(&self.shared.metrics.evaluations);
+            MetricCells::inc(&self.shared.metrics.get_children_calls);
+            let listing = match self.list(&client, generation, &own).await? {
+                Ok(listing) => listing,
+                // The parent was deleted or reaped (CURATOR-724): rejoin.
+                Err(ZkError::NoNode) => return self.node_gone(&own),
+                Err(e) => {
+                    let path = self.path().to_string();
+                    self.recover(generation, e, "getChildren", &path).await?;
+                    continue;
+                }
+            };
+            if let Some(step) = self.act(&client, generation, &own, listing).await? {
+                return Ok(step);
+            }
+        }
+    }
+
+    /// Reads the children. A likely leader (next in line, or leading already) sends the
+    /// children read with the leader's watch and the ownership check together: the handoff
+    /// then costs one round trip after the event instead of three. If it turns out to follow
+    /// after all, the extra watches are dropped (and removed) unused.
+    async fn list(
+        &mut self,
+        client: &Client,
+        generation: u64,
+        own: &OwnNode,
+    ) -> Result<Result<Listing, ZkError>, Stop> {
+        let path = self.shared.path.clone();
+        let next_in_line = std::mem::take(&mut self.next_in_line);
+        if self.options.strategy == WatchStrategy::Herd {
+            let listed = self.wait_op(generation, client.list_and_watch_children(&path)).await?;
+            return Ok(listed.map(|(children, w)| Listing {
+                children,
+                herd_watch: Some(w),
+                prefetched: None,
+            }));
+        }
+        if !(next_in_line || self.term_active()) {
+            let listed = self.wait_op(generation, client.list_children(&path)).await?;
+            return Ok(listed.map(|children| Listing {
+                children,
+                herd_watch: None,
+                prefetched: None,
+            }));
+        }
+        let sent = Instant::now();
+        let (listed, owned) = match self.take_armed(generation, own) {
+            // Ownership already checked and our node watched: one request.
+            Some(armed) => {
+                match self.wait_op(generation, client.list_and_watch_children(&path)).await {
+                    Ok(Ok(listed)) => (Ok(listed), Ok((armed.stat, armed.event))),
+                    Ok(Err(e)) => {
+                        self.armed = Some(armed);
+                        return Ok(Err(e));
+                    }
+                    Err(stop) => {
+                        self.armed = Some(armed);
+                        return Err(stop);
+                    }
+                }
+            }
+            None => {
+                let (listed, owned) = self
+                    .wait(generation, async {
+                        tokio::join!(
+                            client.list_and_watch_children(&path),
+                            client.get_and_watch_data(&own.path)
+                        )
+                    })
+                    .await?;
+                let owned = owned.map(|(_, stat, w)| (stat, watch_future(w))).map_err(normalize);
+                (listed.map_err(normalize), owned)
+            }
+        };
+        Ok(listed.map(|(children, child_watch)| Listing {
+            children,
+            herd_watch: None,
+            prefetched: Some(Prefetched { sent, owned, child_watch }),
+        }))
+    }
+
+    /// Acts on the decision for one listing; `Ok(None)` means evaluate again.
+    async fn act(
+        &mut self,
+        client: &Client,
+        generation: u64,
+        own: &OwnNode,
+        listing: Listing,
+    ) -> Result<Option<Step>, Stop> {
+        let Listing { children, herd_watch, prefetched } = listing;
+        match decide(&children, &own.name, self.shared.lock) {
+            Decision::Foreign(names) => Err(self.refuse(client, generation, names).await),
+            Decision::Orphans(names) => {
+                for n in names {
+                    let path = naming::child_path(self.path(), &n);
+                    self.delete_node(client, generation, &path).await?;
+                    self.shared.emit(ElectionEvent::OrphanDeleted { node: path });
+                }
+                Ok(None)
+            }
+            Decision::Missing => self.node_gone(own).map(Some),
+            Decision::Leader => {
+                let prefetched = prefetched.map(|p| (p, children));
+                self.lead(own, client, generation, prefetched).await
+            }
+            Decision::Follow { predecessor, position } => {
+                if self.term_active() {
+                    // Our node is no longer first: whatever happened, we do not lead.
+                    self.lose_term(LossReason::NodeDeleted);
+                }
+                if self.releases_terms() && self.term.is_some() {
+                    return Ok(None);
+                }
+                // Keep the speculative ownership check and own-node watch for the wait.
+                if let Some(Prefetched { owned: Ok((stat, event)), .. }) = prefetched {
+                    if stat.ephemeral_owner == own.session_id.0 {
+                        let path = own.path.clone();
+                        self.armed = Some(Armed { generation, path, stat, event });
+                    }
+                }
+                self.follow(client, generation, own, predecessor, position, herd_watch).await?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Our node is gone: the term (if any) ends and we join again.
+    pub(super) fn node_gone(&mut self, own: &OwnNode) -> Result<Step, Stop> {
+        self.shared.emit(ElectionEvent::NodeGone { node: own.path.clone() });
+        self.lose_term(LossReason::NodeDeleted);
+        self.own = None;
+        Ok(Step::Join)
+    }
+
+    /// Foreign children: refuse to lead, delete our node, fail (docs/election.md §2.7).
+    pub(super) async fn refuse(
+        &mut self,
+        client: &Client,
+        generation: u64,
+        names: Vec<String>,
+    ) -> Stop {
+        tracing::warn!(path = %self.shared.path, ?names, "foreign nodes; refusing to lead");
+        self.lose_term(LossReason::ForeignNodes);
+        self.stop_task().await;
+        if let Some(own) = self.own.take() {
+            self.in_close = true;
+            let _ = self.delete_node(client, generation, &own.path).await;
+            self.in_close = false;
+        }
+        self.shared.emit(ElectionEvent::ForeignNodes { names: names.clone() });
+        Stop::Fail(Error::ForeignNodes { path: self.shared.path.clone(), names })
+    }
+}

@@ -1,0 +1,131 @@
+//! Following: watching the predecessor (or, for comparison, the whole parent) until it may be
+//! our turn, with our own node's ownership check and watch armed off the critical path.
+
+use zookeeper_client::{Client, EventType, OneshotWatcher, Stat, WatchedEvent};
+
+use super::{watch_future, Armed, Driver, OwnNode, Stop};
+use crate::event::{ElectionEvent, MetricCells};
+use crate::naming;
+use crate::zk_error::{normalize, ZkError};
+use crate::Status;
+
+/// What woke a follower.
+enum Woke {
+    Predecessor(WatchedEvent),
+    Own(WatchedEvent),
+}
+
+impl Driver {
+    /// Watches the node before ours and waits for it to change; `Ok(())` means evaluate again.
+    pub(super) async fn follow(
+        &mut self,
+        client: &Client,
+        generation: u64,
+        own: &OwnNode,
+        predecessor: String,
+        position: usize,
+        herd_watch: Option<OneshotWatcher>,
+    ) -> Result<(), Stop> {
+        let pred_path = naming::child_path(self.path(), &predecessor);
+        let reconnects = self.snap.borrow().reconnects;
+        let watched = match herd_watch {
+            // Same owner rule as the predecessor strategy, without a watch.
+            Some(w) => match self.wait_op(generation, client.check_stat(&pred_path)).await? {
+                Ok(None) => return Ok(()),
+                Ok(Some(stat)) => Ok((stat, w)),
+                Err(e) => Err(e),
+            },
+            None => self
+                .watch_predecessor(client, generation, own, &pred_path)
+                .await?
+                .map(|(_, stat, w)| (stat, w)),
+        };
+        let watcher = match watched {
+            Ok((stat, _)) if !naming::is_session_owner(stat.ephemeral_owner) => {
+                return Err(self.refuse(client, generation, vec![predecessor]).await)
+            }
+            Ok((_, w)) => w,
+            Err(ZkError::NoNode) => return Ok(()),
+            Err(e) => {
+                return self.recover(generation, e, "watching the predecessor", &pred_path).await
+            }
+        };
+        self.shared.set_status(Status::Following { position });
+        self.shared.emit(ElectionEvent::Following { position, predecessor });
+        // Our own node's watch wakes us too: a follower whose node was deleted rejoins at
+        // once instead of waiting for its predecessor. It is polled first, so an event on our
+        // node that came before the predecessor's is seen first.
+        let mut armed = self.take_armed(generation, own);
+        let woke = self
+            .wait_ext(generation, Some(reconnects), async {
+                match armed.as_mut() {
+                    Some(a) => tokio::select! {
+                        biased;
+                        ev = &mut a.event => Woke::Own(ev),
+                        ev = watcher.changed() => Woke::Predecessor(ev),
+                    },
+                    None => Woke::Predecessor(watcher.changed().await),
+                }
+            })
+            .await;
+        let (ev, predecessor_went) = match woke {
+            Ok(Woke::Predecessor(ev)) => {
+                self.armed = armed;
+                (ev, true)
+            }
+            // Deleted or changed: evaluate again (a fresh list tells which).
+            Ok(Woke::Own(ev)) => (ev, false),
+            Err(stop) => {
+                self.armed = armed;
+                return match stop {
+                    Stop::Reconnected => Ok(()),
+                    stop => Err(stop),
+                };
+            }
+        };
+        if ev.event_type == EventType::Session {
+            return Err(self.wait_generation_end(generation).await);
+        }
+        MetricCells::inc(&self.shared.metrics.wakeups);
+        self.next_in_line = predecessor_went;
+        Ok(())
+    }
+
+    /// Sets the watch on our predecessor. Unless our node's ownership check and watch are
+    /// already armed, they are read alongside (off the handoff's critical path).
+    async fn watch_predecessor(
+        &mut self,
+        client: &Client,
+        generation: u64,
+        own: &OwnNode,
+        pred_path: &str,
+    ) -> Result<Result<(Vec<u8>, Stat, OneshotWatcher), ZkError>, Stop> {
+        if self.armed.as_ref().is_some_and(|a| a.generation == generation && a.path == own.path) {
+            return self.wait_op(generation, client.get_and_watch_data(pred_path)).await;
+        }
+        let (pred, owned) = self
+            .wait(generation, async {
+                tokio::join!(
+                    client.get_and_watch_data(pred_path),
+                    client.get_and_watch_data(&own.path)
+                )
+            })
+            .await?;
+        match owned.map_err(normalize) {
+            Ok((_, stat, w)) if stat.ephemeral_owner == own.session_id.0 => {
+                let path = own.path.clone();
+                self.armed = Some(Armed { generation, path, stat, event: watch_future(w) });
+            }
+            // Our node is gone: evaluating again finds it missing.
+            Err(ZkError::NoNode) => return Ok(Err(ZkError::NoNode)),
+            // Not ours, or not read: the check before a claim reads it again.
+            _ => {}
+        }
+        Ok(pred.map_err(normalize))
+    }
+
+    /// The armed check of our current node, if there is one; a stale one is dropped.
+    pub(super) fn take_armed(&mut self, generation: u64, own: &OwnNode) -> Option<Armed> {
+        self.armed.take().filter(|a| a.generation == generation && a.path == own.path)
+    }
+}

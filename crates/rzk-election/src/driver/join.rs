@@ -1,0 +1,241 @@
+//! Joining: creating our node (Curator's protected mode), recreating a missing parent, and
+//! deleting the nodes of earlier sessions and of creates whose outcome was lost.
+
+use std::time::Instant;
+
+use zookeeper_client::{Client, CreateMode, SessionId};
+
+use super::{Driver, OwnNode, Step, Stop};
+use crate::event::{ElectionEvent, JoinInfo, MetricCells};
+use crate::loss::LossReason;
+use crate::naming;
+use crate::zk_error::{classify, Class, ZkError};
+use crate::Status;
+
+impl Driver {
+    /// Creates our node on the current session (or keeps the one this session has), after
+    /// deleting stale ones.
+    pub(super) async fn join(&mut self) -> Result<Step, Stop> {
+        if self.releases_terms() && self.term.is_some() {
+            return self.release().await;
+        }
+        self.shared.set_status(Status::Joining);
+        let (client, generation, sid) = self.connected().await?;
+        if let Some(own) = self.own.take() {
+            if own.generation == generation {
+                self.own = Some(own);
+                return Ok(Step::Evaluate);
+            }
+            self.lose_term(LossReason::SessionExpired);
+            self.stale_paths.push(own.path);
+        }
+        self.cleanup_stale(&client, generation).await?;
+        let uuid = uuid::Uuid::new_v4().hyphenated().to_string();
+        match self.create_own(&client, generation, sid, &uuid).await {
+            Ok((own, created)) => Ok(self.joined(own, created)),
+            Err(stop) => {
+                // Whatever the create did, a node carrying this UUID is not ours to keep.
+                self.stale_uuids.push(uuid);
+                Err(stop)
+            }
+        }
+    }
+
+    /// Creates `_c_<uuid>-<lock>` EPHEMERAL_SEQUENTIAL until it is known to exist: after a
+    /// lost reply, the children are searched for the UUID before creating again, so a create
+    /// that landed is adopted, not doubled. Returns the node and, if this create's reply
+    /// came, its sequence number and czxid.
+    async fn create_own(
+        &mut self,
+        client: &Client,
+        generation: u64,
+        sid: SessionId,
+        uuid: &str,
+    ) -> Result<(OwnNode, Option<(i64, i64)>), Stop> {
+        let prefix = naming::create_path(self.path(), uuid, self.shared.lock);
+        let options = CreateMode::EphemeralSequential.with_acls(self.options.acls);
+        let data = self.options.id.clone().into_bytes();
+        let mut after_loss = false;
+        loop {
+            if after_loss {
+                if let Some(own) = self.find_protected(client, generation, sid, uuid).await? {
+                    return Ok((own, None));
+                }
+            }
+            MetricCells::inc(&self.shared.metrics.creates);
+            let sent = Instant::now();
+            match self.wait_op(generation, client.create(&prefix, &data, &options)).await? {
+                Ok((stat, seq)) => {
+                    self.session.shared().ack(generation, sent);
+                    let path = format!("{prefix}{seq}");
+                    let name = naming::name_of(&path).to_string();
+                    let own = OwnNode { name, path, generation, session_id: sid };
+                    return Ok((own, Some((seq.into_i64(), stat.czxid))));
+                }
+                Err(ZkError::NoNode) => self.create_parent(client, generation).await?,
+                Err(e) => {
+                    after_loss = true;
+                    self.recover(generation, e, "creating our node", &prefix).await?;
+                }
+            }
+        }
+    }
+
+    /// Recreates the election path as a container (Curator's `creatingParentContainersIfNeeded`).
+    async fn create_parent(&mut self, client: &Client, generation: u64) -> Result<(), Stop> {
+        let containers = CreateMode::Container.with_acls(self.options.acls);
+        let path = self.path().to_string();
+        match self.wait_op(generation, client.mkdir(&path, &containers)).await? {
+            Ok(()) => {
+                self.shared.emit(ElectionEvent::ParentRecreated { path });
+                Ok(())
+            }
+            Err(e) => self.recover(generation, e, "creating the election path", &path).await,
+        }
+    }
+
+    /// Publishes our node.
+    fn joined(&mut self, own: OwnNode, created: Option<(i64, i64)>) -> Step {
+        let (sequence, czxid) = created.unwrap_or_else(|| {
+            let seq = naming::parse(&own.name, self.shared.lock)
+                .and_then(|r| r.sequence.parse().ok())
+                .unwrap_or(-1);
+            (seq, -1)
+        });
+        let generation = own.generation;
+        let info = JoinInfo { node: own.path.clone(), sequence, czxid, generation };
+        tracing::debug!(node = %own.path, "joined");
+        self.shared.set_our_path(Some(own.path.clone()));
+        self.shared.emit(ElectionEvent::Joined {
+            node: own.path.clone(),
+            sequence,
+            czxid,
+            generation,
+        });
+        self.shared.joined.send_replace(Some(info));
+        self.own = Some(own);
+        Step::Evaluate
+    }
+
+    /// Looks for a node created by a create whose reply was lost (same UUID); adopts it if it
+    /// belongs to this session.
+    async fn find_protected(
+        &mut self,
+        client: &Client,
+        generation: u64,
+        sid: SessionId,
+        uuid: &str,
+    ) -> Result<Option<OwnNode>, Stop> {
+        let prefix = naming::uuid_prefix(uuid);
+        loop {
+            MetricCells::inc(&self.shared.metrics.get_children_calls);
+            let children = match self.wait_op(generation, client.list_children(self.path())).await?
+            {
+                Ok(children) => children,
+                Err(ZkError::NoNode) => return Ok(None),
+                Err(e) => {
+                    if self.ride_out(generation, &e).await? {
+                        continue;
+                    }
+                    tracing::debug!(error = %e, "protected find failed");
+                    return Ok(None);
+                }
+            };
+            let Some(name) = children.into_iter().find(|c| c.starts_with(&prefix)) else {
+                return Ok(None);
+            };
+            let path = naming::child_path(self.path(), &name);
+            match self.wait_op(generation, client.get_data(&path)).await? {
+                Ok((_, stat)) if stat.ephemeral_owner == sid.0 => {
+                    return Ok(Some(OwnNode { name, path, generation, session_id: sid }))
+                }
+                Ok(_) | Err(ZkError::NoNode) => {
+                    self.delete_node(client, generation, &path).await?;
+                    return Ok(None);
+                }
+                Err(ZkError::ConnectionLoss) => self.wait_connected(generation).await?,
+                Err(e) => {
+                    tracing::debug!(error = %e, "protected find failed");
+                    return Ok(None);
+                }
+            }
+        }
+    }
+
+    /// Deletes nodes of older sessions and of create attempts with an unknown outcome.
+    pub(super) async fn cleanup_stale(
+        &mut self,
+        client: &Client,
+        generation: u64,
+    ) -> Result<(), Stop> {
+        for path in std::mem::take(&mut self.stale_paths) {
+            self.delete_node(client, generation, &path).await?;
+        }
+        if self.stale_uuids.is_empty() {
+            return Ok(());
+        }
+        MetricCells::inc(&self.shared.metrics.get_children_calls);
+        let children = match self.wait_op(generation, client.list_children(self.path())).await? {
+            Ok(c) => c,
+            Err(ZkError::NoNode) => {
+                self.stale_uuids.clear();
+                return Ok(());
+            }
+            // Not now: the UUIDs stay for the next join or the close.
+            Err(_) => return Ok(()),
+        };
+        let prefixes: Vec<String> =
+            self.stale_uuids.iter().map(|u| naming::uuid_prefix(u)).collect();
+        for name in children {
+            if prefixes.iter().any(|p| name.starts_with(p)) {
+                let path = naming::child_path(self.path(), &name);
+                self.delete_node(client, generation, &path).await?;
+                self.shared.emit(ElectionEvent::OrphanDeleted { node: path });
+            }
+        }
+        self.stale_uuids.clear();
+        Ok(())
+    }
+
+    /// Deletes a node, retrying on connection loss while the generation lives. `NoNode` is
+    /// success. If the generation ends first, the path is remembered for the next session.
+    pub(super) async fn delete_node(
+        &mut self,
+        client: &Client,
+        generation: u64,
+        path: &str,
+    ) -> Result<(), Stop> {
+        loop {
+            MetricCells::inc(&self.shared.metrics.deletes);
+            let e = match self.wait_op(generation, client.delete(path, None)).await {
+                Ok(Ok(()) | Err(ZkError::NoNode)) => return Ok(()),
+                Ok(Err(e)) => e,
+                Err(stop) => return Err(self.remember_undeleted(path, stop)),
+            };
+            match self.ride_out(generation, &e).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    tracing::warn!(error = %e, path, "delete failed");
+                    return Ok(());
+                }
+                Err(stop) => {
+                    let stop = if classify(&e) == Class::SessionEnd {
+                        self.stale_paths.push(path.to_string());
+                        stop
+                    } else {
+                        self.remember_undeleted(path, stop)
+                    };
+                    return Err(stop);
+                }
+            }
+        }
+    }
+
+    /// A delete interrupted by a new generation is owed to the next session.
+    fn remember_undeleted(&mut self, path: &str, stop: Stop) -> Stop {
+        if matches!(stop, Stop::NewGeneration) {
+            self.stale_paths.push(path.to_string());
+        }
+        stop
+    }
+}

@@ -1,0 +1,393 @@
+//! The driver of a queue recipe (docs/election.md §2.9, §2.10): one task per recipe owns all
+//! mutable state and every `zookeeper-client` future; handles talk to it over a channel and
+//! read what it publishes in [`RecipeShared`].
+//!
+//! It runs in steps: **join** (create our node), **evaluate** (read the children and decide),
+//! then **follow** (watch the predecessor) or **lead** (check ownership, publish the term,
+//! hold it), and for a [`Lifecycle::Mutex`] recipe **release** and **idle**; **close** ends it.
+//! Each step lives in a file of its own; this one holds the state and the waiting that every
+//! step shares.
+
+mod close;
+mod evaluate;
+mod follow;
+mod join;
+mod lead;
+mod release;
+mod terms;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::task::JoinHandle;
+use zookeeper_client::{Client, OneshotWatcher, SessionId};
+
+use crate::control::{BoxError, Command, Lifecycle, Task};
+use crate::loss::LossReason;
+use crate::options::ElectionOptions;
+use crate::session::{Session, Snapshot};
+use crate::shared::RecipeShared;
+use crate::term::Term;
+use crate::zk_error::{classify, normalize, Class, ZkError};
+use crate::{Error, Status};
+
+/// How long the driver pauses before retrying an operation that failed for a reason a retry
+/// may cure (a throttled or otherwise transient error): long enough not to spin against a
+/// server that keeps refusing, short against a session timeout.
+const RETRY_PAUSE: Duration = Duration::from_millis(100);
+
+/// What the driver is configured with, beyond the shared state.
+pub(crate) struct DriverConfig {
+    pub options: ElectionOptions,
+    /// LeaderLatch: after a step-down that kept the node, rejoin at the tail.
+    pub rejoin_after_step_down: bool,
+}
+
+/// Our node, in the session generation that created it.
+#[derive(Clone)]
+struct OwnNode {
+    name: String,
+    path: String,
+    generation: u64,
+    session_id: SessionId,
+}
+
+/// Why a step stopped before its end.
+enum Stop {
+    /// A close was requested.
+    Close,
+    /// The session manager is closed: nothing more can happen.
+    SessionClosed,
+    /// The session generation changed: join again on the new session.
+    NewGeneration,
+    /// The connection was re-established since the step began: evaluate again.
+    Reconnected,
+    /// The recipe fails with this error.
+    Fail(Error),
+}
+
+/// The next step of the driver loop.
+enum Step {
+    Join,
+    Evaluate,
+    Idle,
+}
+
+/// How a LeaderSelector task ended.
+enum TaskEnd {
+    Done(Result<(), BoxError>),
+    Cancelled,
+}
+
+/// A pending watch event, boxed so that watches of different kinds can be held together.
+type WatchFuture = Pin<Box<dyn Future<Output = zookeeper_client::WatchedEvent> + Send>>;
+
+fn watch_future(w: OneshotWatcher) -> WatchFuture {
+    Box::pin(w.changed())
+}
+
+/// The leader's two reads, sent together by a likely leader (see `Driver::evaluate`).
+struct Prefetched {
+    sent: Instant,
+    owned: Result<(zookeeper_client::Stat, WatchFuture), ZkError>,
+    child_watch: OneshotWatcher,
+}
+
+/// Our node's ownership check and the watch on it, read while following, so that the wake-up
+/// after the predecessor's deletion sends one request (the children read) instead of two.
+///
+/// Two requests issued together leave zookeeper-client in two socket writes, and on its socket
+/// (Nagle's algorithm on) the second waits for the first one's acknowledgement, which the
+/// server's kernel sends with the first reply: a second round trip on every handoff. What
+/// the check reads cannot go stale: the owner and czxid never change, and the node's
+/// existence is both in the children list read after the event and guarded by the watch
+/// (ZooKeeper delivers a watch event before the reply of any later read on the session).
+struct Armed {
+    generation: u64,
+    path: String,
+    stat: zookeeper_client::Stat,
+    event: WatchFuture,
+}
+
+pub(crate) struct Driver {
+    shared: Arc<RecipeShared>,
+    session: Session,
+    snap: watch::Receiver<Snapshot>,
+    cmd_rx: mpsc::UnboundedReceiver<Command>,
+    cmd_tx: mpsc::UnboundedSender<Command>,
+    options: ElectionOptions,
+    rejoin_after_step_down: bool,
+    own: Option<OwnNode>,
+    /// Our predecessor's deletion woke us. Followers only wake when the node before them goes,
+    /// which in a settled election is the leader's, so the next evaluation asks the leader's
+    /// questions at once (one round trip).
+    next_in_line: bool,
+    /// The last term's watches, kept until our node is deleted: dropping them first would
+    /// send removeWatches ahead of the delete, delaying the handoff by round trips.
+    held_watches: Vec<WatchFuture>,
+    /// The ownership check and own-node watch of our current node, while we follow.
+    armed: Option<Armed>,
+    /// UUIDs of create attempts whose outcome is unknown; their nodes are deleted on sight.
+    stale_uuids: Vec<String>,
+    /// Nodes of older sessions to delete once a new session is up.
+    stale_paths: Vec<String>,
+    /// The latest term issued (kept after its loss, to detect a resumption).
+    term: Option<Arc<Term>>,
+    terms_issued: u64,
+    task: Option<Task>,
+    task_handle: Option<JoinHandle<TaskEnd>>,
+    closing: bool,
+    in_close: bool,
+    close_waiters: Vec<oneshot::Sender<Result<(), Error>>>,
+    resign_waiters: Vec<oneshot::Sender<Result<(), Error>>>,
+}
+
+impl Driver {
+    pub(crate) fn new(
+        shared: Arc<RecipeShared>,
+        config: DriverConfig,
+        cmd_rx: mpsc::UnboundedReceiver<Command>,
+        cmd_tx: mpsc::UnboundedSender<Command>,
+        task: Option<Task>,
+    ) -> Driver {
+        let session = shared.session.clone();
+        Driver {
+            snap: session.subscribe(),
+            session,
+            shared,
+            cmd_rx,
+            cmd_tx,
+            options: config.options,
+            rejoin_after_step_down: config.rejoin_after_step_down,
+            own: None,
+            next_in_line: false,
+            held_watches: Vec::new(),
+            armed: None,
+            stale_uuids: Vec::new(),
+            stale_paths: Vec::new(),
+            term: None,
+            terms_issued: 0,
+            task,
+            task_handle: None,
+            closing: false,
+            in_close: false,
+            close_waiters: Vec::new(),
+            resign_waiters: Vec::new(),
+        }
+    }
+
+    /// True for a recipe whose every term ends in a release (LeaderSelector and the locks).
+    fn releases_terms(&self) -> bool {
+        self.shared.lifecycle == Lifecycle::Mutex
+    }
+
+    fn path(&self) -> &str {
+        &self.shared.path
+    }
+
+    fn stop_budget(&self) -> Duration {
+        self.options.stop_budget_for(self.session.negotiated_timeout())
+    }
+
+    /// Runs the steps until the recipe closes, fails or loses its session manager.
+    pub(crate) async fn run(mut self) {
+        let mut step = Step::Join;
+        let end = loop {
+            let r = match step {
+                Step::Join => self.join().await,
+                Step::Evaluate => self.evaluate().await,
+                Step::Idle => self.idle().await,
+            };
+            step = match r {
+                Ok(s) => s,
+                Err(Stop::NewGeneration) | Err(Stop::Reconnected) => Step::Join,
+                Err(stop) => break stop,
+            };
+        };
+        match end {
+            Stop::Fail(e) => self.fail(e).await,
+            Stop::SessionClosed => {
+                self.lose_term(LossReason::ClientClosed);
+                self.stop_task().await;
+                self.finish(Status::Closed);
+            }
+            _ => self.close().await,
+        }
+    }
+
+    // ---- commands and waiting ---------------------------------------------------------------
+
+    fn on_command(&mut self, cmd: Option<Command>) {
+        match cmd {
+            None => self.closing = true,
+            Some(Command::Close { done }) => {
+                self.closing = true;
+                self.close_waiters.extend(done);
+            }
+            Some(Command::Resign { term, done }) => {
+                let current = self.term.as_ref().is_some_and(|t| t.term == term);
+                match self.shared.lifecycle {
+                    Lifecycle::Latch => {
+                        self.closing = true;
+                        self.close_waiters.push(done);
+                    }
+                    Lifecycle::Mutex if current && self.own.is_some() => {
+                        self.resign_waiters.push(done)
+                    }
+                    Lifecycle::Mutex => {
+                        let _ = done.send(Ok(()));
+                    }
+                }
+            }
+            Some(Command::Wake) => {}
+        }
+    }
+
+    /// Whether the step on `generation` may go on; with `reconnects`, also stops once the
+    /// connection was re-established since.
+    fn check(&mut self, generation: u64, reconnects: Option<u64>) -> Result<(), Stop> {
+        if self.closing && !self.in_close {
+            return Err(Stop::Close);
+        }
+        let s = self.snap.borrow_and_update();
+        if s.state.is_terminal() {
+            return Err(Stop::SessionClosed);
+        }
+        if s.generation != generation || s.client.is_none() {
+            return Err(Stop::NewGeneration);
+        }
+        if reconnects.is_some_and(|r| r != s.reconnects) {
+            return Err(Stop::Reconnected);
+        }
+        Ok(())
+    }
+
+    /// Awaits `fut` unless a close is requested, the session ends, or (with `reconnects`) the
+    /// connection was re-established since.
+    async fn wait_ext<F: Future>(
+        &mut self,
+        generation: u64,
+        reconnects: Option<u64>,
+        fut: F,
+    ) -> Result<F::Output, Stop> {
+        tokio::pin!(fut);
+        loop {
+            self.check(generation, reconnects)?;
+            tokio::select! {
+                biased;
+                cmd = self.cmd_rx.recv() => self.on_command(cmd),
+                r = &mut fut => return Ok(r),
+                r = self.snap.changed() => if r.is_err() { return Err(Stop::SessionClosed) },
+            }
+        }
+    }
+
+    async fn wait<F: Future>(&mut self, generation: u64, fut: F) -> Result<F::Output, Stop> {
+        self.wait_ext(generation, None, fut).await
+    }
+
+    /// [`Driver::wait`] for a ZooKeeper operation, its connection-level I/O error normalized.
+    async fn wait_op<T, F>(&mut self, generation: u64, fut: F) -> Result<Result<T, ZkError>, Stop>
+    where
+        F: Future<Output = Result<T, ZkError>>,
+    {
+        Ok(self.wait(generation, fut).await?.map_err(normalize))
+    }
+
+    async fn sleep(&mut self, generation: u64, d: Duration) -> Result<(), Stop> {
+        self.wait(generation, tokio::time::sleep(d)).await
+    }
+
+    /// Waits out what a connection loss or a session end asks for: `Ok(true)` once the
+    /// connection is back after a loss (retry), `Ok(false)` for any other error (the caller
+    /// decides), `Err` when the session ended or the wait was interrupted.
+    async fn ride_out(&mut self, generation: u64, e: &ZkError) -> Result<bool, Stop> {
+        match classify(e) {
+            Class::ConnectionLoss => self.wait_connected(generation).await.map(|()| true),
+            Class::SessionEnd => Err(self.wait_generation_end(generation).await),
+            _ => Ok(false),
+        }
+    }
+
+    /// The one answer to an error the caller has no special case for: wait out a connection
+    /// loss or a session end, fail the recipe on an error no retry can cure, and pause before
+    /// a retry otherwise. `Ok(())` means: try again.
+    async fn recover(
+        &mut self,
+        generation: u64,
+        e: ZkError,
+        what: &str,
+        path: &str,
+    ) -> Result<(), Stop> {
+        if self.ride_out(generation, &e).await? {
+            return Ok(());
+        }
+        if classify(&e) == Class::Fatal {
+            return Err(Stop::Fail(Error::from_zk(e, path)));
+        }
+        tracing::warn!(error = %e, path, "{what} failed; retrying");
+        self.sleep(generation, RETRY_PAUSE).await
+    }
+
+    /// Waits until the session is connected; returns its client, generation and id.
+    async fn connected(&mut self) -> Result<(Client, u64, SessionId), Stop> {
+        loop {
+            if self.closing && !self.in_close {
+                return Err(Stop::Close);
+            }
+            {
+                let s = self.snap.borrow_and_update();
+                if s.state.is_terminal() {
+                    return Err(Stop::SessionClosed);
+                }
+                if let (true, Some(c), Some(id)) = (s.state.is_connected(), &s.client, s.session_id)
+                {
+                    return Ok((c.clone(), s.generation, id));
+                }
+            }
+            self.next_signal().await?;
+        }
+    }
+
+    /// Waits until generation `generation` is connected again.
+    async fn wait_connected(&mut self, generation: u64) -> Result<(), Stop> {
+        loop {
+            self.check(generation, None)?;
+            if self.snap.borrow().state.is_connected() {
+                return Ok(());
+            }
+            self.next_signal().await?;
+        }
+    }
+
+    /// Waits until generation `generation` is over; returns why.
+    async fn wait_generation_end(&mut self, generation: u64) -> Stop {
+        loop {
+            if let Err(stop) = self.check(generation, None) {
+                return stop;
+            }
+            if let Err(stop) = self.next_signal().await {
+                return stop;
+            }
+        }
+    }
+
+    /// Waits for the next command or session change (a command is handled).
+    async fn next_signal(&mut self) -> Result<(), Stop> {
+        tokio::select! {
+            biased;
+            cmd = self.cmd_rx.recv() => self.on_command(cmd),
+            r = self.snap.changed() => if r.is_err() { return Err(Stop::SessionClosed) },
+        }
+        Ok(())
+    }
+
+    /// The client of generation `generation`, while it lasts.
+    fn client_for(&self, generation: u64) -> Option<Client> {
+        let s = self.snap.borrow();
+        (s.generation == generation).then(|| s.client.clone()).flatten()
+    }
+}

@@ -1,0 +1,46 @@
+//! Reading who participates: one getChildren and one multi-read of every node's data.
+
+use zookeeper_client::SessionId;
+
+use crate::event::{Participant, Participants};
+use crate::naming;
+use crate::session::Session;
+use crate::token::FencingToken;
+use crate::Error;
+
+/// Reads the participants of `path` whose nodes carry lock name `lock`, in node order, and
+/// the children that are not ours to order.
+pub(crate) async fn read_participants(
+    session: &Session,
+    path: &str,
+    lock: &str,
+) -> Result<Participants, Error> {
+    let client = session.client()?;
+    let children = match client.list_children(path).await {
+        Ok(c) => c,
+        Err(zookeeper_client::Error::NoNode) => return Ok(Participants::default()),
+        Err(e) => return Err(Error::from_zk(e, path)),
+    };
+    let (sorted, foreign) = naming::sort_children(&children, lock);
+    let mut list = Vec::with_capacity(sorted.len());
+    if !sorted.is_empty() {
+        let mut reader = client.new_multi_reader();
+        for name in &sorted {
+            reader.add_get_data(&naming::child_path(path, name)).map_err(Error::from)?;
+        }
+        let results = reader.commit().await.map_err(|e| Error::from_zk(e, path))?;
+        for (name, r) in sorted.iter().zip(results) {
+            // A node deleted between the two reads is simply not listed.
+            if let zookeeper_client::MultiReadResult::Data { data, stat } = r {
+                list.push(Participant {
+                    id: String::from_utf8_lossy(&data).into_owned(),
+                    node: naming::child_path(path, name),
+                    token: FencingToken(stat.czxid),
+                    session: SessionId(stat.ephemeral_owner),
+                    is_leader: list.is_empty(),
+                });
+            }
+        }
+    }
+    Ok(Participants { list, foreign })
+}

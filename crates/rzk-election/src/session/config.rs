@@ -1,0 +1,89 @@
+//! How to connect, and the timing of the lease.
+
+use std::time::Duration;
+
+/// How to connect, and the timing of the lease (docs/election.md §2.1, §2.2).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct SessionConfig {
+    /// The connect string: `host:port[,host:port...][/chroot]`.
+    pub hosts: String,
+    /// The session timeout to request. The server clamps it to [2, 20] × tickTime; every
+    /// timing below is derived from the negotiated value `T`. Default 6 s.
+    pub session_timeout: Duration,
+    /// `zookeeper-client`'s idle timeout before it declares the connection lost (Curator's
+    /// Suspended). Default: the library's, `2/5·T`.
+    pub connection_timeout: Option<Duration>,
+    /// Bound on the first connect of [`Session::connect`]. Default 10 s.
+    pub connect_timeout: Duration,
+    /// Period of the lease heartbeat (a `exists /`). Default `T/6`.
+    pub heartbeat: Option<Duration>,
+    /// Subtracted from `last_ack_sent + T` to get the lease deadline. Default
+    /// `max(T/10, 200 ms)`, floor 50 ms.
+    pub safety_margin: Option<Duration>,
+    /// Declare the session lost when disconnected past the lease deadline, without waiting for
+    /// the server (Curator's simulated expiry, measured from the last acknowledged request
+    /// instead of from Suspended). Default true.
+    pub simulate_expiry: bool,
+}
+
+impl SessionConfig {
+    /// Defaults for the given connect string.
+    pub fn new(hosts: impl Into<String>) -> Self {
+        SessionConfig {
+            hosts: hosts.into(),
+            session_timeout: Duration::from_secs(6),
+            connection_timeout: None,
+            connect_timeout: Duration::from_secs(10),
+            heartbeat: None,
+            safety_margin: None,
+            simulate_expiry: true,
+        }
+    }
+
+    /// Sets the requested session timeout.
+    pub fn with_session_timeout(mut self, timeout: Duration) -> Self {
+        self.session_timeout = timeout;
+        self
+    }
+
+    /// Sets the bound on the first connect.
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Sets the library's idle timeout.
+    pub fn with_connection_timeout(mut self, timeout: Duration) -> Self {
+        self.connection_timeout = Some(timeout);
+        self
+    }
+
+    /// Sets the heartbeat period.
+    pub fn with_heartbeat(mut self, period: Duration) -> Self {
+        self.heartbeat = Some(period);
+        self
+    }
+
+    /// Sets the safety margin (floor 50 ms).
+    pub fn with_safety_margin(mut self, margin: Duration) -> Self {
+        self.safety_margin = Some(margin);
+        self
+    }
+
+    /// Turns simulated expiry on or off.
+    pub fn with_simulate_expiry(mut self, on: bool) -> Self {
+        self.simulate_expiry = on;
+        self
+    }
+
+    pub(crate) fn margin_for(&self, t: Duration) -> Duration {
+        self.safety_margin
+            .unwrap_or_else(|| (t / 10).max(Duration::from_millis(200)))
+            .max(Duration::from_millis(50))
+    }
+
+    pub(crate) fn heartbeat_for(&self, t: Duration) -> Duration {
+        self.heartbeat.unwrap_or(t / 6).max(Duration::from_millis(10))
+    }
+}

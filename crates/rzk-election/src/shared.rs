@@ -1,0 +1,107 @@
+//! The state a recipe's handles and its driver share: what the driver publishes (status,
+//! current term, our node, events, metrics) and what handles set (queueing, close flags).
+
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{broadcast, watch};
+
+use crate::control::{CloseFlags, Lifecycle};
+use crate::event::{ElectionEvent, JoinInfo, MetricCells, Status};
+use crate::leadership::Leadership;
+use crate::options::CloseMode;
+use crate::session::Session;
+
+/// Events a slow subscriber may fall behind by before it misses some (it is told how many).
+pub(crate) const EVENT_BUFFER_EVENTS: usize = 1024;
+
+/// The queueing state of a [`Lifecycle::Mutex`] recipe (docs/election.md §2.10).
+#[derive(Debug, Default)]
+pub(crate) struct Queue {
+    pub auto_requeue: bool,
+    /// An attempt is active (joining, waiting or leading).
+    pub queued: bool,
+    /// Leading, and `requeue()` asked for another attempt after the release.
+    pub requeue_after: bool,
+    pub leading: bool,
+}
+
+pub(crate) struct RecipeShared {
+    pub lifecycle: Lifecycle,
+    pub path: String,
+    /// The lock name in our nodes' names (`latch-`, `lock-`).
+    pub lock: &'static str,
+    pub session: Session,
+    pub status: watch::Sender<Status>,
+    pub events: broadcast::Sender<ElectionEvent>,
+    pub metrics: MetricCells,
+    pub current: Mutex<Option<Leadership>>,
+    pub our_path: Mutex<Option<String>>,
+    pub last_path_is_leader: Mutex<Option<String>>,
+    pub joined: watch::Sender<Option<JoinInfo>>,
+    pub queue: Mutex<Queue>,
+    pub close_mode: CloseMode,
+    pub close_timeout: Option<Duration>,
+    pub close: Arc<CloseFlags>,
+    pub started: AtomicBool,
+}
+
+impl RecipeShared {
+    pub fn new(
+        lifecycle: Lifecycle,
+        path: &str,
+        lock: &'static str,
+        session: &Session,
+        close_mode: CloseMode,
+        close_timeout: Option<Duration>,
+        auto_requeue: bool,
+    ) -> RecipeShared {
+        RecipeShared {
+            lifecycle,
+            path: path.to_string(),
+            lock,
+            session: session.clone(),
+            status: watch::channel(Status::Latent).0,
+            events: broadcast::channel(EVENT_BUFFER_EVENTS).0,
+            metrics: MetricCells::default(),
+            current: Mutex::new(None),
+            our_path: Mutex::new(None),
+            last_path_is_leader: Mutex::new(None),
+            joined: watch::channel(None).0,
+            queue: Mutex::new(Queue { auto_requeue, ..Queue::default() }),
+            close_mode,
+            close_timeout,
+            close: Arc::default(),
+            started: AtomicBool::new(false),
+        }
+    }
+
+    pub fn emit(&self, e: ElectionEvent) {
+        let _ = self.events.send(e);
+    }
+
+    /// Publishes a status; a terminal status is final.
+    pub fn set_status(&self, s: Status) {
+        self.status.send_if_modified(|cur| {
+            if *cur != s && !cur.is_terminal() {
+                *cur = s;
+                true
+            } else {
+                false
+            }
+        });
+    }
+
+    pub fn current(&self) -> Option<Leadership> {
+        self.current.lock().expect("poisoned").clone()
+    }
+
+    pub fn set_our_path(&self, path: Option<String>) {
+        *self.our_path.lock().expect("poisoned") = path;
+    }
+
+    pub fn close_timeout(&self) -> Duration {
+        self.close_timeout.unwrap_or_else(|| self.session.negotiated_timeout())
+    }
+}

@@ -1,0 +1,130 @@
+//! The shared state of one term, and the guard task that ends it when the lease or the
+//! connection says it may be over.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{mpsc, watch};
+use zookeeper_client::SessionId;
+
+use crate::control::{CloseFlags, Command, Lifecycle};
+use crate::loss::{LossCell, LossReason};
+use crate::options::ConnectionPolicy;
+use crate::session::{sleep_until, Shared};
+use crate::token::FencingToken;
+use crate::Error;
+
+/// The shared state of one term; [`Leadership`](crate::Leadership) is its public handle.
+pub(crate) struct Term {
+    pub token: FencingToken,
+    pub node_path: String,
+    pub participant_id: String,
+    pub session_id: SessionId,
+    pub generation: u64,
+    pub term: u64,
+    pub resumed: bool,
+    pub started_at: Instant,
+    pub session: Arc<Shared>,
+    pub lost: watch::Sender<LossCell>,
+    /// The driver of the recipe that issued the term.
+    pub cmd: mpsc::UnboundedSender<Command>,
+    pub lifecycle: Lifecycle,
+    pub close: Arc<CloseFlags>,
+}
+
+impl Term {
+    /// Resolves the loss signal; the first reason wins. Returns true if this call resolved it.
+    pub fn lose(&self, reason: LossReason) -> bool {
+        self.lost.send_if_modified(|cell| {
+            if cell.is_none() {
+                *cell = Some((reason, Instant::now()));
+                tracing::debug!(node = %self.node_path, term = self.term, %reason, "leadership lost");
+                true
+            } else {
+                false
+            }
+        })
+    }
+
+    pub fn loss(&self) -> Option<(LossReason, Instant)> {
+        *self.lost.borrow()
+    }
+
+    pub fn deadline(&self) -> Option<Instant> {
+        self.session.deadline(self.generation)
+    }
+
+    pub fn is_valid(&self) -> bool {
+        self.loss().is_none() && self.deadline().is_some_and(|d| Instant::now() < d)
+    }
+
+    /// Refuses locally unless the term is valid.
+    pub fn gate(&self) -> Result<(), Error> {
+        if let Some((reason, _)) = self.loss() {
+            return Err(self.not_leader(reason));
+        }
+        match self.deadline() {
+            None => Err(self.not_leader(LossReason::SessionExpired)),
+            Some(d) if Instant::now() >= d => Err(self.not_leader(LossReason::LeaseExpired)),
+            Some(_) => Ok(()),
+        }
+    }
+
+    pub fn not_leader(&self, reason: LossReason) -> Error {
+        Error::NotLeader { node: self.node_path.clone(), reason }
+    }
+}
+
+impl Drop for Term {
+    fn drop(&mut self) {
+        self.lose(LossReason::ClientClosed);
+    }
+}
+
+/// Watches the session for one term and resolves its loss signal on Suspended (per policy),
+/// session loss, or when the lease's `stop_at = deadline − stop_budget` passes.
+pub(crate) async fn guard(
+    term: Arc<Term>,
+    policy: ConnectionPolicy,
+    stop_budget: Duration,
+    suspensions_at_start: u64,
+) {
+    let mut snap = term.session.snap.subscribe();
+    let mut lost = term.lost.subscribe();
+    loop {
+        {
+            let s = snap.borrow_and_update();
+            if s.state.is_terminal() {
+                term.lose(LossReason::ClientClosed);
+                return;
+            }
+            if s.generation != term.generation || s.client.is_none() {
+                term.lose(LossReason::SessionExpired);
+                return;
+            }
+            if policy == ConnectionPolicy::StepDownOnSuspended
+                && (s.suspensions != suspensions_at_start || !s.state.is_connected())
+            {
+                term.lose(LossReason::Suspended);
+                return;
+            }
+        }
+        let Some(deadline) = term.deadline() else {
+            term.lose(LossReason::SessionExpired);
+            return;
+        };
+        let stop_at = deadline.checked_sub(stop_budget).unwrap_or(deadline);
+        if Instant::now() >= stop_at {
+            term.lose(LossReason::LeaseExpired);
+            return;
+        }
+        if lost.borrow_and_update().is_some() {
+            return;
+        }
+        tokio::select! {
+            r = snap.changed() => if r.is_err() { term.lose(LossReason::ClientClosed); return; },
+            _ = sleep_until(Some(stop_at)) => {}
+            _ = lost.changed() => {}
+        }
+    }
+}

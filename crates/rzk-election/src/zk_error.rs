@@ -1,0 +1,100 @@
+//! The one place a `zookeeper-client` error is classified: how the driver reacts to it, and
+//! which [`Error`] variant it becomes.
+
+use crate::Error;
+
+pub(crate) type ZkError = zookeeper_client::Error;
+
+/// How the driver treats a failed ZooKeeper operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Class {
+    /// The node the request names does not exist.
+    NoNode,
+    /// The connection failed with the request in flight: the session may live on, and the
+    /// outcome of a write is unknown.
+    ConnectionLoss,
+    /// The session is over (expired, closed, moved): nothing more happens on it.
+    SessionEnd,
+    /// Retrying cannot help: permissions, a bad ACL, an ephemeral parent, bad arguments,
+    /// failed authentication. The recipe fails with the error.
+    Fatal,
+    /// Anything else: retry after a pause.
+    Transient,
+}
+
+/// Classifies an error. The library fails requests in flight at a connection failure with
+/// the I/O error (a custom error): for us that is a connection loss.
+pub(crate) fn classify(e: &ZkError) -> Class {
+    use zookeeper_client::Error as Z;
+    match e {
+        Z::NoNode => Class::NoNode,
+        Z::ConnectionLoss | Z::Custom(_) => Class::ConnectionLoss,
+        Z::SessionExpired | Z::ClientClosed | Z::SessionMoved => Class::SessionEnd,
+        Z::NoAuth
+        | Z::InvalidAcl
+        | Z::NoChildrenForEphemerals
+        | Z::BadArguments(_)
+        | Z::AuthFailed => Class::Fatal,
+        _ => Class::Transient,
+    }
+}
+
+/// The library's I/O error of a request in flight at a connection failure, as the
+/// `ConnectionLoss` it means; every other error unchanged.
+pub(crate) fn normalize(e: ZkError) -> ZkError {
+    match e {
+        ZkError::Custom(_) => ZkError::ConnectionLoss,
+        e => e,
+    }
+}
+
+impl Error {
+    /// Maps a `zookeeper-client` error, attaching `path` where ZooKeeper's error names one.
+    pub(crate) fn from_zk(err: ZkError, path: &str) -> Error {
+        use zookeeper_client::Error as Z;
+        let path = path.to_string();
+        match err {
+            Z::ConnectionLoss | Z::Custom(_) => Error::ConnectionLoss,
+            Z::SessionExpired => Error::SessionExpired,
+            Z::SessionMoved => Error::SessionMoved,
+            Z::Timeout => Error::OperationTimeout,
+            Z::NoNode => Error::NoNode { path },
+            Z::NodeExists => Error::NodeExists { path },
+            Z::BadVersion => Error::BadVersion { path },
+            Z::NotEmpty => Error::NotEmpty { path },
+            Z::NoChildrenForEphemerals => Error::NoChildrenForEphemerals { path },
+            Z::NoAuth => Error::NoAuth { path },
+            Z::AuthFailed => Error::AuthFailed,
+            Z::InvalidAcl => Error::InvalidAcl,
+            Z::NotReadOnly => Error::NotReadOnly,
+            Z::Throttled => Error::Throttled,
+            Z::QuotaExceeded => Error::QuotaExceeded,
+            Z::Unimplemented => Error::Unimplemented,
+            Z::MarshallingError => Error::MarshallingError,
+            Z::RuntimeInconsistent => Error::RuntimeInconsistency,
+            Z::BadArguments(msg) => Error::BadArguments((*msg).to_string()),
+            other => Error::SystemError(other.to_string()),
+        }
+    }
+}
+
+impl From<ZkError> for Error {
+    fn from(err: ZkError) -> Self {
+        Error::from_zk(err, "")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes() {
+        assert_eq!(classify(&ZkError::NoNode), Class::NoNode);
+        assert_eq!(classify(&ZkError::SessionMoved), Class::SessionEnd);
+        assert_eq!(classify(&ZkError::ClientClosed), Class::SessionEnd);
+        assert_eq!(classify(&ZkError::NoAuth), Class::Fatal);
+        assert_eq!(classify(&ZkError::NoChildrenForEphemerals), Class::Fatal);
+        assert_eq!(classify(&ZkError::Throttled), Class::Transient);
+    }
+}
