@@ -1,1 +1,2 @@
-"""Package marker: run its modules with `python3 -m` from the repository root (see tests/support)."""
+"""Package marker: its modules run with `python3 -m` from the repository root (tests/support).
+"""

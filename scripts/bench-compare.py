@@ -557,7 +557,7 @@ def render_plain(tables, info):
 
 def render_markdown(tables, info, argv):
     out = ["### Run of %s" % info["date"], "",
-           "    /usr/bin/python3 scripts/bench-compare.py %s" % " ".join(argv), "",
+           "    /usr/bin/python3 -m scripts.bench-compare %s" % " ".join(argv), "",
            "| machine | |", "|---|---|"]
     out += ["| %s | %s |" % kv for kv in info.items()]
     for title, header, rows in tables:

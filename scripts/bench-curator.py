@@ -155,7 +155,7 @@ def f(v, d=2):
 
 
 def markdown(results, argv):
-    out = ["    /usr/bin/python3 scripts/bench-curator.py %s" % " ".join(argv), "",
+    out = ["    /usr/bin/python3 -m scripts.bench-curator %s" % " ".join(argv), "",
            "| measurement | N | p50 | p99 | other | other CPU |", "|---|---|---|---|---|---|"]
     multi = any(r.get("round", 0) > 0 for r in results)
 

@@ -4,9 +4,10 @@
     /usr/bin/python3 -m tests.differential.diff_test --server-b zookeeper  # self-check
 
 Each server is started fresh on loopback (tests/support/servers.py), the scenario in
-scenario.py is played against it through the raw client tests/support/zkwire.py, and every frame received is decoded and normalised into a
-transcript. The two transcripts must be identical; otherwise a side-by-side diff of the first
-differing steps is printed and the exit status is 1. Nothing is skipped.
+scenario.py is played against it through the raw client tests/support/zkwire.py, and every
+frame received is decoded and normalised into a transcript. The two transcripts must be
+identical; otherwise a side-by-side diff of the first differing steps is printed and the exit
+status is 1. Nothing is skipped.
 
 Normalisation (what is masked and what is still checked):
 * Session ids -> S1, S2, ... in order of first appearance (ConnectResponse, ephemeralOwner);

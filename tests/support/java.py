@@ -32,7 +32,8 @@ def classpath(*dirs):
 
 
 def compile_harness(name, timeout_s):
-    """Compiles tests/interop/java/<name>.java into BUILD when the source is newer than the class."""
+    """Compiles tests/interop/java/<name>.java into BUILD, when the source is newer than the
+    class."""
     for j in jars():
         if not os.path.exists(j):
             raise JavaError("missing jar %s (run scripts/install-deps.sh)" % j)
