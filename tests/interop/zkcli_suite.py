@@ -14,7 +14,7 @@ exit status and that the first session's ephemerals died with it.
 import re
 import subprocess
 
-from tests.interop.common import Suite, Failure, check, check_eq
+from tests.interop.common import Suite, Failure, check_eq
 from tests.support.zkwire import digest_id
 
 ZKCLI = "/usr/share/zookeeper/bin/zkCli.sh"
