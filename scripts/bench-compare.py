@@ -1,7 +1,6 @@
-#!/usr/bin/python3
 """rzk server against Apache ZooKeeper 3.8, side by side in one run (issue 6).
 
-    /usr/bin/python3 scripts/bench-compare.py [--rounds 2] [--duration-s 10] [--workloads LIST]
+    /usr/bin/python3 -m scripts.bench-compare [--rounds 2] [--duration-s 10] [--workloads LIST]
                                               [--skip-1m] [--markdown] [--json-out FILE]
 
 Both servers run on loopback with equal durability (ZooKeeper: forceSync=yes, its default;
@@ -38,22 +37,21 @@ import json
 import os
 import platform
 import re
-import resource
 import shutil
 import socket
-import statistics
-import struct
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-sys.path.insert(0, os.path.join(REPO, "tests", "support"))
-import servers  # noqa: E402
+from tests.support import servers, zkwire
+from tests.support.floor import fdatasync_floor, handoff_floor, loopback_floor
+from tests.support.machine import (children_cpu_s, cpu_seconds, log, status_kib, system_cpu,
+                                   wait_quiet)
+from tests.support.stats import median
 
-CLK_TCK = os.sysconf("SC_CLK_TCK")
+REPO = servers.REPO
 # The election handoff as issue 6 defines it: `rzk bench --workload handoff-event`, from the
 # leader's delete to its successor's event, back to back and after this many ms idle.
 HANDOFF_GAP_MS = {"handoff-event": 0, "handoff-event-idle": 20}
@@ -73,69 +71,34 @@ TARGETS = {  # issue 6, rzk / ZooKeeper
 }
 
 
-def log(msg, *args):
-    sys.stderr.write("[%s] %s\n" % (time.strftime("%H:%M:%S"), msg % args if args else msg))
-    sys.stderr.flush()
-
-
 # ---------------------------------------------------------------------------------------------
 # A raw ZooKeeper-protocol probe: connect, getData("/"), closeSession. Used to time start-up and
 # recovery as "launch to first session with a read answered", identically for both servers.
 
-class ProbeError(Exception):
-    pass
-
-
-def _frame(payload):
-    return struct.pack(">i", len(payload)) + payload
-
-
-def _recv_exact(s, n):
-    buf = b""
-    while len(buf) < n:
-        chunk = s.recv(n - len(buf))
-        if not chunk:
-            raise ProbeError("connection closed")
-        buf += chunk
-    return buf
-
-
-def _recv_frame(s):
-    (n,) = struct.unpack(">i", _recv_exact(s, 4))
-    if n < 0 or n > 16 << 20:
-        raise ProbeError("bad frame length %d" % n)
-    return _recv_exact(s, n)
-
-
 def read_probe(port, timeout_s=2.0, sock=None):
     """True once a new session is established and getData("/") is answered without error."""
-    if sock is None:
-        sock = socket.create_connection(("127.0.0.1", port), timeout=timeout_s)
-    sock.settimeout(timeout_s)
-    with sock as s:
-        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        # ConnectRequest: protocolVersion, lastZxidSeen, timeOut, sessionId, passwd, readOnly.
-        s.sendall(_frame(struct.pack(">iqiqi", 0, 0, 10000, 0, 16) + b"\0" * 16 + b"\0"))
-        resp = _recv_frame(s)
-        if len(resp) < 16:
-            raise ProbeError("short connect response")
-        _, negotiated, _ = struct.unpack(">iiq", resp[:16])
-        if negotiated <= 0:
-            raise ProbeError("session refused")
-        # getData: header (xid, type 4), path "/", watch false.
-        s.sendall(_frame(struct.pack(">iii", 1, 4, 1) + b"/" + b"\0"))
+    c = zkwire.Conn("127.0.0.1", port, timeout_s, sock)
+    try:
+        c.send_frame(zkwire.encode_connect(10000))
+        resp = zkwire.decode_connect_response(c.recv_frame())
+        if "sessionId" not in resp:
+            raise zkwire.WireError("short connect response")
+        if resp["timeOut"] <= 0:
+            raise zkwire.WireError("session refused")
+        c.send("getData", 1, {"path": "/", "watch": False})
         while True:
-            r = _recv_frame(s)
-            xid, _, err = struct.unpack(">iqi", r[:16])
-            if xid == 1:
+            r = zkwire.decode_frame(c.recv_frame(), "getData")
+            if r["xid"] == 1:
                 break
-        ok = err == 0
+        ok = r["err"] == 0
         try:  # closeSession, so probes leave no sessions behind
-            s.sendall(_frame(struct.pack(">ii", 2, -11)))
-            _recv_frame(s)
-        except (OSError, ProbeError):
+            c.send("closeSession", 2)
+            c.recv_frame()
+        except zkwire.WireError:
             pass
         return ok
+    finally:
+        c.close()
 
 
 def time_to_first_read(srv, t0, timeout_s):
@@ -156,7 +119,7 @@ def time_to_first_read(srv, t0, timeout_s):
             if read_probe(srv.port, 10.0, sock):
                 answered.append(time.monotonic())
                 done.set()
-        except (OSError, ProbeError):
+        except (OSError, zkwire.WireError):
             pass
 
     while not done.is_set():
@@ -177,84 +140,15 @@ def time_to_first_read(srv, t0, timeout_s):
     return min(answered) - t0
 
 
-# ---------------------------------------------------------------------------------------------
-# /proc readers
-
-def cpu_seconds(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        s = f.read()
-    fields = s[s.rindex(")") + 2:].split()  # fields[0] is field 3 (state)
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime (14) + stime (15)
-
-
-def status_kib(pid, key):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith(key + ":"):
-                return int(line.split()[1])
-    raise KeyError(key)
-
-
 def mib(kib):
     return kib / 1024.0
-
-
-def system_cpu():
-    """(busy, total) CPU seconds of the whole machine, from /proc/stat."""
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:9]]
-    busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7]  # user nice system irq softirq steal
-    return busy / CLK_TCK, sum(v) / CLK_TCK
-
-
-def wait_quiet(max_wait_s, threshold=0.15):
-    """Waits (at most max_wait_s) until the machine is nearly idle for a second: other people's
-    builds on these 2 cores would otherwise be measured as the servers' slowness."""
-    if max_wait_s <= 0:
-        return None
-    t_end = time.monotonic() + max_wait_s
-    waited = False
-    while True:
-        b0, t0 = system_cpu()
-        time.sleep(1.0)
-        b1, t1 = system_cpu()
-        busy = (b1 - b0) / max(1e-9, t1 - t0)
-        if busy < threshold:
-            return busy
-        if time.monotonic() > t_end:
-            log("  machine still %.0f%% busy after %.0f s of waiting; measuring anyway",
-                busy * 100, max_wait_s)
-            return busy
-        if not waited:
-            log("  machine %.0f%% busy (someone else's work); waiting for it to go quiet",
-                busy * 100)
-            waited = True
-        time.sleep(4.0)
 
 
 # ---------------------------------------------------------------------------------------------
 # Servers and the load tool
 
 def start_server(kind, args, wait=True):
-    if kind == "zookeeper":
-        return servers.start_zookeeper(heap=args.zk_heap or None, wait=wait)
-    # Fan-out opens --watchers sessions from one address: lift rzk's per-IP limit as zoo.cfg's
-    # maxClientCnxns=0 does for ZooKeeper in servers.py.
-    # bench-stalls.py passes --rzk-server-arg through, to bisect a tail by a server setting.
-    return servers.start_rzk(durable=True, wait=wait,
-                             extra_args=["--max-client-cnxns", "0"]
-                             + list(getattr(args, "rzk_server_arg", None) or []))
-
-
-def relaunch(srv):
-    """SIGKILL the server and launch it again on the same data; returns the launch instant."""
-    srv.proc.kill()
-    srv.proc.wait(30)
-    out = open(os.path.join(srv.workdir, "server.log"), "a")
-    t0 = time.monotonic()
-    srv.proc = subprocess.Popen(srv.cmd, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-    return t0
+    return servers.start_for_benchmark(kind, args.zk_heap, wait=wait)
 
 
 def bench_args(workload, args):
@@ -289,22 +183,12 @@ def run_bench(args, hosts, workload, duration_s, timeout_s):
     raise RuntimeError("%s printed no JSON:\n%s" % (" ".join(cmd), p.stdout[-2000:]))
 
 
-def children_cpu_s():
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime
-
-
 def adjacent_floor_us(gap_ms):
     """The floor just before a handoff run, idle or back to back as it runs: the floor drifts
-    over a long run by more than the margin the target leaves (the idle one from 296 to 548 us
-    between two runs of one morning), so each handoff is held against its own."""
-    d = tempfile.mkdtemp(prefix="rzk-floor-")
-    try:
-        fs = fdatasync_floor(d, 200 if gap_ms else 1000, gap_ms, ("preallocated",))
-    finally:
-        os.rmdir(d)
-    rt = loopback_floor(200 if gap_ms else 5000, gap_ms)
-    return fs["preallocated"]["p50_us"] + rt["p50_us"]
+    over a long run by more than the margin the target leaves (see docs/BENCHMARKS.md), so each
+    handoff is held against its own."""
+    fs, rt = handoff_floor(200 if gap_ms else 1000, 200 if gap_ms else 5000, gap_ms)
+    return fs["p50_us"] + rt["p50_us"]
 
 
 def measured_run(args, kind, workload, rnd):
@@ -394,7 +278,7 @@ def populate_run(args, kind, rnd):
                                                 r.get("live_heap_per_znode_bytes", float("nan")))
             if "rss_per_znode_after_gc_bytes" in r else "")
         # Recovery: crash (SIGKILL) and relaunch on the same data.
-        t0 = relaunch(srv)
+        t0 = srv.relaunch()
         r["recovery_s"] = time_to_first_read(srv, t0, args.populate_timeout_s)
         r["rss_after_recovery_mib"] = mib(status_kib(srv.proc.pid, "VmRSS"))
         r["node_count_after_recovery"] = node_count(srv)
@@ -419,88 +303,10 @@ def startup_run(args, kind):
 
 
 # ---------------------------------------------------------------------------------------------
-# The floor
-
-def pct(xs, q):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(q * len(xs)))]
-
-
-def fdatasync_floor(directory, n=1000, idle_ms=0.0, modes=("preallocated", "append")):
-    """100-byte writes each followed by fdatasync: into a preallocated file (as both servers'
-    logs do) and appending to a growing file. With `idle_ms`, the machine sleeps that long
-    before each sample: on a virtual machine an idle vCPU is slow to wake, and a handoff after
-    an idle gap pays that too."""
-    out = {}
-    for mode in modes:
-        path = os.path.join(directory, "fdatasync-probe")
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            if mode == "preallocated":
-                os.write(fd, b"\0" * (n * 100 + 4096))
-                os.fsync(fd)
-                os.lseek(fd, 0, os.SEEK_SET)
-            lat = []
-            rec = b"r" * 100
-            for _ in range(n):
-                if idle_ms:
-                    time.sleep(idle_ms / 1000.0)
-                t = time.perf_counter_ns()
-                os.write(fd, rec)
-                os.fdatasync(fd)
-                lat.append((time.perf_counter_ns() - t) / 1000.0)
-        finally:
-            os.close(fd)
-            os.unlink(path)
-        out[mode] = {"p50_us": pct(lat, 0.5), "p99_us": pct(lat, 0.99), "n": n}
-    return out
-
-
-def loopback_floor(n=10000, idle_ms=0.0):
-    """Round trip of 100 bytes over a loopback TCP connection to a Python echo thread; with
-    `idle_ms`, after that long asleep (see fdatasync_floor)."""
-    ls = socket.socket()
-    ls.bind(("127.0.0.1", 0))
-    ls.listen(1)
-
-    def echo():
-        c, _ = ls.accept()
-        c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        with c:
-            while True:
-                d = c.recv(65536)
-                if not d:
-                    return
-                c.sendall(d)
-
-    t = threading.Thread(target=echo, daemon=True)
-    t.start()
-    s = socket.create_connection(ls.getsockname())
-    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    msg = b"e" * 100
-    lat = []
-    for i in range(n + 500):
-        if idle_ms and i >= 500:
-            time.sleep(idle_ms / 1000.0)
-        t0 = time.perf_counter_ns()
-        s.sendall(msg)
-        got = 0
-        while got < len(msg):
-            got += len(s.recv(65536))
-        if i >= 500:
-            lat.append((time.perf_counter_ns() - t0) / 1000.0)
-    s.close()
-    t.join(5)
-    ls.close()
-    return {"p50_us": pct(lat, 0.5), "p99_us": pct(lat, 0.99), "n": n}
-
-
-# ---------------------------------------------------------------------------------------------
 # Report
 
 def med(rows, key):
-    vals = [r[key] for r in rows if r.get(key) is not None]
-    return statistics.median(vals) if vals else None
+    return median(r.get(key) for r in rows)
 
 
 def ratio(a, b):
@@ -708,8 +514,8 @@ def build_tables(res, args):
             rr = ratio(rpz[1], gc)
             t_rows.append(["RSS per znode (ZooKeeper after full GC)", fmt_ratio(rr),
                            verdict("rss_per_znode", rr)])
-    su = (res["startup"] and (statistics.median(res["startup"]["zookeeper"]),
-                              statistics.median(res["startup"]["rzk"])))
+    su = (res["startup"] and (median(res["startup"]["zookeeper"]),
+                              median(res["startup"]["rzk"])))
     if su:
         r_rows.append(["start-up, launch to first read, ms (median of %d)"
                        % len(res["startup"]["rzk"]), fmt(su[0] * 1000, 1), fmt(su[1] * 1000, 1),
@@ -751,7 +557,7 @@ def render_plain(tables, info):
 
 def render_markdown(tables, info, argv):
     out = ["### Run of %s" % info["date"], "",
-           "    /usr/bin/python3 scripts/bench-compare.py %s" % " ".join(argv), "",
+           "    /usr/bin/python3 -m scripts.bench-compare %s" % " ".join(argv), "",
            "| machine | |", "|---|---|"]
     out += ["| %s | %s |" % kv for kv in info.items()]
     for title, header, rows in tables:
@@ -784,8 +590,7 @@ def main():
                     help="quick mode: no populate / RSS per znode / recovery")
     ap.add_argument("--zk-heap", default="",
                     help="ZooKeeper -Xmx (default: none, the JVM default, as Debian runs it)")
-    ap.add_argument("--rzk-bin", default=os.environ.get("RZK_BIN") or
-                    os.path.join(REPO, "target", "release", "rzk"))
+    ap.add_argument("--rzk-bin", default=servers.release_rzk_binary())
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--json-out", help="write every raw measurement here")
     ap.add_argument("--guard-throughput-ratio", type=float, metavar="R",

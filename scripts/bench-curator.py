@@ -1,7 +1,6 @@
-#!/usr/bin/python3
 """Curator 5.4 election benchmarks on Apache ZooKeeper 3.8 (issue 6).
 
-    /usr/bin/python3 scripts/bench-curator.py [--only latch,selector,crash,herd,predecessor]
+    /usr/bin/python3 -m scripts.bench-curator [--only latch,selector,crash,herd,predecessor]
         [--latch-n 5,100,1000] [--handoffs 200] [--herd-n 100,1000] [--changes 20]
         [--crash-trials 10] [--session-ms 4000] [--selector-s 10] [--markdown] [--json-out F]
 
@@ -30,103 +29,37 @@ the leader's delete, the successor's event and the list it reads on it, no libra
 """
 
 import argparse
-import importlib.util
 import json
 import os
-import resource
 import subprocess
 import sys
-import tempfile
 import time
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-sys.path.insert(0, os.path.join(REPO, "tests", "support"))
-import servers  # noqa: E402
+from tests.support import java, servers
+from tests.support.floor import handoff_floor
+from tests.support.machine import children_cpu_s, cpu_seconds, log, status_kib, system_cpu, \
+    wait_quiet
+from tests.support.stats import median
 
-JAVA_DIR = os.path.join(REPO, "tests", "interop", "java")
-BUILD = os.path.join(JAVA_DIR, "build")
-SRC = os.path.join(JAVA_DIR, "ElectionBench.java")
-CLASS = os.path.join(BUILD, "ElectionBench.class")
-JARS = ["curator-client", "curator-framework", "curator-recipes", "zookeeper", "zookeeper-jute",
-        "guava", "slf4j-api", "slf4j-simple"]
-CLASSPATH = ":".join("/usr/share/java/%s.jar" % j for j in JARS)
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 ALL = ["latch", "selector", "crash", "herd", "predecessor"]
 # Results of `rzk bench` runs carry the server they ran on; Curator's harness's carry none.
 BENCH_SERVERS = ("rzk", "zookeeper")
 
 
-def log(msg, *args):
-    sys.stderr.write("[%s] %s\n" % (time.strftime("%H:%M:%S"), msg % args if args else msg))
-    sys.stderr.flush()
-
-
 def machine_busy_s():
-    with open("/proc/stat") as fo:
-        v = [int(x) for x in fo.readline().split()[1:9]]
-    return (v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / CLK_TCK
-
-
-def proc_cpu_s(pid):
-    with open("/proc/%d/stat" % pid) as fo:
-        s = fo.read()
-    x = s[s.rindex(")") + 2:].split()
-    return (int(x[11]) + int(x[12])) / CLK_TCK
-
-
-def children_cpu_s():
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime
-
-
-def wait_quiet(max_wait_s, threshold=0.15):
-    """Waits (at most max_wait_s) until the machine is nearly idle for a second: other people's
-    builds on these 2 cores would otherwise be measured as ZooKeeper's and Curator's slowness."""
-    def sample():
-        with open("/proc/stat") as fo:
-            v = [int(x) for x in fo.readline().split()[1:9]]
-        return v[0] + v[1] + v[2] + v[5] + v[6] + v[7], sum(v)
-    t_end = time.monotonic() + max_wait_s
-    while max_wait_s > 0:
-        b0, t0 = sample()
-        time.sleep(1.0)
-        b1, t1 = sample()
-        busy = (b1 - b0) / max(1, t1 - t0)
-        if busy < threshold:
-            return
-        if time.monotonic() > t_end:
-            log("  machine still %.0f%% busy; measuring anyway", busy * 100)
-            return
-        log("  machine %.0f%% busy (someone else's work); waiting", busy * 100)
-        time.sleep(9.0)
-
-
-def compile_if_needed():
-    for j in CLASSPATH.split(":"):
-        if not os.path.exists(j):
-            sys.exit("missing jar %s (run scripts/install-deps.sh)" % j)
-    if os.path.exists(CLASS) and os.path.getmtime(CLASS) >= os.path.getmtime(SRC):
-        return
-    os.makedirs(BUILD, exist_ok=True)
-    p = subprocess.run(["javac", "-nowarn", "-d", BUILD, "-cp", CLASSPATH, SRC],
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
-    if p.returncode != 0:
-        sys.exit("javac failed:\n" + p.stdout)
+    return system_cpu()[0]
 
 
 def run(args, measurement, params, timeout_s):
-    wait_quiet(args.quiet_wait_s)
-    srv = servers.start_zookeeper(heap=args.zk_heap or None)
+    wait_quiet(args.quiet_wait_s, recheck_s=9.0)
+    srv = servers.start_for_benchmark("zookeeper", args.zk_heap)
     try:
-        logf = os.path.join(BUILD, "election-bench-client.log")
-        cmd = ["java", "-Xmx%s" % args.client_heap,
-               "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-               "-Dorg.slf4j.simpleLogger.logFile=" + logf,
-               "-cp", BUILD + ":" + CLASSPATH, "ElectionBench", srv.hosts, measurement]
-        cmd += [str(p) for p in params]
+        logf = os.path.join(java.BUILD, "election-bench-client.log")
+        cmd = java.harness_command("ElectionBench", [srv.hosts, measurement] + list(params),
+                                   args.client_heap, logf)
         log("%s", " ".join(cmd[cmd.index("ElectionBench"):]))
         t0 = time.monotonic()
-        b0, s0, k0 = machine_busy_s(), proc_cpu_s(srv.proc.pid), children_cpu_s()
+        b0, s0, k0 = machine_busy_s(), cpu_seconds(srv.proc.pid), children_cpu_s()
         try:
             p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=None, text=True,
                                timeout=timeout_s)
@@ -140,15 +73,13 @@ def run(args, measurement, params, timeout_s):
                     "error": "exit %d" % p.returncode}
         r = json.loads(lines[-1])
         r["wall_s"] = round(time.monotonic() - t0, 1)
-        s1, k1 = proc_cpu_s(srv.proc.pid), children_cpu_s()
+        s1, k1 = cpu_seconds(srv.proc.pid), children_cpu_s()
         r["zk_server_cpu_s"] = round(s1 - s0, 2)
         r["client_jvm_cpu_s"] = round(k1 - k0, 2)
         # CPU used by anything else on the machine (other people's builds), as a fraction of it
         other = max(0.0, machine_busy_s() - b0 - (s1 - s0) - (k1 - k0))
         r["other_cpu_frac"] = round(other / (r["wall_s"] * os.cpu_count()), 3)
-        r["zk_server_peak_rss_mib"] = round(
-            int(next(ln.split()[1] for ln in open("/proc/%d/status" % srv.proc.pid)
-                     if ln.startswith("VmHWM:"))) / 1024.0)
+        r["zk_server_peak_rss_mib"] = round(status_kib(srv.proc.pid, "VmHWM") / 1024.0)
         print(json.dumps(r), flush=True)
         return r
     finally:
@@ -160,17 +91,14 @@ def run_bench(args, workload, flags, timeout_s, tag=None, server="rzk"):
     table; with server="zookeeper", on a fresh Apache ZooKeeper instead (the protocol-level
     handoff-read). `tag` is merged into the result (e.g. the handoff's gap, to pair it with
     Curator's)."""
-    wait_quiet(args.quiet_wait_s)
-    if server == "zookeeper":
-        srv = servers.start_zookeeper(heap=args.zk_heap or None)
-    else:
-        srv = servers.start_rzk(durable=True, extra_args=["--max-client-cnxns", "0"])
+    wait_quiet(args.quiet_wait_s, recheck_s=9.0)
+    srv = servers.start_for_benchmark(server, args.zk_heap)
     try:
         cmd = [args.rzk_bin, "bench", "--connect", srv.hosts, "--workload", workload]
         cmd += [str(x) for x in flags] + ["--json"]
         log("%s", " ".join(cmd[1:]))
         t0 = time.monotonic()
-        b0, s0, k0 = machine_busy_s(), proc_cpu_s(srv.proc.pid), children_cpu_s()
+        b0, s0, k0 = machine_busy_s(), cpu_seconds(srv.proc.pid), children_cpu_s()
         try:
             p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                timeout=timeout_s)
@@ -187,7 +115,7 @@ def run_bench(args, workload, flags, timeout_s, tag=None, server="rzk"):
         r["server"] = server
         r["command"] = "rzk bench " + " ".join(cmd[4:])  # without --connect HOSTS
         r["wall_s"] = round(time.monotonic() - t0, 1)
-        s1, k1 = proc_cpu_s(srv.proc.pid), children_cpu_s()
+        s1, k1 = cpu_seconds(srv.proc.pid), children_cpu_s()
         other = max(0.0, machine_busy_s() - b0 - (s1 - s0) - (k1 - k0))
         r["other_cpu_frac"] = round(other / (r["wall_s"] * os.cpu_count()), 3)
         print(json.dumps(r), flush=True)
@@ -198,33 +126,16 @@ def run_bench(args, workload, flags, timeout_s, tag=None, server="rzk"):
 
 def floor_row():
     """The fsync + round-trip floor, measured now, as scripts/bench-compare.py does."""
-    spec = importlib.util.spec_from_file_location(
-        "bench_compare", os.path.join(REPO, "scripts", "bench-compare.py"))
-    bc = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bc)
     r = {"measurement": "floor", "server": "-"}
     # Back to back (as back-to-back handoffs run), and after 20 ms asleep (as handoffs with
-    # --gap-ms 20 do: on this virtual machine an idle vCPU is slow to wake).
+    # --gap-ms 20 do: on a virtual machine an idle vCPU is slow to wake).
     for tag, idle_ms, n, m in (("", 0.0, 1000, 10000), ("idle_", 20.0, 200, 200)):
-        d = tempfile.mkdtemp(prefix="rzk-floor-")
-        try:
-            fs = bc.fdatasync_floor(d, n, idle_ms)["preallocated"]
-        finally:
-            os.rmdir(d)
-        rt = bc.loopback_floor(m, idle_ms)
+        fs, rt = handoff_floor(n, m, idle_ms)
         r.update({tag + "fdatasync_p50_us": fs["p50_us"], tag + "fdatasync_p99_us": fs["p99_us"],
                   tag + "rtt_p50_us": rt["p50_us"], tag + "rtt_p99_us": rt["p99_us"],
                   tag + "floor_us": fs["p50_us"] + rt["p50_us"]})
     print(json.dumps(r), flush=True)
     return r
-
-
-def median(xs):
-    xs = sorted(x for x in xs if x is not None)
-    if not xs:
-        return None
-    mid = len(xs) // 2
-    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2.0
 
 
 def every(xs, **kw):
@@ -244,7 +155,7 @@ def f(v, d=2):
 
 
 def markdown(results, argv):
-    out = ["    /usr/bin/python3 scripts/bench-curator.py %s" % " ".join(argv), "",
+    out = ["    /usr/bin/python3 -m scripts.bench-curator %s" % " ".join(argv), "",
            "| measurement | N | p50 | p99 | other | other CPU |", "|---|---|---|---|---|---|"]
     multi = any(r.get("round", 0) > 0 for r in results)
 
@@ -462,14 +373,16 @@ def main():
     ap.add_argument("--rzk-duration-s", type=float, default=10.0)
     ap.add_argument("--rzk-alone-n", default="10000",
                     help="rzk-election handoffs at these N on rzk alone (no Curator run)")
-    ap.add_argument("--rzk-bin", default=os.environ.get("RZK_BIN") or
-                    os.path.join(REPO, "target", "release", "rzk"))
+    ap.add_argument("--rzk-bin", default=servers.release_rzk_binary())
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--json-out")
     args = ap.parse_args()
     only = [] if args.rzk_only else args.only.split(",")
     args.rzk = args.rzk or args.rzk_only
-    compile_if_needed()
+    try:
+        java.compile_harness("ElectionBench", 300)
+    except java.JavaError as e:
+        sys.exit(str(e))
     results = []
     latch_n = [int(x) for x in args.latch_n.split(",")]
     gaps = sorted({0, args.gap_ms})

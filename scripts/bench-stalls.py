@@ -1,7 +1,6 @@
-#!/usr/bin/python3
 """Where a server's latency tail comes from: a timeline of stalls under `rzk bench` load.
 
-    /usr/bin/python3 scripts/bench-stalls.py [--server rzk|zookeeper] [--workload populate]
+    /usr/bin/python3 -m scripts.bench-stalls [--server rzk|zookeeper] [--workload populate]
                                              [--znodes 1000000] [--duration-s 10] [--top 15]
 
 Starts the server (durable rzk or Apache ZooKeeper 3.8, as scripts/bench-compare.py does),
@@ -17,22 +16,15 @@ exactly those counts is the data tree's table being rehashed in one go. This is 
 
 import argparse
 import bisect
-import importlib.util
 import json
 import os
 import re
-import socket
-import struct
 import subprocess
-import sys
 import threading
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-_spec = importlib.util.spec_from_file_location("bench_compare",
-                                               os.path.join(HERE, "bench-compare.py"))
-bc = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(bc)
+from tests.support import servers, zkwire
+from tests.support.stats import pct
 
 
 def growth_points(limit):
@@ -45,21 +37,18 @@ def growth_points(limit):
 
 
 def probe_loop(port, stop, samples):
-    s = socket.create_connection(("127.0.0.1", port), timeout=30)
-    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    s.sendall(bc._frame(struct.pack(">iqiqi", 0, 0, 30000, 0, 16) + b"\0" * 16 + b"\0"))
-    bc._recv_frame(s)
+    c, _ = zkwire.connect("127.0.0.1", port, 30000, io_timeout=30)
     xid = 0
     while not stop.is_set():
         xid += 1
         t0 = time.monotonic()
-        s.sendall(bc._frame(struct.pack(">iii", xid, 4, 1) + b"/" + b"\0"))
+        c.send("getData", xid, {"path": "/", "watch": False})
         while True:
-            r = bc._recv_frame(s)
-            if struct.unpack(">i", r[:4])[0] == xid:
+            r = zkwire.decode_frame(c.recv_frame(), "getData")
+            if r["xid"] == xid:
                 break
         samples.append((t0, time.monotonic() - t0))
-    s.close()
+    c.close()
 
 
 def count_loop(srv, stop, counts):
@@ -88,11 +77,10 @@ def main():
                     help="an extra argument for rzk server (repeat for several), e.g. "
                          "--rzk-server-arg=--snap-count --rzk-server-arg=100000000")
     ap.add_argument("--zk-heap", default="")
-    ap.add_argument("--rzk-bin", default=os.environ.get("RZK_BIN") or
-                    os.path.join(bc.REPO, "target", "release", "rzk"))
+    ap.add_argument("--rzk-bin", default=servers.release_rzk_binary())
     args = ap.parse_args()
     os.environ["RZK_BIN"] = os.path.abspath(args.rzk_bin)
-    srv = bc.start_server(args.server, args)
+    srv = servers.start_for_benchmark(args.server, args.zk_heap, args.rzk_server_arg or [])
     stop = threading.Event()
     samples, counts = [], []
     try:
@@ -117,7 +105,7 @@ def main():
     lat = sorted(x[1] for x in samples)
     print("%s %s: %s" % (args.server, args.workload, json.dumps(res)))
     print("probe: %d getData, p50 %.2f ms, p99 %.2f ms, max %.1f ms" % (
-        len(lat), 1000 * lat[len(lat) // 2], 1000 * lat[int(len(lat) * 0.99)], 1000 * lat[-1]))
+        len(lat), 1000 * pct(lat, 0.5), 1000 * pct(lat, 0.99), 1000 * lat[-1]))
     stalls = [x for x in samples if x[1] * 1000 >= args.stall_ms]
     ctimes = [c[0] for c in counts]
     pts = growth_points(args.znodes * 4)

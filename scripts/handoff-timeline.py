@@ -1,7 +1,6 @@
-#!/usr/bin/python3
 """Where an election handoff's time goes inside the server, step by step, from the scheduler.
 
-    /usr/bin/python3 scripts/handoff-timeline.py [--participants 5] [--gap-ms 20]
+    /usr/bin/python3 -m scripts.handoff-timeline [--participants 5] [--gap-ms 20]
                                                  [--duration-s 4] [--rzk-bin target/release/rzk]
 
 Starts a durable rzk server (as scripts/bench-compare.py does), records the scheduler with
@@ -27,21 +26,14 @@ little, so the steps are for comparison with each other, not with `rzk bench`'s 
 """
 
 import argparse
-import importlib.util
 import os
 import re
 import subprocess
 import sys
 import tempfile
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-sys.path.insert(0, os.path.join(REPO, "tests", "support"))
-import servers  # noqa: E402
-
-_spec = importlib.util.spec_from_file_location(
-    "bench_compare", os.path.join(REPO, "scripts", "bench-compare.py"))
-bc = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(bc)
+from tests.support import servers
+from tests.support.stats import pct
 
 WAKE = re.compile(r"\s*([\d.]+) \[(\d+)\]\s+(\S+)\s.*awakened: (\S+)")
 # A switch-out line: time, cpu, task, then wait / sch delay / run time in ms.
@@ -140,8 +132,7 @@ def main():
     ap.add_argument("--participants", type=int, default=5)
     ap.add_argument("--gap-ms", type=int, default=20)
     ap.add_argument("--duration-s", type=float, default=4.0)
-    ap.add_argument("--rzk-bin", default=os.environ.get("RZK_BIN") or
-                    os.path.join(REPO, "target", "release", "rzk"))
+    ap.add_argument("--rzk-bin", default=servers.release_rzk_binary())
     ap.add_argument("--timehist", metavar="FILE",
                     help="split the handoffs of an existing `perf sched timehist -w` output "
                          "instead of recording (with --server-pid)")
@@ -159,7 +150,7 @@ def main():
             report(timelines(f.read().splitlines(), args.server_pid, args.gap_ms / 1000.0))
         return
     os.environ["RZK_BIN"] = args.rzk_bin
-    srv = servers.start_rzk(durable=True, extra_args=["--max-client-cnxns", "0"])
+    srv = servers.start_for_benchmark("rzk")
     with tempfile.TemporaryDirectory(prefix="rzk-timeline-") as tmp:
         try:
             steps, bench, bench_line = record(args, srv, os.path.join(tmp, "sched.data"))
@@ -202,7 +193,7 @@ def report(steps):
     cols = list(zip(*[split(s) for s in steps])) if steps else [[] for _ in STEPS]
     for name, col in zip(STEPS, cols):
         seen = [x for x in col if x is not None]
-        vals = [bc.pct(seen, q) if seen else None for q in (0.25, 0.5, 0.75)]
+        vals = [pct(seen, q) if seen else None for q in (0.25, 0.5, 0.75)]
         print("| %s | %s |" % (name, " | ".join("-" if v is None else "%.0f" % v
                                                  for v in vals)))
 

@@ -35,13 +35,11 @@ else
     echo "install-deps: all packages already installed (${PKGS[*]})"
 fi
 
-# Verify that what the suites actually use is there.
+# Verify that what the suites actually use is there: the jars are those of the one classpath.
+mapfile -t jars < <(grep -v -e '^[[:space:]]*#' -e '^[[:space:]]*$' \
+    "$(dirname "$0")/../tests/support/java-classpath.txt")
 fail=0
-for f in /usr/share/zookeeper/bin/zkCli.sh \
-         /usr/share/java/zookeeper.jar /usr/share/java/zookeeper-jute.jar \
-         /usr/share/java/curator-client.jar /usr/share/java/curator-framework.jar \
-         /usr/share/java/curator-recipes.jar /usr/share/java/guava.jar \
-         /usr/share/java/slf4j-api.jar /usr/share/java/slf4j-simple.jar \
+for f in /usr/share/zookeeper/bin/zkCli.sh "${jars[@]}" \
          /usr/lib/zookeeper/bin/cli_mt /usr/lib/zookeeper/bin/load_gen; do
     if [ ! -e "$f" ]; then
         echo "install-deps: missing $f" >&2

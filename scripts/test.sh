@@ -43,14 +43,14 @@ step "interop suites against Apache ZooKeeper (the suites' own reference)"
 tests/interop/run_all.sh --server zookeeper
 
 step "differential test: rzk vs Apache ZooKeeper"
-/usr/bin/python3 tests/differential/diff_test.py
+/usr/bin/python3 -m tests.differential.diff_test
 
 step "fuzz smoke"
 scripts/fuzz-smoke.sh "${RZK_FUZZ_SECONDS:-30}"
 
 step "profiling scripts: handoff-timeline.py splits a recorded idle handoff"
 # A real `perf sched timehist -w` excerpt (four handoffs against a server of pid 10815).
-timeline=$(/usr/bin/python3 scripts/handoff-timeline.py \
+timeline=$(/usr/bin/python3 -m scripts.handoff-timeline \
     --timehist scripts/testdata/handoff-timehist.txt --server-pid 10815)
 grep -qx '4 handoffs with every step seen' <<<"$timeline"
 grep -qxF '| delete to the event sent | 445 | 486 | 501 |' <<<"$timeline"
@@ -60,7 +60,7 @@ cargo bench -p rzk-microbench -- --test
 
 step "coarse benchmark guard: rzk against Apache ZooKeeper, side by side"
 cargo build --release -p rzk
-/usr/bin/python3 scripts/bench-compare.py --workloads get,set,create,churn,handoff-event --rounds 1 \
+/usr/bin/python3 -m scripts.bench-compare --workloads get,set,create,churn,handoff-event --rounds 1 \
     --duration-s 3 --warmup-s 1 --skip-1m --startup-trials 1 --quiet-wait-s 0 \
     --guard-throughput-ratio 1.5
 

@@ -1,13 +1,13 @@
-#!/usr/bin/env python3
 """Differential test: one scripted scenario against two ZooKeeper-protocol servers.
 
-    python3 tests/differential/diff_test.py                      # zookeeper vs rzk
-    python3 tests/differential/diff_test.py --server-b zookeeper  # self-check
+    /usr/bin/python3 -m tests.differential.diff_test                      # zookeeper vs rzk
+    /usr/bin/python3 -m tests.differential.diff_test --server-b zookeeper  # self-check
 
 Each server is started fresh on loopback (tests/support/servers.py), the scenario in
-scenario.py is played against it, and every frame received is decoded and normalised into a
-transcript. The two transcripts must be identical; otherwise a side-by-side diff of the first
-differing steps is printed and the exit status is 1. Nothing is skipped.
+scenario.py is played against it through the raw client tests/support/zkwire.py, and every
+frame received is decoded and normalised into a transcript. The two transcripts must be
+identical; otherwise a side-by-side diff of the first differing steps is printed and the exit
+status is 1. Nothing is skipped.
 
 Normalisation (what is masked and what is still checked):
 * Session ids -> S1, S2, ... in order of first appearance (ConnectResponse, ephemeralOwner);
@@ -44,13 +44,9 @@ import tempfile
 import time
 import difflib
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "support"))
-
-import zkwire  # noqa: E402
-from zkwire import Closed, Timeout, err_name  # noqa: E402
-import scenario as scenario_mod  # noqa: E402
+from tests.differential import scenario as scenario_mod
+from tests.support import servers, zkwire
+from tests.support.zkwire import Closed, Timeout, err_name
 
 IO_TIMEOUT = 5.0       # every socket wait
 CLOSE_TIMEOUT = 5.0    # how long to wait for a server-side close
@@ -450,7 +446,6 @@ def describe_args(args):
 
 
 def run_against(kind, strict_create2_in_multi):
-    import servers
     t0 = time.monotonic()
     srv = servers.start(kind)
     t1 = time.monotonic()
@@ -605,7 +600,6 @@ def main():
     ap.add_argument("--width", type=int, default=80, help="column width of the diff")
     opts = ap.parse_args()
 
-    import servers
     for kind in (opts.server_a, opts.server_b):
         if kind == "rzk":
             try:

@@ -19,12 +19,12 @@ Sessions are always ended with an explicit closeSession (never left to expire) s
 expiry transaction lands at a timing-dependent point.
 """
 
-from zkwire import OPEN_ACL, PERM_ALL, PERM_READ, PERM_ADMIN, PERM_WRITE, PERM_CREATE, \
+from tests.support.zkwire import OPEN_ACL, PERM_ALL, PERM_READ, PERM_ADMIN, PERM_WRITE, \
+    PERM_CREATE, PERSISTENT, EPHEMERAL, PERSISTENT_SEQ, EPHEMERAL_SEQ, CONTAINER, TTL, TTL_SEQ, \
     digest_id
 
 LAST_ZXID = "$LAST_ZXID"
 
-PERSISTENT, EPHEMERAL, PERSISTENT_SEQ, EPHEMERAL_SEQ, CONTAINER, TTL, TTL_SEQ = range(7)
 WT_CHILD, WT_DATA, WT_ANY = 1, 2, 3
 MODE_PERSISTENT, MODE_RECURSIVE = 0, 1
 

@@ -1,7 +1,6 @@
-#!/usr/bin/python3
 """Interop suite driving the ZooKeeper C client (Debian `zookeeper-bin` / `libzookeeper-mt2` 3.8).
 
-    /usr/bin/python3 tests/interop/cclient_suite.py [--server zookeeper|rzk] [-k NAME]
+    /usr/bin/python3 -m tests.interop.cclient_suite [--server zookeeper|rzk] [-k NAME]
 
 Most tests drive `cli_mt`, the C client's own shell, through a pipe: one command per line on
 stdin, answers read from its merged stdout/stderr (run under `stdbuf -oL -eL`, so every line is
@@ -30,14 +29,14 @@ import logging
 import os
 import re
 import shutil
-import socket
 import struct
 import subprocess
 import tempfile
 import threading
 import time
 
-from common import Suite, Failure, check, check_eq, wait_until
+from tests.interop.common import Suite, Failure, check, check_eq, wait_until
+from tests.support.net import Proxy
 
 from kazoo.client import KazooClient
 from kazoo.security import make_digest_acl
@@ -381,83 +380,7 @@ def check_fresh_stat(st, what, now=None):
 
 
 # --------------------------------------------------------------------------------------------
-# A proxy that records the bytes of every connection and can cut and block connections.
-
-class Proxy:
-    def __init__(self, port):
-        self.target = ("127.0.0.1", port)
-        self.lsock = socket.socket()
-        self.lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.lsock.bind(("127.0.0.1", 0))
-        self.lsock.listen(16)
-        self.hosts = "127.0.0.1:%d" % self.lsock.getsockname()[1]
-        self.lock = threading.Lock()
-        self.blocked = False
-        self.closed = False
-        self.conns = []   # dicts: c2s, s2c bytearrays (all bytes, in order), socks
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self):
-        while True:
-            try:
-                c, _ = self.lsock.accept()
-            except OSError:
-                return
-            with self.lock:
-                if self.blocked or self.closed:
-                    c.close()
-                    continue
-                try:
-                    s = socket.create_connection(self.target, timeout=5)
-                except OSError:
-                    c.close()
-                    continue
-                conn = {"c2s": bytearray(), "s2c": bytearray(), "socks": (c, s)}
-                self.conns.append(conn)
-            threading.Thread(target=self._pump, args=(c, s, conn["c2s"]), daemon=True).start()
-            threading.Thread(target=self._pump, args=(s, c, conn["s2c"]), daemon=True).start()
-
-    def _pump(self, src, dst, record):
-        try:
-            while True:
-                data = src.recv(65536)
-                if not data:
-                    break
-                with self.lock:
-                    record.extend(data)
-                dst.sendall(data)
-        except OSError:
-            pass
-        for x in (src, dst):
-            try:
-                x.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-    def cut_and_block(self):
-        with self.lock:
-            self.blocked = True
-            for conn in self.conns:
-                for x in conn["socks"]:
-                    try:
-                        x.shutdown(socket.SHUT_RDWR)
-                    except OSError:
-                        pass
-
-    def unblock(self):
-        with self.lock:
-            self.blocked = False
-
-    def snapshot(self):
-        with self.lock:
-            return [(bytes(c["c2s"]), bytes(c["s2c"])) for c in self.conns]
-
-    def close(self):
-        self.cut_and_block()
-        with self.lock:
-            self.closed = True
-        self.lsock.close()
-
+# What the proxy recorded
 
 def first_frame(data, what):
     check(len(data) >= 4, "%s: only %d bytes captured", what, len(data))

@@ -1,7 +1,7 @@
 """The rzk binary's client commands against a server: the same commands must work against
 Apache ZooKeeper and rzk. Uses target/debug/rzk (or $RZK_BIN).
 
-    /usr/bin/python3 tests/interop/cli_suite.py --server zookeeper|rzk
+    /usr/bin/python3 -m tests.interop.cli_suite --server zookeeper|rzk
 """
 
 import json
@@ -11,9 +11,8 @@ import subprocess
 import tempfile
 import time
 
-from common import Suite, check, check_eq, wait_until
-
-import servers
+from tests.interop.common import Suite, check, check_eq, wait_until
+from tests.support import servers
 
 # A small tick so that ZooKeeper's expiry buckets stay well inside "timeout + 1 s".
 suite = Suite("cli", overall_timeout_s=150, server_options={"tick_ms": 200})

@@ -3,7 +3,7 @@ reports every failure, bounded waits, and a watchdog so a hung server can never 
 
 Each suite does:
 
-    from common import Suite
+    from tests.interop.common import Suite
     suite = Suite("kazoo")
 
     @suite.test
@@ -19,10 +19,7 @@ import threading
 import time
 import traceback
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "support"))
-
-import servers  # noqa: E402  (path set up above)
+from tests.support import servers
 
 
 class Failure(AssertionError):

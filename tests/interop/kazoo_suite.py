@@ -1,7 +1,6 @@
-#!/usr/bin/python3
 """Interop suite driving the real kazoo client (Debian python3-kazoo 2.8) against a server.
 
-    /usr/bin/python3 tests/interop/kazoo_suite.py [--server zookeeper|rzk] [-k NAME]
+    /usr/bin/python3 -m tests.interop.kazoo_suite [--server zookeeper|rzk] [-k NAME]
 
 Runs against Apache ZooKeeper 3.8 by default; exits non-zero if any test fails.
 Use /usr/bin/python3: kazoo is installed for the system interpreter only.
@@ -15,7 +14,7 @@ import sys
 import threading
 import time
 
-from common import Suite, Failure, check, check_eq, expect_raises, wait_until
+from tests.interop.common import Suite, Failure, check, check_eq, expect_raises, wait_until
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import (

@@ -3,14 +3,13 @@ again on the same port with the same data. Clients that reconnect within their s
 keep their sessions and ephemerals; sessions that never come back expire after the restart.
 Proven against Apache ZooKeeper (always durable) and run against rzk with a data directory.
 
-    /usr/bin/python3 tests/interop/restart_suite.py --server zookeeper|rzk
+    /usr/bin/python3 -m tests.interop.restart_suite --server zookeeper|rzk
 """
 
-import socket
-import struct
 import threading
 
-from common import Suite, check, check_eq, wait_until
+from tests.interop.common import Suite, check, check_eq, wait_until
+from tests.support import zkwire
 
 from kazoo.client import KazooClient
 from kazoo.protocol.states import KazooState
@@ -25,25 +24,13 @@ def client(srv, timeout_s=10.0):
 
 
 def raw_session_with_ephemeral(srv, path, timeout_ms=4000):
-    """A session that will never come back: raw socket, ephemeral created, socket dropped."""
-    s = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
-
-    def frame(b):
-        return struct.pack(">i", len(b)) + b
-
-    def recv():
-        n = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))[0]
-        return s.recv(n, socket.MSG_WAITALL)
-
-    s.sendall(frame(struct.pack(">iqiqi", 0, 0, timeout_ms, 0, 16) + b"\0" * 16 + b"\0"))
-    recv()
-    p = path.encode()
-    acl = struct.pack(">ii", 1, 31) + struct.pack(">i", 5) + b"world" + struct.pack(">i", 6) + b"anyone"
-    body = struct.pack(">ii", 1, 1) + struct.pack(">i", len(p)) + p + struct.pack(">i", 0) + acl + struct.pack(">i", 1)
-    s.sendall(frame(body))
-    xid, zxid, err = struct.unpack(">iqi", recv()[:16])
-    check_eq(err, 0, "raw ephemeral create")
-    s.close()
+    """A session that will never come back: raw connection, ephemeral created, socket dropped."""
+    c, _ = zkwire.connect("127.0.0.1", srv.port, timeout_ms)
+    try:
+        c.send("create", 1, {"path": path, "acl": zkwire.OPEN_ACL, "flags": zkwire.EPHEMERAL})
+        check_eq(zkwire.decode_frame(c.recv_frame(), "create")["err"], 0, "raw ephemeral create")
+    finally:
+        c.close()
 
 
 @suite.test

@@ -19,7 +19,10 @@ case "$server" in
     *) echo "run_all.sh: --server must be zookeeper or rzk" >&2; exit 2 ;;
 esac
 
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# A relative $RZK_BIN names a file from where we were called, not from the repository root.
+if [ -n "${RZK_BIN:-}" ]; then export RZK_BIN="$(realpath -m -- "$RZK_BIN")"; fi
+# The suites are modules of the package tree rooted at the repository (see tests/support).
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 # kazoo is installed for the system interpreter only; never use a pyenv/venv python here.
 py=/usr/bin/python3
 
@@ -29,7 +32,7 @@ failed=0
 for s in "${suites[@]}"; do
     echo "=== $s --server $server"
     start=$(date +%s.%N)
-    "$py" "$here/$s" --server "$server"
+    "$py" -m "tests.interop.${s%.py}" --server "$server"
     rc=$?
     end=$(date +%s.%N)
     status[$s]=$rc

@@ -1,7 +1,6 @@
-#!/usr/bin/python3
 """Interop suite driving ZooKeeper's own command-line client, zkCli.sh (Debian `zookeeper` 3.8).
 
-    /usr/bin/python3 tests/interop/zkcli_suite.py [--server zookeeper|rzk]
+    /usr/bin/python3 -m tests.interop.zkcli_suite [--server zookeeper|rzk]
 
 zkCli is a JVM, slow to start, so almost everything runs through ONE session: we feed it a script
 on stdin (JLine is absent, so it reads plain lines). After every command we insert a marker
@@ -12,23 +11,16 @@ Two more short JVM runs use zkCli's one-shot mode (`zkCli.sh -server H cmd args`
 exit status and that the first session's ephemerals died with it.
 """
 
-import base64
-import hashlib
 import re
 import subprocess
 
-from common import Suite, Failure, check, check_eq
+from tests.interop.common import Suite, Failure, check_eq
+from tests.support.zkwire import digest_id
 
 ZKCLI = "/usr/share/zookeeper/bin/zkCli.sh"
 MARK = "/zkcli-mark-%d"
 suite = Suite("zkcli", overall_timeout_s=120)
-
-
-def digest(user, password):
-    return base64.b64encode(hashlib.sha1(("%s:%s" % (user, password)).encode()).digest()).decode()
-
-
-ZCUSER = "zcuser:" + digest("zcuser", "pw")
+ZCUSER = digest_id("zcuser", "pw")
 
 NOISE = re.compile(r"^(SLF4J:|Connecting to |Welcome to ZooKeeper!|JLine support is)")
 

@@ -1,8 +1,10 @@
-"""Start ZooKeeper-protocol servers on free loopback ports for interop and differential tests.
+"""Start ZooKeeper-protocol servers on free loopback ports for the suites and the benchmarks.
 
 Two kinds, one interface:
   * Apache ZooKeeper 3.8 from Debian's `zookeeper` package, run in-process of a JVM we start;
   * rzk server, the binary built by cargo (path from $RZK_BIN, else target/debug/rzk).
+
+`start_for_benchmark` starts either with equal durability, as every benchmark compares them.
 
 Every server gets its own temporary directory and is stopped (and its directory removed) by
 `stop()` or when used as a context manager. Nothing here skips: a missing JVM or binary raises.
@@ -16,17 +18,13 @@ import subprocess
 import tempfile
 import time
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-ZK_CLASSPATH = "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar"
+from tests.support import java
+from tests.support.net import free_port
+
+REPO = java.REPO
 # Same settings the kazoo and zookeeper-client harnesses use: every 4lw, a known super digest
 # (password "test"), extended types for TTL nodes.
 SUPER_DIGEST = "super:D/InIHSb7yEEbrWz8b9l71RjZJU="
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def four_letter(port, word, timeout_s=5.0):
@@ -87,9 +85,9 @@ class Server:
     def resume(self):
         self.proc.send_signal(signal.SIGCONT)
 
-    def restart(self, hard=True):
-        """Stops the server (SIGKILL when `hard`, else SIGTERM) and starts it again on the same
-        port with the same data: what an operator's restart or a crash looks like to clients."""
+    def relaunch(self, hard=True):
+        """Stops the server (SIGKILL when `hard`, else SIGTERM) and launches it again on the same
+        port with the same data, without waiting for it; returns the launch's time.monotonic()."""
         self.proc.send_signal(signal.SIGCONT)
         if hard:
             self.proc.kill()
@@ -98,8 +96,15 @@ class Server:
         self.proc.wait(30)
         log = open(os.path.join(self.workdir, "server.log"), "a")
         self.log_from = log.tell()
+        t0 = time.monotonic()
         self.proc = subprocess.Popen(self.cmd, stdout=log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
+        return t0
+
+    def restart(self, hard=True):
+        """relaunch(), then waits until it serves: what an operator's restart or a crash looks
+        like to clients."""
+        self.relaunch(hard)
         wait_ready(self.port, 60, self.proc, self.ours)
 
     def stop(self):
@@ -118,6 +123,17 @@ class Server:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+def _launch(kind, cmd, port, workdir, ready_timeout_s):
+    """Runs `cmd` in its own session, its output in workdir/server.log; waits up to
+    `ready_timeout_s` for it to serve, or not at all when that is None."""
+    log = open(os.path.join(workdir, "server.log"), "w")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    srv = Server(kind, proc, port, workdir, cmd)
+    if ready_timeout_s is not None:
+        wait_ready(port, ready_timeout_s, proc, srv.ours)
+    return srv
 
 
 def start_zookeeper(tick_ms=2000, extra_cfg=None, port=None, heap="512m", wait=True):
@@ -141,23 +157,16 @@ def start_zookeeper(tick_ms=2000, extra_cfg=None, port=None, heap="512m", wait=T
     with open(os.path.join(workdir, "zoo.cfg"), "w") as f:
         for k, v in cfg.items():
             f.write("%s=%s\n" % (k, v))
-    cmd = [
-        "java"] + (["-Xmx" + heap] if heap else []) + [
-        "-Dzookeeper.DigestAuthenticationProvider.superDigest=" + SUPER_DIGEST,
-        "-Dzookeeper.extendedTypesEnabled=true",
-        "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-        "-cp", ZK_CLASSPATH,
-        "org.apache.zookeeper.server.ZooKeeperServerMain", os.path.join(workdir, "zoo.cfg"),
-    ]
-    log = open(os.path.join(workdir, "server.log"), "w")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    srv = Server("zookeeper", proc, port, workdir, cmd)
-    if wait:
-        wait_ready(port, 60, proc, srv.ours)
-    return srv
+    cmd = java.command("org.apache.zookeeper.server.ZooKeeperServerMain",
+                       [os.path.join(workdir, "zoo.cfg")], heap,
+                       [("zookeeper.DigestAuthenticationProvider.superDigest", SUPER_DIGEST),
+                        ("zookeeper.extendedTypesEnabled", "true"),
+                        ("org.slf4j.simpleLogger.defaultLogLevel", "warn")])
+    return _launch("zookeeper", cmd, port, workdir, 60 if wait else None)
 
 
 def rzk_binary():
+    """The rzk binary the suites run: $RZK_BIN, else target/debug/rzk."""
     path = os.environ.get("RZK_BIN") or os.path.join(REPO, "target", "debug", "rzk")
     if not os.path.exists(path):
         raise FileNotFoundError("rzk binary not found at %s; run `cargo build` first" % path)
@@ -173,12 +182,24 @@ def start_rzk(tick_ms=2000, extra_args=(), port=None, durable=False, wait=True):
     cmd = [rzk_binary(), "server", "--port", str(port), "--bind", "127.0.0.1",
            "--tick-ms", str(tick_ms), "--four-letter-words", "*",
            "--super-digest", SUPER_DIGEST, "--extended-types"] + storage + list(extra_args)
-    log = open(os.path.join(workdir, "server.log"), "w")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    srv = Server("rzk", proc, port, workdir, cmd)
-    if wait:
-        wait_ready(port, 30, proc, srv.ours)
-    return srv
+    return _launch("rzk", cmd, port, workdir, 30 if wait else None)
+
+
+def release_rzk_binary():
+    """The rzk binary the benchmarks measure by default: $RZK_BIN, else target/release/rzk."""
+    return os.environ.get("RZK_BIN") or os.path.join(REPO, "target", "release", "rzk")
+
+
+def start_for_benchmark(kind, zk_heap=None, rzk_args=(), wait=True):
+    """A server as the benchmarks compare them, both durable: ZooKeeper with forceSync (its
+    default) and the JVM's default heap unless `zk_heap`; rzk with a data directory, group
+    commit with fdatasync. Benchmarks open many sessions from one address: rzk's per-IP limit
+    is lifted as zoo.cfg's maxClientCnxns=0 lifts ZooKeeper's. `rzk_args` are extra arguments
+    of `rzk server`."""
+    if kind == "zookeeper":
+        return start_zookeeper(heap=zk_heap or None, wait=wait)
+    return start_rzk(durable=True, wait=wait,
+                     extra_args=["--max-client-cnxns", "0"] + list(rzk_args))
 
 
 def start(kind, **kw):

@@ -27,6 +27,8 @@ XID_AUTH = -4
 XID_SET_WATCHES = -8
 
 PERM_READ, PERM_WRITE, PERM_CREATE, PERM_DELETE, PERM_ADMIN, PERM_ALL = 1, 2, 4, 8, 16, 31
+# CreateMode, the `flags` of a create
+PERSISTENT, EPHEMERAL, PERSISTENT_SEQ, EPHEMERAL_SEQ, CONTAINER, TTL, TTL_SEQ = range(7)
 
 EVENT_TYPES = {
     -1: "None", 1: "NodeCreated", 2: "NodeDeleted", 3: "NodeDataChanged",
@@ -455,18 +457,23 @@ def decode_connect_response(raw):
 # Connection
 
 
-class Closed(Exception):
+class WireError(Exception):
+    """The connection failed or the server's answer was not what the protocol allows."""
+
+
+class Closed(WireError):
     """The peer closed the connection (EOF or reset)."""
 
 
-class Timeout(Exception):
+class Timeout(WireError):
     """No complete frame within the time limit."""
 
 
 class Conn:
-    def __init__(self, host, port, timeout=5.0):
+    def __init__(self, host, port, timeout=5.0, sock=None):
+        """Connects to host:port, or takes over `sock`, a socket already connected there."""
         self.timeout = timeout
-        self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.sock = sock or socket.create_connection((host, port), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.buf = b""
 

@@ -1,0 +1,2 @@
+"""Package marker: its modules run with `python3 -m` from the repository root (tests/support).
+"""
