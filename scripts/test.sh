@@ -17,7 +17,7 @@
 #   7. every criterion micro-benchmark run once (`-- --test`), so they keep building and working;
 #   8. a coarse benchmark guard: a release rzk server must serve get, set, create and ephemeral
 #      churn at 1.5x Apache ZooKeeper's throughput or more, measured side by side in this run
-#      (the target is 2x; full runs measure 3.0-19.4x on them, docs/BENCHMARKS.md). It catches
+#      (the target is 2x; full runs measure about 3-18x on them, docs/BENCHMARKS.md). It catches
 #      a server that has become several times slower, not a few percent. The same run hands off
 #      an election on both servers (`rzk bench --workload handoff-event`, not guarded), so the
 #      workload keeps working against Apache ZooKeeper.

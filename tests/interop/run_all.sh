@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs each interop suite (kazoo, zkCli, Curator, C client) on one server kind, then a summary.
+# Runs each interop suite (kazoo, zkCli, Curator, C client, restart, rzk CLI) on one server kind,
+# then a summary.
 #   tests/interop/run_all.sh [--server zookeeper|rzk]
 # Each suite starts its own fresh server. Exits non-zero if any suite fails.
 # Needs scripts/install-deps.sh to have run; for rzk, a built target/debug/rzk (or $RZK_BIN).
