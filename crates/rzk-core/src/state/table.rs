@@ -17,7 +17,7 @@
 use std::collections::HashMap;
 use std::ops::Index;
 
-use crate::state::Node;
+use super::node::Node;
 
 /// Number of shards (a power of two).
 pub const SHARDS: usize = 64;
@@ -119,7 +119,7 @@ mod tests {
     #[test]
     fn one_table_whatever_the_shard() {
         let mut t = NodeTable::with_capacity(0);
-        let node = crate::state::State::new().node("/").unwrap().clone();
+        let node = crate::state::node::bare_node(0);
         for i in 0..1000 {
             assert!(t.insert(format!("/n{i}").into(), node.clone()).is_none());
         }
