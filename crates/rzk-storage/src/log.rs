@@ -17,7 +17,8 @@ use rzk_proto::jute::Writer;
 
 use crate::backend::{Storage, StorageFile};
 use crate::codec::{self, LoggedTxn};
-use crate::{remove_if_present, StorageError};
+use crate::error::StorageError;
+use crate::files::{pace, remove_if_present};
 
 /// Magic at the start of every segment.
 pub const SEGMENT_MAGIC: &[u8; 8] = b"RZKLOG\x00\x01";
@@ -90,7 +91,7 @@ pub fn prepare_spare(
         at += n as u64;
         if bytes_per_sec > 0 {
             f.sync_data().map_err(|e| StorageError::io("fdatasync", &tmp, e))?;
-            crate::pace(started, at, bytes_per_sec);
+            pace(started, at, bytes_per_sec);
         }
     }
     f.sync_data().map_err(|e| StorageError::io("fdatasync", &tmp, e))?;

@@ -19,7 +19,8 @@ use rzk_proto::jute::{Reader, Writer};
 use rzk_proto::{Acl, DecodeError};
 
 use crate::backend::{Storage, StorageFile};
-use crate::StorageError;
+use crate::error::StorageError;
+use crate::files::pace;
 
 /// Magic at the start of every snapshot.
 pub const SNAPSHOT_MAGIC: &[u8; 8] = b"RZKSNAP\x01";
@@ -166,7 +167,7 @@ impl SnapshotWriter {
             self.file.sync_data().map_err(|e| StorageError::io("fdatasync", &self.tmp, e))?;
             self.unsynced = 0;
         }
-        crate::pace(self.started, self.offset, rate);
+        pace(self.started, self.offset, rate);
         Ok(())
     }
 
