@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 use parking_lot::MutexGuard;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use rzk_core::{ConnId, Core, Now, Output, Txn};
+use rzk_core::{ConnId, Core, Now, Output, State, Txn};
 use rzk_proto::{four_letter_word, split_frame};
 use tokio::io::AsyncReadExt;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -36,7 +36,7 @@ use tokio::sync::{mpsc, Notify};
 use tokio::task::JoinSet;
 
 use crate::config::{Durability, ServerConfig};
-use crate::durable;
+use crate::durable::{self, LogHost};
 
 /// Errors starting a server.
 #[derive(Debug, thiserror::Error)]
@@ -472,7 +472,7 @@ impl Server {
                 None => Core::new(cfg, now),
                 Some((state, log)) => {
                     let Durability::Disk(disk) = &inner.config.durability else { unreachable!() };
-                    sh.log_tx = Some(durable::start(inner.clone(), disk.clone(), log));
+                    sh.log_tx = Some(durable::start(&inner, disk.clone(), log));
                     Core::with_state(cfg, state, now)
                 }
             };
@@ -532,6 +532,35 @@ impl Inner {
         *self.fatal.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
         self.failed.notify_waiters();
         self.shutdown.notify_one();
+    }
+}
+
+/// The log thread's view of the server: the core's state under its lock, the durability
+/// report, and the failure flag.
+impl LogHost for Inner {
+    fn mark_durable(&self, zxid: i64) {
+        let flush = {
+            let mut sh = self.lock();
+            sh.core.mark_durable(zxid);
+            self.pump(&mut sh)
+        };
+        flush.run();
+    }
+
+    fn with_state<R>(&self, f: impl FnOnce(&State) -> R) -> R {
+        f(self.lock().core.state())
+    }
+
+    fn durable_zxid(&self) -> i64 {
+        self.lock().core.durable_zxid()
+    }
+
+    fn fail(&self, why: String) {
+        Inner::fail(self, why);
+    }
+
+    fn is_failed(&self) -> bool {
+        Inner::is_failed(self)
     }
 }
 
