@@ -8,7 +8,7 @@
 //! - [`log`]: segments, [`LogWriter`] (group commit: many appends, one sync), and reading with
 //!   torn-tail repair.
 //! - [`snapshot`]: streaming fuzzy snapshots and their loader.
-//! - [`recover`] (`recovery.rs`) and [`purge`] (`purge.rs`): start-up and retention.
+//! - [`recover`] (`recovery.rs`) and [`purge()`] (`purge.rs`): start-up and retention.
 //! - [`StorageError`] (`error.rs`); `files.rs`: removal of files that may be gone, and pacing.
 //!
 //! The on-disk format and the crash argument are in `docs/storage-format.md`.

@@ -110,7 +110,7 @@ impl SnapshotWriter {
         })
     }
 
-    /// Writes at most `bytes_per_sec` on average, [`PACED_CHUNK_BYTES`] at a time, each
+    /// Writes at most `bytes_per_sec` on average, `PACED_CHUNK_BYTES` (128 KiB) at a time, each
     /// synced, so that a snapshot does not starve the transaction log's fdatasyncs on the same
     /// device (0: unpaced).
     /// [`SnapshotWriter::flush`] then sleeps; call it outside any lock.
