@@ -6,6 +6,7 @@
 
 use std::fmt::Write as _;
 
+use crate::config::Config;
 use crate::core::{Core, Now};
 use crate::ZOOKEEPER_COMPAT_VERSION;
 
@@ -54,8 +55,6 @@ pub fn run(core: &Core, word: &str, now: Now) -> Option<String> {
         return Some(format!("{word} is not executed because it is not in the whitelist.\n"));
     }
     let mut out = String::new();
-    let cfg = core.config();
-    let st = core.state();
     match word {
         "ruok" => out.push_str("imok"),
         "isro" => out.push_str("rw"),
@@ -74,19 +73,7 @@ pub fn run(core: &Core, word: &str, now: Now) -> Option<String> {
             connections(core, &mut out);
             out.push('\n');
         }
-        "conf" => {
-            let dir = cfg.data_dir.clone().unwrap_or_else(|| "(in memory)".into());
-            let _ = writeln!(out, "clientPort={}", cfg.client_port);
-            let _ = writeln!(out, "secureClientPort=-1");
-            let _ = writeln!(out, "dataDir={dir}");
-            let _ = writeln!(out, "dataLogDir={dir}");
-            let _ = writeln!(out, "tickTime={}", cfg.tick_ms);
-            let _ = writeln!(out, "minSessionTimeout={}", cfg.session_timeout_ms_min);
-            let _ = writeln!(out, "maxSessionTimeout={}", cfg.session_timeout_ms_max);
-            let _ = writeln!(out, "jute.maxbuffer={}", cfg.max_packet_bytes);
-            let _ = writeln!(out, "extendedTypesEnabled={}", cfg.extended_types_enabled);
-            let _ = writeln!(out, "serverId=0");
-        }
+        "conf" => conf(core.config(), &mut out),
         "envi" => {
             out.push_str("Environment:\n");
             let _ = writeln!(out, "zookeeper.version={}", version_line());
@@ -115,53 +102,8 @@ pub fn run(core: &Core, word: &str, now: Now) -> Option<String> {
                 }
             }
         }
-        "dump" => {
-            out.push_str("SessionTracker dump:\n");
-            let deadlines = core.session_deadlines(now);
-            let _ = writeln!(out, "Session Sets ({}):", deadlines.len());
-            for (id, ms) in deadlines {
-                let _ = writeln!(out, "\t{id:#x} expires in {ms} ms");
-            }
-            out.push_str("ephemeral nodes dump:\n");
-            let with: Vec<i64> = st
-                .sessions()
-                .keys()
-                .copied()
-                .filter(|id| st.ephemerals_of(*id).next().is_some())
-                .collect();
-            let _ = writeln!(out, "Sessions with Ephemerals ({}):", with.len());
-            for id in with {
-                let _ = writeln!(out, "{id:#x}:");
-                for p in st.ephemerals_of(id) {
-                    let _ = writeln!(out, "\t{p}");
-                }
-            }
-        }
-        "mntr" => {
-            let (_, _, watches) = core.watches().counts();
-            let ephemerals = st.ephemeral_count();
-            let c = core.counters();
-            let rows: [(&str, String); 15] = [
-                ("zk_version", version_line()),
-                ("zk_server_state", "standalone".into()),
-                ("zk_ephemerals_count", ephemerals.to_string()),
-                ("zk_num_alive_connections", core.connection_count().to_string()),
-                ("zk_avg_latency", "0.0".into()),
-                ("zk_outstanding_requests", core.outstanding().to_string()),
-                ("zk_znode_count", zk_node_count(core).to_string()),
-                ("zk_global_sessions", st.sessions().len().to_string()),
-                ("zk_packets_sent", c.sent.to_string()),
-                ("zk_packets_received", c.received.to_string()),
-                ("zk_watch_count", watches.to_string()),
-                ("zk_approximate_data_size", st.approximate_data_bytes().to_string()),
-                ("zk_uptime", core.uptime_ms(now).to_string()),
-                ("zk_min_latency", "0".into()),
-                ("zk_max_latency", "0".into()),
-            ];
-            for (k, v) in rows {
-                let _ = writeln!(out, "{k}\t{v}");
-            }
-        }
+        "dump" => dump(core, now, &mut out),
+        "mntr" => mntr(core, now, &mut out),
         "dirs" => {
             out.push_str("datadir_size: 0\nlogdir_size: 0\n");
         }
@@ -172,4 +114,68 @@ pub fn run(core: &Core, word: &str, now: Now) -> Option<String> {
         _ => return None,
     }
     Some(out)
+}
+
+/// `conf`: the settings, under ZooKeeper's names.
+fn conf(cfg: &Config, out: &mut String) {
+    let dir = cfg.data_dir.clone().unwrap_or_else(|| "(in memory)".into());
+    let _ = writeln!(out, "clientPort={}", cfg.client_port);
+    let _ = writeln!(out, "secureClientPort=-1");
+    let _ = writeln!(out, "dataDir={dir}");
+    let _ = writeln!(out, "dataLogDir={dir}");
+    let _ = writeln!(out, "tickTime={}", cfg.tick_ms);
+    let _ = writeln!(out, "minSessionTimeout={}", cfg.session_timeout_ms_min);
+    let _ = writeln!(out, "maxSessionTimeout={}", cfg.session_timeout_ms_max);
+    let _ = writeln!(out, "jute.maxbuffer={}", cfg.max_packet_bytes);
+    let _ = writeln!(out, "extendedTypesEnabled={}", cfg.extended_types_enabled);
+    let _ = writeln!(out, "serverId=0");
+}
+
+/// `dump`: session deadlines and each session's ephemerals.
+fn dump(core: &Core, now: Now, out: &mut String) {
+    let st = core.state();
+    out.push_str("SessionTracker dump:\n");
+    let deadlines = core.session_deadlines(now);
+    let _ = writeln!(out, "Session Sets ({}):", deadlines.len());
+    for (id, ms) in deadlines {
+        let _ = writeln!(out, "\t{id:#x} expires in {ms} ms");
+    }
+    out.push_str("ephemeral nodes dump:\n");
+    let with: Vec<i64> =
+        st.sessions().keys().copied().filter(|id| st.ephemerals_of(*id).next().is_some()).collect();
+    let _ = writeln!(out, "Sessions with Ephemerals ({}):", with.len());
+    for id in with {
+        let _ = writeln!(out, "{id:#x}:");
+        for p in st.ephemerals_of(id) {
+            let _ = writeln!(out, "\t{p}");
+        }
+    }
+}
+
+/// `mntr`: the monitoring rows, tab-separated.
+fn mntr(core: &Core, now: Now, out: &mut String) {
+    let st = core.state();
+    let (_, _, watches) = core.watches().counts();
+    let ephemerals = st.ephemeral_count();
+    let c = core.counters();
+    let rows: [(&str, String); 15] = [
+        ("zk_version", version_line()),
+        ("zk_server_state", "standalone".into()),
+        ("zk_ephemerals_count", ephemerals.to_string()),
+        ("zk_num_alive_connections", core.connection_count().to_string()),
+        ("zk_avg_latency", "0.0".into()),
+        ("zk_outstanding_requests", core.outstanding().to_string()),
+        ("zk_znode_count", zk_node_count(core).to_string()),
+        ("zk_global_sessions", st.sessions().len().to_string()),
+        ("zk_packets_sent", c.sent.to_string()),
+        ("zk_packets_received", c.received.to_string()),
+        ("zk_watch_count", watches.to_string()),
+        ("zk_approximate_data_size", st.approximate_data_bytes().to_string()),
+        ("zk_uptime", core.uptime_ms(now).to_string()),
+        ("zk_min_latency", "0".into()),
+        ("zk_max_latency", "0".into()),
+    ];
+    for (k, v) in rows {
+        let _ = writeln!(out, "{k}\t{v}");
+    }
 }

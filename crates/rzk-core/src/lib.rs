@@ -7,8 +7,8 @@
 //!
 //! # Layout
 //! - [`core`]: [`Core`], connections, sessions, the durability barrier on outputs.
-//! - [`state`]: [`State`], the data tree and session table; changed only by [`State::apply`].
-//! - `table`: the node table, sharded so that its growth never pauses the server for long.
+//! - [`state`]: [`State`], the data tree and session table; changed only by [`State::apply`];
+//!   its node table is sharded so that its growth never pauses the server for long.
 //! - [`txn`]: [`Txn`], the durable record of a change.
 //! - `prep`: validation of writes into transactions, in ZooKeeper's check order.
 //! - [`watches`]: one-shot, persistent and recursive watches.
@@ -25,7 +25,6 @@ pub mod four_letter;
 pub mod path;
 mod prep;
 pub mod state;
-mod table;
 pub mod txn;
 pub mod watches;
 

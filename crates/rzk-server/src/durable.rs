@@ -12,7 +12,7 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -21,7 +21,22 @@ use rzk_core::{State, Txn};
 use rzk_storage::{LogEnd, LogWriter, SnapshotWriter, StorageError};
 
 use crate::config::DiskConfig;
-use crate::shell::Inner;
+
+/// What the log thread and the threads it starts need from the server, and nothing more: the
+/// state to snapshot, the durability report that releases outputs, and the failure flag.
+pub(crate) trait LogHost: Send + Sync + 'static {
+    /// Every transaction up to `zxid` is durable: release, and write, the outputs that waited
+    /// for it.
+    fn mark_durable(&self, zxid: i64);
+    /// Runs `f` on the core's state under the core's lock; keep it short, writes wait.
+    fn with_state<R>(&self, f: impl FnOnce(&State) -> R) -> R;
+    /// The highest zxid reported durable.
+    fn durable_zxid(&self) -> i64;
+    /// Stops serving for good, with the reason.
+    fn fail(&self, why: String);
+    /// Whether [`LogHost::fail`] has been called.
+    fn is_failed(&self) -> bool;
+}
 
 /// Nodes serialised per hold of the core's lock while snapshotting: small enough that a hold
 /// lasts well under a millisecond, so writes barely notice a snapshot.
@@ -55,10 +70,10 @@ pub(crate) fn recover(disk: &DiskConfig) -> Result<(State, LogEnd), StorageError
 
 /// Starts the log thread (and the purge thread) and returns the channel the core's
 /// transactions go into.
-pub(crate) fn start(inner: Arc<Inner>, disk: DiskConfig, end: LogEnd) -> Sender<Vec<Txn>> {
+pub(crate) fn start<H: LogHost>(host: &Arc<H>, disk: DiskConfig, end: LogEnd) -> Sender<Vec<Txn>> {
     let (tx, rx) = mpsc::channel();
     let log = LogWriter::open(disk.storage.clone(), &disk.log_dir, disk.segment_bytes, &end);
-    let weak = Arc::downgrade(&inner);
+    let weak = Arc::downgrade(host);
     match log {
         Ok(log) => {
             let d = disk.clone();
@@ -67,10 +82,10 @@ pub(crate) fn start(inner: Arc<Inner>, disk: DiskConfig, end: LogEnd) -> Sender<
                 .spawn(move || log_thread(weak, rx, log, d))
                 .expect("spawn log thread");
         }
-        Err(e) => inner.fail(format!("cannot open the transaction log: {e}")),
+        Err(e) => host.fail(format!("cannot open the transaction log: {e}")),
     }
     if disk.purge_interval_hours > 0 {
-        let weak = Arc::downgrade(&inner);
+        let weak = Arc::downgrade(host);
         thread::Builder::new()
             .name("rzk-purge".into())
             .spawn(move || purge_thread(weak, disk))
@@ -79,8 +94,8 @@ pub(crate) fn start(inner: Arc<Inner>, disk: DiskConfig, end: LogEnd) -> Sender<
     tx
 }
 
-fn log_thread(
-    inner: std::sync::Weak<Inner>,
+fn log_thread<H: LogHost>(
+    host: Weak<H>,
     rx: Receiver<Vec<Txn>>,
     mut log: LogWriter,
     disk: DiskConfig,
@@ -101,21 +116,14 @@ fn log_thread(
                 Err(_) => break,
             }
         }
-        let Some(inner) = inner.upgrade() else { return };
+        let Some(host) = host.upgrade() else { return };
         let result = batch.iter().try_for_each(|t| log.append(t)).and_then(|_| log.sync());
         match result {
-            Ok(zxid) => {
-                let flush = {
-                    let mut sh = inner.lock();
-                    sh.core.mark_durable(zxid);
-                    inner.pump(&mut sh)
-                };
-                flush.run();
-            }
+            Ok(zxid) => host.mark_durable(zxid),
             Err(e) => {
                 // After a failed fsync the kernel may have dropped the dirty pages: nothing in
                 // this batch may be acknowledged, and nothing later can be trusted.
-                inner.fail(format!("transaction log write failed: {e}"));
+                host.fail(format!("transaction log write failed: {e}"));
                 return;
             }
         }
@@ -146,10 +154,10 @@ fn log_thread(
         // runs, and only this thread starts one.
         if due && !snapshotting.load(Ordering::SeqCst) {
             let (snap_disk, size) = (disk.clone(), last_snapshot_bytes.clone());
-            let weak = Arc::downgrade(&inner);
+            let weak = Arc::downgrade(&host);
             let started = start_unless_busy(&snapshotting, "rzk-snapshot", move || {
-                let Some(inner) = weak.upgrade() else { return };
-                match take_snapshot(&inner, &snap_disk) {
+                let Some(host) = weak.upgrade() else { return };
+                match take_snapshot(&*host, &snap_disk) {
                     Ok((path, bytes)) => {
                         size.store(bytes, Ordering::Relaxed);
                         tracing::info!(bytes, "snapshot written: {}", path.display())
@@ -211,32 +219,30 @@ fn next_snapshot_interval(snap_count: u64, rng: &mut u64) -> u64 {
 /// Writes a fuzzy snapshot: the tree is walked a few hundred nodes per lock hold while writes
 /// continue, and the snapshot is sealed only once the log is durable through every
 /// transaction it may contain. Returns the sealed file and its size.
-pub(crate) fn take_snapshot(
-    inner: &Inner,
-    disk: &DiskConfig,
-) -> Result<(PathBuf, u64), StorageError> {
-    let mut writer = {
-        let sh = inner.lock();
-        let st = sh.core.state();
-        SnapshotWriter::begin(disk.storage.clone(), &disk.snap_dir, st.last_zxid(), st.sessions())?
-            .paced(disk.snapshot_write_bytes_per_sec_max)
-    };
+fn take_snapshot(host: &impl LogHost, disk: &DiskConfig) -> Result<(PathBuf, u64), StorageError> {
+    let mut writer = host
+        .with_state(|st| {
+            SnapshotWriter::begin(
+                disk.storage.clone(),
+                &disk.snap_dir,
+                st.last_zxid(),
+                st.sessions(),
+            )
+        })?
+        .paced(disk.snapshot_write_bytes_per_sec_max);
     let mut cursor = SnapshotCursor::new();
     loop {
-        let more = {
-            let sh = inner.lock();
-            cursor.next_chunk(sh.core.state(), SNAPSHOT_NODES_PER_LOCK, |p, n, acl| {
-                writer.node(p, n, acl)
-            })
-        };
+        let more = host.with_state(|st| {
+            cursor.next_chunk(st, SNAPSHOT_NODES_PER_LOCK, |p, n, acl| writer.node(p, n, acl))
+        });
         writer.flush()?;
         if !more {
             break;
         }
     }
-    let end = inner.lock().core.state().last_zxid();
-    while inner.lock().core.durable_zxid() < end {
-        if inner.is_failed() {
+    let end = host.with_state(State::last_zxid);
+    while host.durable_zxid() < end {
+        if host.is_failed() {
             return Err(StorageError::Gap {
                 dir: disk.log_dir.clone(),
                 reason: "the log failed before the snapshot's transactions were durable".into(),
@@ -248,10 +254,10 @@ pub(crate) fn take_snapshot(
     Ok((writer.finish(end)?, bytes))
 }
 
-fn purge_thread(inner: std::sync::Weak<Inner>, disk: DiskConfig) {
+fn purge_thread<H: LogHost>(host: Weak<H>, disk: DiskConfig) {
     let interval = Duration::from_secs(disk.purge_interval_hours * 3600);
     loop {
-        if inner.upgrade().is_none() {
+        if host.upgrade().is_none() {
             return;
         }
         match rzk_storage::purge(

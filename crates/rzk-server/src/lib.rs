@@ -4,6 +4,17 @@
 //! - [`TestServer`]: an in-process server on a free port for tests, like Curator's
 //!   `TestingServer`.
 //!
+//! # Layout
+//! - `server`: [`Server`]: start-up, the accept loop, admitting a connection, shutdown.
+//! - `shared`: what every task shares: the core and the connection table behind one mutex.
+//! - `pump`: routing what the core emits, transactions to the log and frames to the queues.
+//! - `output_queue`: each connection's queue and its flusher; `flow_control`: the counters
+//!   and signals a connection's reader, writer and flusher share.
+//! - `connection`: a connection's reader and writer tasks; `timer`: the timer task.
+//! - `durable`: recovery, the log thread (group commit) behind its narrow `LogHost`
+//!   interface, snapshots and autopurge.
+//! - `config`, `testing`: [`ServerConfig`] and [`TestServer`].
+//!
 //! ```no_run
 //! let server = rzk_server::TestServer::start().unwrap();
 //! println!("connect to {}", server.connect_string());
@@ -13,10 +24,16 @@
 #![warn(missing_docs)]
 
 mod config;
+mod connection;
 mod durable;
-mod shell;
+mod flow_control;
+mod output_queue;
+mod pump;
+mod server;
+mod shared;
 mod testing;
+mod timer;
 
 pub use config::{DiskConfig, Durability, ServerConfig};
-pub use shell::{Server, ServerError};
+pub use server::{Server, ServerError};
 pub use testing::{TestServer, TestServerBuilder};

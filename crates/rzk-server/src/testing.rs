@@ -6,7 +6,8 @@ use std::thread;
 
 use tokio::sync::oneshot;
 
-use crate::{DiskConfig, Durability, Server, ServerConfig, ServerError};
+use crate::config::{DiskConfig, Durability, ServerConfig};
+use crate::server::{Server, ServerError};
 
 /// Options for a [`TestServer`].
 #[derive(Debug, Clone)]

@@ -17,7 +17,8 @@ use rzk_proto::jute::Writer;
 
 use crate::backend::{Storage, StorageFile};
 use crate::codec::{self, LoggedTxn};
-use crate::{remove_if_present, StorageError};
+use crate::error::StorageError;
+use crate::files::{pace, remove_if_present};
 
 /// Magic at the start of every segment.
 pub const SEGMENT_MAGIC: &[u8; 8] = b"RZKLOG\x00\x01";
@@ -48,18 +49,17 @@ pub const SPARE_NAME: &str = "log.spare";
 /// A spare being written; renamed to [`SPARE_NAME`] once whole and synced.
 pub const SPARE_TMP_NAME: &str = "log.spare.tmp";
 /// Bytes of zeros per write while preparing a spare, and per sync when paced. Small, because
-/// a log sync that lands behind one waits for it: with 1 MiB chunks at 100 MiB/s, `rzk bench
-/// --workload set` had p99 1,267-1,338 us against 855-1,292 without spares; with 128 KiB at
-/// 32 MiB/s, 992-1,063.
+/// a log sync that lands behind one waits for it: the chunk bounds what preparing a spare adds
+/// to a reply's wait (figures in docs/benchmarks-history.md, "The change: spare log segments").
 const SPARE_CHUNK_BYTES: usize = 128 * 1024;
 
 /// Writes a spare segment: `segment_bytes` of zeros, synced, under [`SPARE_NAME`]. Returns
 /// `false` when one is already there.
 ///
 /// Why: the blocks of a sparse segment are allocated by the fdatasync that first writes them,
-/// and on ext4 that sync then writes the inode too. Measured on this project's VM, syncs of
-/// 8 KiB appends (a busy group commit) took p50 183-189 us and 76-80 us of CPU each into a
-/// sparse or `fallocate`d file, against 119-128 us and 51-59 us into one already written.
+/// and on ext4 that sync then writes the inode too, so each sync of a busy group commit into
+/// a sparse or `fallocate`d file costs more time and CPU than one into a file already written
+/// (docs/benchmarks-history.md, "The change: spare log segments").
 ///
 /// With `bytes_per_sec` above 0 the zeros are synced every 128 KiB at that average rate, so that
 /// preparing a spare does not fill the device queue ahead of the log's own syncs; it then
@@ -90,7 +90,7 @@ pub fn prepare_spare(
         at += n as u64;
         if bytes_per_sec > 0 {
             f.sync_data().map_err(|e| StorageError::io("fdatasync", &tmp, e))?;
-            crate::pace(started, at, bytes_per_sec);
+            pace(started, at, bytes_per_sec);
         }
     }
     f.sync_data().map_err(|e| StorageError::io("fdatasync", &tmp, e))?;

@@ -19,7 +19,8 @@ use rzk_proto::jute::{Reader, Writer};
 use rzk_proto::{Acl, DecodeError};
 
 use crate::backend::{Storage, StorageFile};
-use crate::StorageError;
+use crate::error::StorageError;
+use crate::files::pace;
 
 /// Magic at the start of every snapshot.
 pub const SNAPSHOT_MAGIC: &[u8; 8] = b"RZKSNAP\x01";
@@ -27,14 +28,11 @@ pub const SNAPSHOT_MAGIC: &[u8; 8] = b"RZKSNAP\x01";
 const FLUSH_BYTES: usize = 1024 * 1024;
 /// With pacing on, the bytes of one write to the file and of one fdatasync of it. A snapshot
 /// written at full speed and synced once at the end fills the device queue with tens of
-/// megabytes, and every log fdatasync behind it waits: measured on this project's VM, log
-/// fdatasync p99 8-28 ms and maximum 55-83 ms during a 150 MiB unpaced write, against p99
-/// 1.5-2.7 ms with a sync per MiB at 100 MiB/s. A log sync that lands behind a MiB still
-/// waits for it, and every reply waits for the log (a read's too: it may show what the batch
-/// being synced wrote), so during a growing tree's snapshots the server stopped answering for
-/// 3 ms or more about 300 times in 8 s of creates; with 128 KiB about 105 times, and the
-/// create p99 fell from 4.8-5.5 to 3.0-3.5 ms at the same throughput (docs/BENCHMARKS.md,
-/// "Create's tail").
+/// megabytes, and every log fdatasync behind it waits. A log sync that lands behind a chunk
+/// still waits for that chunk, and every reply waits for the log (a read's too: it may show
+/// what the batch being synced wrote), so the chunk bounds the stall a snapshot adds to any
+/// reply; smaller chunks cost more syncs. The figures behind this size are in
+/// docs/BENCHMARKS.md, "Create's tail".
 const PACED_CHUNK_BYTES: usize = 128 * 1024;
 
 /// The file name of a snapshot that starts at `zxid`.
@@ -112,7 +110,7 @@ impl SnapshotWriter {
         })
     }
 
-    /// Writes at most `bytes_per_sec` on average, [`PACED_CHUNK_BYTES`] at a time, each
+    /// Writes at most `bytes_per_sec` on average, `PACED_CHUNK_BYTES` (128 KiB) at a time, each
     /// synced, so that a snapshot does not starve the transaction log's fdatasyncs on the same
     /// device (0: unpaced).
     /// [`SnapshotWriter::flush`] then sleeps; call it outside any lock.
@@ -166,7 +164,7 @@ impl SnapshotWriter {
             self.file.sync_data().map_err(|e| StorageError::io("fdatasync", &self.tmp, e))?;
             self.unsynced = 0;
         }
-        crate::pace(self.started, self.offset, rate);
+        pace(self.started, self.offset, rate);
         Ok(())
     }
 

@@ -1,23 +1,24 @@
 //! The node table: path to node, split into shards.
 //!
-//! One hash map of a million nodes doubles in one step: at 917,504 znodes that rehash held the
-//! core's lock for 420-470 ms, the server's longest pause (every connection waits on that
-//! lock). Split [`SHARDS`] ways, each shard grows on its own and a growth moves a 64th of the
-//! table; the shards reach their thresholds at different writes, so the pauses do not add up.
-//! Each shard keeps std's randomly keyed SipHash, so clients choosing paths cannot flood one
-//! bucket; the shard index uses a fixed cheap hash, and paths crafted to share a shard only
-//! bring back one big map's pauses.
+//! One hash map doubles in one step, moving every node while the core's lock is held, and every
+//! connection waits on that lock: at a million znodes that rehash was the server's longest
+//! pause. Split [`SHARDS`] ways, each shard grows on its own, so one growth moves at most a
+//! 64th of the table and the pause is bounded by the rehash of one shard; the shards reach
+//! their thresholds at different writes, so the pauses do not add up. The pauses measured
+//! before and after are in docs/BENCHMARKS.md ("The node table sharded 64 ways"). Each shard
+//! keeps std's randomly keyed SipHash, so clients choosing paths cannot flood one bucket; the
+//! shard index uses a fixed cheap hash, and paths crafted to share a shard only bring back one
+//! big map's pauses.
 //!
-//! Nodes are boxed. A hash table is between 44% and 88% full (it doubles), so every bucket
-//! is paid for about twice: at 1M znodes the shards had just doubled and a bucket holding the
-//! node itself (104 bytes) cost ~220 bytes per znode, more than half of the server's memory.
-//! A boxed node costs its 96-byte allocation once and a 24-byte bucket twice; lookups pay one
-//! more pointer step.
+//! Nodes are boxed. A hash table is between 44% and 88% full (it doubles at 7/8), so every
+//! bucket is paid for about twice: a bucket holding the node itself (104 bytes) would cost
+//! about 220 bytes per znode, the larger part of the server's memory. A boxed node costs its
+//! 96-byte allocation once and a 24-byte bucket twice; lookups pay one more pointer step.
 
 use std::collections::HashMap;
 use std::ops::Index;
 
-use crate::state::Node;
+use super::node::Node;
 
 /// Number of shards (a power of two).
 pub const SHARDS: usize = 64;
@@ -28,7 +29,7 @@ pub(crate) struct NodeTable {
     shards: Vec<HashMap<Box<str>, Box<Node>>>,
 }
 
-/// A word-at-a-time multiplicative hash (FxHash's step): a few nanoseconds for a path, and
+/// A word-at-a-time multiplicative hash (FxHash's step): one multiply per 8 bytes of path, and
 /// its top bits are well mixed.
 fn shard_of(path: &str) -> usize {
     const K: u64 = 0x517c_c1b7_2722_0a95;
@@ -119,7 +120,7 @@ mod tests {
     #[test]
     fn one_table_whatever_the_shard() {
         let mut t = NodeTable::with_capacity(0);
-        let node = crate::state::State::new().node("/").unwrap().clone();
+        let node = crate::state::node::bare_node(0);
         for i in 0..1000 {
             assert!(t.insert(format!("/n{i}").into(), node.clone()).is_none());
         }

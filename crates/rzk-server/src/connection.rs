@@ -1,0 +1,312 @@
+//! A connection's two tasks: the reader, which decodes frames and feeds them to the core
+//! within its output budget, and the writer, which puts on the wire what the socket did not take
+//! at once.
+
+use std::io;
+use std::net::SocketAddr;
+use std::ops::Range;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rzk_core::{ConnError, ConnId};
+use rzk_proto::{four_letter_word, split_frame};
+use tokio::io::AsyncReadExt;
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::sync::mpsc;
+
+use crate::flow_control::ConnCtl;
+use crate::output_queue::{Outgoing, WriterMsg};
+use crate::shared::Inner;
+
+/// How often a reader throttled by output still held in the core (replies waiting for a sync)
+/// looks again.
+const HELD_OUTPUT_POLL_MS: u64 = 5;
+/// How long a connection the core has closed may take to accept the bytes queued before the
+/// close: a client that reads nothing would otherwise keep it, and its slot, for ever.
+const CLOSE_LINGER_MS: u64 = 2_000;
+/// Bytes read from a socket per call.
+const READ_CHUNK_BYTES: usize = 64 * 1024;
+
+/// Serves one admitted connection until either side closes it, then takes it out of the core
+/// and the connection table.
+pub(crate) async fn serve(
+    inner: Arc<Inner>,
+    conn: ConnId,
+    peer: SocketAddr,
+    rd: OwnedReadHalf,
+    wr: Arc<OwnedWriteHalf>,
+    rx: mpsc::UnboundedReceiver<WriterMsg>,
+    ctl: Arc<ConnCtl>,
+) {
+    let writer = tokio::spawn(write_loop(wr, rx, ctl.clone()));
+    if let Err(e) = read_loop(&inner, rd, conn, &ctl).await {
+        tracing::info!(conn, %peer, "closing connection: {e}");
+    }
+    let flush = {
+        let mut sh = inner.lock();
+        sh.core.closed(conn);
+        if let Some(h) = sh.conns.remove(&conn) {
+            if let Some(n) = sh.per_ip.get_mut(&h.ip) {
+                *n -= 1;
+                if *n == 0 {
+                    sh.per_ip.remove(&h.ip);
+                }
+            }
+        }
+        inner.pump(&mut sh)
+    };
+    flush.run();
+    // A stopped connection (dropped for not reading, a failed write, a close the writer
+    // already carried out) sends nothing more: a writer still waiting for the socket to
+    // drain would otherwise keep it open. After a client's own close, the writer finishes
+    // what it holds and ends once the handle is gone.
+    if ctl.stopped.load(Ordering::SeqCst) {
+        writer.abort();
+    }
+    let _ = writer.await;
+}
+
+/// Why a connection's reader stopped with an error.
+#[derive(Debug, thiserror::Error)]
+enum ReadError {
+    #[error("read failed: {0}")]
+    Io(#[from] io::Error),
+    #[error("bad frame: {0}")]
+    Frame(#[from] rzk_proto::FrameError),
+    #[error("{0}")]
+    Protocol(#[from] ConnError),
+    #[error("no session after {0} ms")]
+    Sessionless(u64),
+}
+
+async fn read_loop(
+    inner: &Inner,
+    mut rd: OwnedReadHalf,
+    conn: ConnId,
+    ctl: &ConnCtl,
+) -> Result<(), ReadError> {
+    let max_packet = inner.config.max_packet_bytes;
+    let max_in_flight = inner.config.max_outstanding_requests_per_connection.max(1);
+    // What one batch of requests may make the core build, and how much may wait for the
+    // socket before the next batch: two of these and one more reply stay under the limit
+    // that drops a client as not reading.
+    let output_budget = inner.config.max_queued_bytes_per_connection / 4;
+    // Made once: `select!` builds every branch's future on each read, even a disabled one.
+    let sessionless =
+        tokio::time::sleep(Duration::from_millis(inner.config.sessionless_connection_timeout_ms));
+    tokio::pin!(sessionless);
+    let mut buf: Vec<u8> = Vec::with_capacity(READ_CHUNK_BYTES);
+    let mut start = 0usize;
+    let mut first = true;
+    let mut fed_any = false;
+    // The last batch left more than the budget in the core, waiting for the log to sync the
+    // writes before it; only then is the core asked again, under its lock.
+    let mut held_in_core = false;
+    let mut frames = Vec::new();
+    loop {
+        let limits = Limits { output_budget, max_in_flight };
+        if !wait_for_room(inner, conn, ctl, &mut held_in_core, limits).await {
+            return Ok(());
+        }
+        if ctl.stopped.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        let budget = max_in_flight - ctl.in_flight.load(Ordering::SeqCst);
+        while frames.len() < budget {
+            let Some(len) = split_frame(&buf[start..], max_packet)? else { break };
+            frames.push(start + 4..start + 4 + len);
+            start += 4 + len;
+        }
+        if frames.is_empty() {
+            if start == buf.len() {
+                buf.clear();
+                start = 0;
+            } else if start > 0 {
+                buf.drain(..start);
+                start = 0;
+            }
+            if buf.capacity() - buf.len() < READ_CHUNK_BYTES / 2 {
+                buf.reserve(READ_CHUNK_BYTES);
+            }
+            let n = tokio::select! {
+                n = rd.read_buf(&mut buf) => n?,
+                _ = ctl.stop.notified() => return Ok(()),
+                _ = &mut sessionless, if !fed_any => {
+                    return Err(ReadError::Sessionless(
+                        inner.config.sessionless_connection_timeout_ms,
+                    ));
+                }
+            };
+            if n == 0 {
+                return Ok(());
+            }
+            if first && buf.len() >= 4 {
+                first = false;
+                if let Some(word) = four_letter_word(&buf) {
+                    answer_four_letter_word(inner, conn, ctl, word).await;
+                    return Ok(());
+                }
+            }
+            continue;
+        }
+        fed_any = true;
+        held_in_core = feed(inner, conn, ctl, &buf, &mut frames, &mut start, output_budget)?;
+    }
+}
+
+/// What a reader may have outstanding before it decodes more requests.
+#[derive(Clone, Copy)]
+struct Limits {
+    /// Bytes a batch may make the core build, and that may wait for the socket.
+    output_budget: usize,
+    /// Requests decoded and not yet answered on the wire.
+    max_in_flight: usize,
+}
+
+/// Waits until the connection's output and requests in flight are back within `limits`; false
+/// if the connection is stopped meanwhile. The limit is exact: frames beyond it wait,
+/// undecoded, in the read buffer (at most one read chunk plus one packet), and the socket is not
+/// read until replies drain.
+async fn wait_for_room(
+    inner: &Inner,
+    conn: ConnId,
+    ctl: &ConnCtl,
+    held_in_core: &mut bool,
+    limits: Limits,
+) -> bool {
+    loop {
+        let queued =
+            ctl.queued_bytes.load(Ordering::SeqCst) + ctl.transit_bytes.load(Ordering::SeqCst);
+        if *held_in_core {
+            *held_in_core =
+                queued + inner.lock().core.conn_output_bytes(conn) > limits.output_budget;
+        }
+        let wait = *held_in_core
+            || queued > limits.output_budget
+            || ctl.in_flight.load(Ordering::SeqCst) >= limits.max_in_flight;
+        if !wait {
+            return true;
+        }
+        tokio::select! {
+            _ = ctl.resume_reading.notified() => {}
+            _ = ctl.stop.notified() => return false,
+            // Bytes leaving the core are not announced; look again soon.
+            _ = tokio::time::sleep(Duration::from_millis(HELD_OUTPUT_POLL_MS)),
+                if *held_in_core => {}
+        }
+    }
+}
+
+/// Answers a four-letter word in place of the connection's first frame, and waits for the
+/// writer to close the connection after the answer.
+async fn answer_four_letter_word(inner: &Inner, conn: ConnId, ctl: &ConnCtl, word: &str) {
+    let out = {
+        let sh = inner.lock();
+        let text = rzk_core::four_letter::run(&sh.core, word, inner.now());
+        sh.conns.get(&conn).map(|h| {
+            let bytes = text.unwrap_or_default().into_bytes();
+            h.out.push(Outgoing { conn, bytes, replies: 0, close: true, framed: false });
+            h.out.clone()
+        })
+    };
+    if let Some(o) = out {
+        o.flush(inner.config.max_queued_bytes_per_connection);
+    }
+    ctl.stop.notified().await;
+}
+
+/// Feeds the decoded `frames` (ranges of `buf`) to the core under one lock, stopping early
+/// once they have made it build more than `output_budget` bytes, then routes and writes what
+/// the core emitted. Frames not fed are left in `buf` from `start`, undecoded, until the output
+/// drains. Returns whether this connection's output still held in the core (waiting for a sync)
+/// is over the budget.
+fn feed(
+    inner: &Inner,
+    conn: ConnId,
+    ctl: &ConnCtl,
+    buf: &[u8],
+    frames: &mut Vec<Range<usize>>,
+    start: &mut usize,
+    output_budget: usize,
+) -> Result<bool, ConnError> {
+    ctl.in_flight.fetch_add(frames.len(), Ordering::SeqCst);
+    let mut sh = inner.lock();
+    let now = inner.now();
+    let mut result = Ok(());
+    let output_before = sh.core.output_bytes();
+    let mut fed = 0;
+    for range in frames.iter() {
+        result = sh.core.receive(conn, &buf[range.clone()], now);
+        fed += 1;
+        if result.is_err() || sh.core.output_bytes().saturating_sub(output_before) > output_budget {
+            break;
+        }
+    }
+    if let Some(rest) = frames.get(fed) {
+        *start = rest.start - 4;
+        ctl.in_flight.fetch_sub(frames.len() - fed, Ordering::SeqCst);
+    }
+    frames.clear();
+    let flush = inner.pump(&mut sh);
+    let held_in_core = sh.core.conn_output_bytes(conn) > output_budget;
+    drop(sh);
+    flush.run();
+    result.map(|()| held_in_core)
+}
+
+/// Puts on the wire what the router could not write at once, in order. The router writes
+/// directly again once `queued_bytes` is back to zero, which happens only after these bytes
+/// are in the socket.
+async fn write_loop(
+    wr: Arc<OwnedWriteHalf>,
+    mut rx: mpsc::UnboundedReceiver<WriterMsg>,
+    ctl: Arc<ConnCtl>,
+) {
+    while let Some(msg) = rx.recv().await {
+        let (bytes, replies) = match msg {
+            WriterMsg::Bytes { bytes, replies } => (bytes, replies),
+            WriterMsg::Close => {
+                // The socket closes (FIN) when the reader drops its handle, which it does
+                // as soon as it sees the stop.
+                ctl.stop();
+                return;
+            }
+        };
+        let mut sent = 0;
+        while sent < bytes.len() {
+            let linger = async {
+                if !ctl.closing.load(Ordering::SeqCst) {
+                    ctl.close_requested.notified().await;
+                }
+                tokio::time::sleep(Duration::from_millis(CLOSE_LINGER_MS)).await;
+            };
+            let writable = tokio::select! {
+                w = wr.writable() => w,
+                () = linger => {
+                    tracing::debug!("closing connection: the client took nothing for {CLOSE_LINGER_MS} ms after the close");
+                    ctl.stop();
+                    return;
+                }
+            };
+            let written = match writable {
+                Ok(()) => wr.try_write(&bytes[sent..]),
+                Err(e) => Err(e),
+            };
+            match written {
+                Ok(n) => sent += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(_) => {
+                    ctl.stop();
+                    return;
+                }
+            }
+        }
+        ctl.queued_bytes.fetch_sub(bytes.len(), Ordering::SeqCst);
+        ctl.replies_sent(replies);
+        if replies == 0 {
+            // The reader may be waiting for the queue to drain rather than for answers.
+            ctl.resume_reading.notify_one();
+        }
+    }
+}
