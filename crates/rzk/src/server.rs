@@ -80,8 +80,7 @@ pub(crate) struct ServerArgs {
     /// Threads that read, decode and answer client connections [default: one per CPU, or
     /// `TOKIO_WORKER_THREADS`]. The log thread, which syncs the transaction log, comes on top.
     /// Every request is applied under one core lock, so more threads only add parallel socket
-    /// work; on two CPUs one thread and two measured within 15% of each other
-    /// (docs/BENCHMARKS.md).
+    /// work (docs/BENCHMARKS.md compares thread counts).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
     pub(crate) io_threads: Option<u16>,
 }
