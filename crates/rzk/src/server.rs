@@ -138,8 +138,10 @@ fn build_config(args: ServerArgs) -> anyhow::Result<ServerConfig> {
     config.core.seed = (u128::from(random()) << 64) | u128::from(random());
     config.max_client_connections_per_ip =
         args.max_client_cnxns.or(file.max_client_cnxns).unwrap_or(60);
-    config.max_packet_bytes =
-        args.max_packet_bytes.or(file.max_packet_bytes).unwrap_or(rzk_proto_default_max());
+    config.max_packet_bytes = args
+        .max_packet_bytes
+        .or(file.max_packet_bytes)
+        .unwrap_or(rzk_proto::DEFAULT_MAX_PACKET_BYTES);
     if !args.in_memory {
         let data_dir =
             args.data_dir.or(file.data_dir.map(PathBuf::from)).unwrap_or_else(default_data_dir);
@@ -167,10 +169,6 @@ fn build_config(args: ServerArgs) -> anyhow::Result<ServerConfig> {
         config.durability = Durability::Disk(disk);
     }
     Ok(config)
-}
-
-const fn rzk_proto_default_max() -> usize {
-    0xfffff
 }
 
 pub(crate) async fn run(args: ServerArgs) -> anyhow::Result<()> {
