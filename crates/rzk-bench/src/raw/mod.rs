@@ -4,24 +4,29 @@
 //! protocol test need to control: which xid a request carries, how many requests are
 //! outstanding, when bytes are written and read, and what a malformed frame does to the
 //! server. This client does none of a session's bookkeeping (no reconnects, no watch
-//! registry, no automatic pings unless asked): it writes the frames it is given and hands
-//! back the frames it reads, decoded only as far as their [`ReplyHeader`](rzk_proto::ReplyHeader). Encoding and
-//! decoding are rzk-proto's; this module only moves bytes.
+//! registry, no pings unless asked): it writes the frames it is given and hands back the
+//! frames it reads, decoded only as far as their [`ReplyHeader`](rzk_proto::ReplyHeader).
+//! Encoding and decoding are rzk-proto's; this module only moves bytes.
 //!
 //! Two clients share one API:
-//! - [`AsyncClient`], on tokio: the pipelined sessions of `rzk bench`, many per thread.
+//! - [`AsyncClient`], on tokio: the pipelined sessions of `rzk bench`, many per thread. Its
+//!   methods are not cancellation safe (see its documentation): drop the client rather than
+//!   a half-finished read or write.
 //! - [`BlockingClient`], on `std::net`: one session per thread, woken by its socket directly
-//!   (the election workloads' participants, whose latency must be the server's and not a
-//!   reactor's), and the protocol tests, which run without a runtime.
+//!   (the protocol-level handoff's participants, whose latency must be the server's and not a
+//!   reactor's), and the protocol tests, which run without a runtime. A read waits as long as
+//!   the socket's read timeout allows.
 //!
 //! Both offer: [`connect`](BlockingClient::connect) (a new session with a timeout) or
-//! [`connect_with`](BlockingClient::connect_with) any [`ConnectRequest`](rzk_proto::ConnectRequest) (to resume a session
-//! with its id and password, see [`resume`]); [`call`](BlockingClient::call) (one request and
-//! its reply); [`send`](BlockingClient::send) and [`send_all`](BlockingClient::send_all)
-//! then [`read_reply`](BlockingClient::read_reply) to pipeline;
+//! [`connect_with`](BlockingClient::connect_with) any
+//! [`ConnectRequest`](rzk_proto::ConnectRequest) (to resume a session with its id and
+//! password, see [`resume`]); [`call`](BlockingClient::call) (one request and its reply);
+//! [`send`](BlockingClient::send) and [`send_all`](BlockingClient::send_all) then
+//! [`read_reply`](BlockingClient::read_reply) to pipeline;
 //! [`read_notification`](BlockingClient::read_notification); [`ping`](BlockingClient::ping);
 //! [`close`](BlockingClient::close); and [`write_raw`](BlockingClient::write_raw) /
 //! [`read_frame`](BlockingClient::read_frame) for bytes that need not be a valid request.
+//! Errors are [`RawError`]; [`RawError::is_closed`] tells a connection the server closed.
 //!
 //! ```no_run
 //! use rzk_bench::raw::BlockingClient;
