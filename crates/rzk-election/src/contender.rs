@@ -97,9 +97,70 @@ impl Contender {
         &self.core.shared
     }
 
-    /// Asks the driver to look at the queueing state again.
-    pub(crate) fn wake(&self) {
+    /// Queues another attempt of a [`Lifecycle::Mutex`] recipe. True if it did: the recipe
+    /// was idle, or it leads and will requeue after the release; false if an attempt is
+    /// already queued (or the recipe is not started, or closed).
+    pub(crate) fn requeue(&self) -> bool {
+        let s = &self.core.shared;
+        if !s.started.load(Ordering::Acquire) || s.close.is_closed() {
+            return false;
+        }
+        let mut q = s.queue.lock().expect("poisoned");
+        if q.leading {
+            if q.auto_requeue || q.requeue_after {
+                return false;
+            }
+            q.requeue_after = true;
+            return true;
+        }
+        if q.queued {
+            return false;
+        }
+        q.queued = true;
+        drop(q);
         let _ = self.core.cmd.send(Command::Wake);
+        true
+    }
+
+    /// Asks the driver for a fresh decision and waits for it: the current term if our node
+    /// sorts first, `None` if it waits behind another.
+    pub(crate) async fn decide_now(&self) -> Result<Option<Leadership>, Error> {
+        let shared = &self.core.shared;
+        let mut decisions = shared.decisions.subscribe();
+        decisions.borrow_and_update();
+        let _ = self.core.cmd.send(Command::Evaluate);
+        let mut status = shared.status.subscribe();
+        loop {
+            match status.borrow_and_update().clone() {
+                Status::Failed(e) => return Err(e),
+                Status::Closed => return Err(Error::Closed),
+                _ => {}
+            }
+            tokio::select! {
+                r = decisions.changed() => {
+                    return match r {
+                        Ok(()) => Ok(shared.current().filter(|l| l.is_valid())),
+                        Err(_) => Err(Error::Closed),
+                    };
+                }
+                r = status.changed() => if r.is_err() { return Err(Error::Closed) },
+            }
+        }
+    }
+
+    /// Withdraws the attempt of a [`Lifecycle::Mutex`] recipe that nobody waits for any more:
+    /// a queued node is deleted, and a term granted meanwhile is released.
+    pub(crate) fn withdraw(&self) {
+        let mut q = self.core.shared.queue.lock().expect("poisoned");
+        q.requeue_after = false;
+        let cmd = if q.leading {
+            Command::ReleaseCurrent
+        } else {
+            q.queued = false;
+            Command::Wake
+        };
+        drop(q);
+        let _ = self.core.cmd.send(cmd);
     }
 
     /// Spawns the driver (and the task that forwards connection events).

@@ -22,8 +22,12 @@ pub(crate) enum Command {
     Close { done: Option<oneshot::Sender<Result<(), Error>>> },
     /// End term `term` (the application resigned it).
     Resign { term: u64, done: oneshot::Sender<Result<(), Error>> },
-    /// Look at the shared queueing state again (a requeue).
+    /// Look at the shared queueing state again (a requeue, or a withdrawal).
     Wake,
+    /// End the current term, whichever it is (a lock whose term was granted to nobody).
+    ReleaseCurrent,
+    /// Read the children again and decide afresh (a `try_acquire` wants a current answer).
+    Evaluate,
 }
 
 /// How a term ends, and what follows it.

@@ -162,15 +162,22 @@ impl Leadership {
     /// # Cancellation safety
     /// The resignation starts synchronously; dropping the future does not undo it.
     pub async fn resign(self) -> Result<(), Error> {
+        match self.resign_now() {
+            Some(done) => done.await.unwrap_or(Ok(())),
+            None => Ok(()),
+        }
+    }
+
+    /// Starts the resignation synchronously; the receiver answers once our node is deleted
+    /// (`None`: the recipe is gone, nothing to wait for).
+    pub(crate) fn resign_now(&self) -> Option<oneshot::Receiver<Result<(), Error>>> {
         if self.inner.lifecycle == Lifecycle::Latch {
             // Resigning a latch closes it, silently.
             self.inner.close.close_silently();
         }
         self.inner.lose(LossReason::Resigned);
         let (tx, rx) = oneshot::channel();
-        if self.inner.cmd.send(Command::Resign { term: self.inner.term, done: tx }).is_err() {
-            return Ok(());
-        }
-        rx.await.unwrap_or(Ok(()))
+        let resign = Command::Resign { term: self.inner.term, done: tx };
+        self.inner.cmd.send(resign).is_ok().then_some(rx)
     }
 }

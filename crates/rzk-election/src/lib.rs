@@ -63,6 +63,7 @@ mod guarded;
 mod latch;
 mod leadership;
 mod loss;
+mod mutex;
 mod naming;
 mod options;
 mod participants;
@@ -82,8 +83,10 @@ pub use guarded::GuardedWrite;
 pub use latch::LeaderLatch;
 pub use leadership::Leadership;
 pub use loss::{LossReason, Lost};
+pub use mutex::{InterProcessMutex, LockGuard};
 pub use options::{
-    CloseMode, ConnectionPolicy, ElectionOptions, LatchOptions, SelectorOptions, WatchStrategy,
+    CloseMode, ConnectionPolicy, ElectionOptions, LatchOptions, MutexOptions, SelectorOptions,
+    WatchStrategy,
 };
 pub use selector::LeaderSelector;
 pub use session::{

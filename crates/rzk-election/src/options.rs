@@ -142,6 +142,23 @@ impl SelectorOptions {
     }
 }
 
+/// Options of an [`InterProcessMutex`](crate::InterProcessMutex).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct MutexOptions {
+    /// The options every recipe shares. The id (the lock node's data) defaults to this host's
+    /// address, as Curator's default data is.
+    pub common: ElectionOptions,
+}
+
+impl Default for MutexOptions {
+    fn default() -> Self {
+        let mut common = ElectionOptions::for_id(local_address());
+        common.close_mode = CloseMode::NotifyLeader;
+        MutexOptions { common }
+    }
+}
+
 /// The setters of the shared options, declared once for every options type.
 macro_rules! shared_setters {
     ($($options:ty),*) => {$(
@@ -192,7 +209,7 @@ macro_rules! shared_setters {
 }
 
 // Through `DerefMut`, `self.policy` is the embedded options' field on every type.
-shared_setters!(ElectionOptions, LatchOptions, SelectorOptions);
+shared_setters!(ElectionOptions, LatchOptions, SelectorOptions, MutexOptions);
 
 macro_rules! deref_to_common {
     ($($options:ty),*) => {$(
@@ -211,14 +228,31 @@ macro_rules! deref_to_common {
     )*};
 }
 
-deref_to_common!(LatchOptions, SelectorOptions);
+deref_to_common!(LatchOptions, SelectorOptions, MutexOptions);
 
-fn default_selector_id() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
         .map(|h| h.trim().to_string())
         .filter(|h| !h.is_empty())
         .or_else(|| std::env::var("HOSTNAME").ok())
-        .unwrap_or_else(|| "localhost".into());
-    format!("{host}-{}", std::process::id())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+fn default_selector_id() -> String {
+    format!("{}-{}", hostname(), std::process::id())
+}
+
+/// This host's address as Java's `InetAddress.getLocalHost().getHostAddress()` gives it (the
+/// host name resolved, IPv4 first), which is what Curator writes into a lock node by default.
+fn local_address() -> String {
+    use std::net::ToSocketAddrs;
+    let addrs: Vec<std::net::SocketAddr> =
+        (hostname(), 0).to_socket_addrs().map(|a| a.collect()).unwrap_or_default();
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(addrs.first())
+        .map(|a| a.ip().to_string())
+        .unwrap_or_else(|| "127.0.0.1".into())
 }

@@ -2,7 +2,6 @@
 
 use std::future::Future;
 use std::ops::Deref;
-use std::sync::atomic::Ordering;
 
 use crate::contender::Contender;
 use crate::control::{BoxError, Lifecycle, Task};
@@ -90,25 +89,7 @@ impl LeaderSelector {
     /// will requeue after the release. Returns false if an attempt is already queued (or the
     /// selector is not started or closed).
     pub fn requeue(&self) -> bool {
-        let s = self.contender.shared();
-        if !s.started.load(Ordering::Acquire) || s.close.is_closed() {
-            return false;
-        }
-        let mut q = s.queue.lock().expect("poisoned");
-        if q.leading {
-            if q.auto_requeue || q.requeue_after {
-                return false;
-            }
-            q.requeue_after = true;
-            return true;
-        }
-        if q.queued {
-            return false;
-        }
-        q.queued = true;
-        drop(q);
-        self.contender.wake();
-        true
+        self.contender.requeue()
     }
 
     /// Turns auto-requeue on or off.

@@ -40,6 +40,9 @@ pub(crate) struct RecipeShared {
     pub our_path: Mutex<Option<String>>,
     pub last_path_is_leader: Mutex<Option<String>>,
     pub joined: watch::Sender<Option<JoinInfo>>,
+    /// Counts the driver's decisions (following, or holding a term), so that a handle can
+    /// wait for one made after its request.
+    pub decisions: watch::Sender<u64>,
     pub queue: Mutex<Queue>,
     pub close_mode: CloseMode,
     pub close_timeout: Option<Duration>,
@@ -69,6 +72,7 @@ impl RecipeShared {
             our_path: Mutex::new(None),
             last_path_is_leader: Mutex::new(None),
             joined: watch::channel(None).0,
+            decisions: watch::channel(0).0,
             queue: Mutex::new(Queue { auto_requeue, ..Queue::default() }),
             close_mode,
             close_timeout,
@@ -91,6 +95,11 @@ impl RecipeShared {
                 false
             }
         });
+    }
+
+    /// Records a decision: the participant follows, or holds a term.
+    pub fn decided(&self) {
+        self.decisions.send_modify(|n| *n += 1);
     }
 
     pub fn current(&self) -> Option<Leadership> {

@@ -51,6 +51,7 @@ impl Driver {
             }
         };
         self.shared.set_status(Status::Following { position });
+        self.shared.decided();
         self.shared.emit(ElectionEvent::Following { position, predecessor });
         // Our own node's watch wakes us too: a follower whose node was deleted rejoins at
         // once instead of waiting for its predecessor. It is polled first, so an event on our

@@ -147,6 +147,14 @@ impl Driver {
         if !self.lease_fresh(generation) {
             return self.stepped_down(own, generation).await.map(Err);
         }
+        if self.releases_terms() {
+            // Under the queue lock: a handle withdrawing sees either no term, or `leading`.
+            let mut q = self.shared.queue.lock().expect("poisoned");
+            if !q.queued {
+                return Err(Stop::Withdraw);
+            }
+            q.leading = true;
+        }
         let resumed = self.term.as_ref().is_some_and(|t| t.node_path == own.path);
         let t = self.issue_term(own, czxid, resumed);
         if self.releases_terms() {
@@ -170,6 +178,7 @@ impl Driver {
         let lost = Leadership { inner: term.clone() }.lost();
         tokio::pin!(lost);
         let mut child_ev: WatchFuture = Box::pin(child_watch.changed());
+        self.shared.decided();
         loop {
             match self.check(generation, Some(reconnects)) {
                 Ok(()) => {}

@@ -63,10 +63,13 @@ enum Stop {
     SessionClosed,
     /// The session generation changed: join again on the new session.
     NewGeneration,
-    /// The connection was re-established since the step began: evaluate again.
+    /// The connection was re-established since the step began, or a handle asked for a fresh
+    /// decision: evaluate again.
     Reconnected,
     /// The recipe fails with this error.
     Fail(Error),
+    /// A releasing recipe is no longer queued (its acquire was cancelled): delete our node.
+    Withdraw,
 }
 
 /// The next step of the driver loop.
@@ -141,6 +144,8 @@ pub(crate) struct Driver {
     task_handle: Option<JoinHandle<TaskEnd>>,
     closing: bool,
     in_close: bool,
+    /// A handle asked for a fresh decision: a follower or leader evaluates again.
+    reevaluate: bool,
     close_waiters: Vec<oneshot::Sender<Result<(), Error>>>,
     resign_waiters: Vec<oneshot::Sender<Result<(), Error>>>,
 }
@@ -174,6 +179,7 @@ impl Driver {
             task_handle: None,
             closing: false,
             in_close: false,
+            reevaluate: false,
             close_waiters: Vec::new(),
             resign_waiters: Vec::new(),
         }
@@ -200,6 +206,10 @@ impl Driver {
                 Step::Join => self.join().await,
                 Step::Evaluate => self.evaluate().await,
                 Step::Idle => self.idle().await,
+            };
+            let r = match r {
+                Err(Stop::Withdraw) => self.withdraw().await,
+                r => r,
             };
             step = match r {
                 Ok(s) => s,
@@ -243,6 +253,12 @@ impl Driver {
                 }
             }
             Some(Command::Wake) => {}
+            Some(Command::Evaluate) => self.reevaluate = true,
+            Some(Command::ReleaseCurrent) => {
+                if self.releases_terms() {
+                    self.lose_term(LossReason::Resigned);
+                }
+            }
         }
     }
 
@@ -262,7 +278,26 @@ impl Driver {
         if reconnects.is_some_and(|r| r != s.reconnects) {
             return Err(Stop::Reconnected);
         }
+        // Only the waits of a follower and a leader (those that pass `reconnects`) end for a
+        // fresh look; a create or delete in flight finishes first.
+        if reconnects.is_some() && std::mem::take(&mut self.reevaluate) {
+            return Err(Stop::Reconnected);
+        }
+        drop(s);
+        if self.withdrawn() {
+            return Err(Stop::Withdraw);
+        }
         Ok(())
+    }
+
+    /// A releasing recipe waiting for its turn that nobody wants any more: it holds a node but
+    /// no term, and is not queued.
+    fn withdrawn(&self) -> bool {
+        self.releases_terms()
+            && !self.in_close
+            && self.own.is_some()
+            && self.term.is_none()
+            && !self.shared.queue.lock().expect("poisoned").queued
     }
 
     /// Awaits `fut` unless a close is requested, the session ends, or (with `reconnects`) the

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Driver, Step, Stop, TaskEnd};
+use super::{Driver, OwnNode, Step, Stop, TaskEnd};
 use crate::event::ElectionEvent;
 use crate::leadership::Leadership;
 use crate::loss::LossReason;
@@ -46,19 +46,7 @@ impl Driver {
         self.lose_term(LossReason::Resigned);
         self.stop_task().await;
         if let Some(own) = self.own.take() {
-            let generation = own.generation;
-            match self.client_for(generation) {
-                Some(client) => match self.delete_node(&client, generation, &own.path).await {
-                    Ok(()) | Err(Stop::NewGeneration) => {}
-                    Err(b) => {
-                        self.own = Some(own);
-                        return Err(b);
-                    }
-                },
-                None => self.stale_paths.push(own.path.clone()),
-            }
-            self.shared.set_our_path(None);
-            self.shared.emit(ElectionEvent::Released { node: own.path });
+            self.delete_own(own).await?;
         }
         self.term = None;
         for w in self.resign_waiters.drain(..) {
@@ -74,6 +62,34 @@ impl Driver {
             q.queued = false;
             Ok(Step::Idle)
         }
+    }
+
+    /// Withdraws a queued attempt that nobody waits for any more: deletes our node, then joins
+    /// again if a new attempt was queued meanwhile, or idles.
+    pub(super) async fn withdraw(&mut self) -> Result<Step, Stop> {
+        if let Some(own) = self.own.take() {
+            self.delete_own(own).await?;
+        }
+        let queued = self.shared.queue.lock().expect("poisoned").queued;
+        Ok(if queued { Step::Join } else { Step::Idle })
+    }
+
+    /// Deletes our node (now, or on the next session) and says so.
+    async fn delete_own(&mut self, own: OwnNode) -> Result<(), Stop> {
+        let generation = own.generation;
+        match self.client_for(generation) {
+            Some(client) => match self.delete_node(&client, generation, &own.path).await {
+                Ok(()) | Err(Stop::NewGeneration) => {}
+                Err(stop) => {
+                    self.own = Some(own);
+                    return Err(stop);
+                }
+            },
+            None => self.stale_paths.push(own.path.clone()),
+        }
+        self.shared.set_our_path(None);
+        self.shared.emit(ElectionEvent::Released { node: own.path });
+        Ok(())
     }
 
     /// Not queued: waits for a requeue, a close or the end of the session manager.

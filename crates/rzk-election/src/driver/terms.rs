@@ -108,6 +108,7 @@ impl Driver {
         generation: u64,
     ) -> Result<Option<Step>, Stop> {
         self.shared.set_status(Status::SteppedDown);
+        self.shared.decided();
         if self.rejoin_after_step_down {
             if let Some(client) = self.client_for(generation) {
                 self.delete_node(&client, generation, &own.path).await?;

@@ -1,6 +1,6 @@
 // One Apache Curator 5.4 election participant, driven by a Rust test (tests/t60_mixed.rs).
 //
-//   java -cp ... CuratorParticipant HOST:PORT PATH latch|selector ID [WORK_MS]
+//   java -cp ... CuratorParticipant HOST:PORT PATH latch|selector|mutex ID [WORK_MS]
 //
 // Prints one line per event on stdout, "<event> <details>":
 //   joined <ourPath or ->       once our node exists
@@ -11,6 +11,8 @@
 // Commands on stdin, one per line: "participants", "close", "exit".
 // A LeaderLatch closes with CloseMode.NOTIFY_LEADER. A LeaderSelector has autoRequeue() and a
 // takeLeadership() that sleeps WORK_MS (default 200), the LeaderSelectorListenerAdapter policy.
+// A mutex (InterProcessMutex) is acquired once on a thread of its own: "elected" when acquired,
+// held WORK_MS, released, then "lost"; "joined -" once the acquire has started.
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -21,6 +23,7 @@ import java.util.List;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
 import org.apache.curator.framework.recipes.leader.LeaderSelector;
 import org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter;
@@ -47,7 +50,23 @@ public class CuratorParticipant {
 
         LeaderLatch latch = null;
         LeaderSelector selector = null;
-        if (recipe.equals("latch")) {
+        if (recipe.equals("mutex")) {
+            InterProcessMutex mutex = new InterProcessMutex(client, path);
+            Thread holder = new Thread(() -> {
+                try {
+                    mutex.acquire();
+                    say("elected");
+                    Thread.sleep(workMs);
+                    mutex.release();
+                    say("lost");
+                } catch (Exception e) {
+                    say("error " + e);
+                }
+            });
+            holder.setDaemon(true);
+            holder.start();
+            say("joined -");
+        } else if (recipe.equals("latch")) {
             latch = new LeaderLatch(client, path, id, LeaderLatch.CloseMode.NOTIFY_LEADER);
             latch.addListener(new LeaderLatchListener() {
                 public void isLeader() { say("elected"); }
@@ -86,12 +105,13 @@ public class CuratorParticipant {
             cmd = cmd.trim();
             if (cmd.equals("participants")) {
                 List<String> ids = new ArrayList<>();
+                if (latch == null && selector == null) continue;
                 for (Participant p : latch != null ? latch.getParticipants() : selector.getParticipants()) {
                     ids.add(p.getId() + (p.isLeader() ? "*" : ""));
                 }
                 say("participants " + String.join(",", ids));
             } else if (cmd.equals("close")) {
-                if (latch != null) latch.close(); else selector.close();
+                if (latch != null) latch.close(); else if (selector != null) selector.close();
                 say("closed");
             } else if (cmd.equals("exit")) {
                 break;
