@@ -11,6 +11,7 @@ use rzk_proto::{
     Acl, ConnectRequest, ConnectResponse, CreateOp, CreateRequest, PathWatch, ReplyHeader, Request,
 };
 use rzk_server::TestServer;
+use rzk_testkit::tempdir::TempDir;
 
 /// A minimal blocking client that speaks raw frames.
 struct Raw {
@@ -300,11 +301,13 @@ fn pipelined_large_reads_are_throttled_by_bytes_without_loss_in_memory() {
 
 #[test]
 fn pipelined_large_reads_are_throttled_by_bytes_without_loss_when_durable() {
-    let dir = std::env::temp_dir().join(format!("rzk-t20-reads-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let s = TestServer::builder().data_dir(&dir).config(large_reads_config).start().unwrap();
+    let dir = TempDir::new("rzk-t20-reads");
+    let s = TestServer::builder()
+        .data_dir(dir.join("data"))
+        .config(large_reads_config)
+        .start()
+        .unwrap();
     pipelined_large_reads_are_throttled_by_bytes_without_loss(&s);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -496,9 +499,8 @@ fn fan_out_keeps_each_connections_order_in_memory() {
 
 #[test]
 fn fan_out_keeps_each_connections_order_when_durable() {
-    let dir = std::env::temp_dir().join(format!("rzk-t20-order-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = TempDir::new("rzk-t20-order");
     // Durable, the log thread sends the events and the setter's replies once they are synced.
-    fan_out_keeps_each_connections_order(&TestServer::builder().data_dir(&dir).start().unwrap());
-    let _ = std::fs::remove_dir_all(&dir);
+    let s = TestServer::builder().data_dir(dir.join("data")).start().unwrap();
+    fan_out_keeps_each_connections_order(&s);
 }
