@@ -15,6 +15,7 @@ use rzk_proto::jute::{Reader, Writer};
 use rzk_proto::{
     Acl, ConnectRequest, CreateOp, CreateRequest, PathWatch, ReplyHeader, Request, Response,
 };
+use rzk_testkit::tempdir::TempDir;
 
 const WRITERS: usize = 4;
 const IN_FLIGHT: usize = 16;
@@ -178,9 +179,8 @@ fn writer(
 fn acknowledged_writes_survive_repeated_sigkill() {
     let cycles: usize =
         std::env::var("RZK_CRASH_CYCLES").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
-    let dir = std::env::temp_dir().join(format!("rzk-crash-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let _ = std::fs::remove_file(log_path(&dir));
+    let tmp = TempDir::new("rzk-crash");
+    let dir = tmp.join("data");
     let issued: Vec<_> = (0..WRITERS).map(|_| Arc::new(Mutex::new(0u64))).collect();
     let acked: Vec<_> = (0..WRITERS).map(|_| Arc::new(Mutex::new(BTreeSet::new()))).collect();
     let mut rng = 0x2545_f491_4f6c_dd1du64 ^ u64::from(std::process::id());
@@ -266,15 +266,12 @@ fn acknowledged_writes_survive_repeated_sigkill() {
         total_acked > 100,
         "the load was too light to mean anything: {total_acked} acks per writer"
     );
-    let _ = std::fs::remove_dir_all(&dir);
-    let _ = std::fs::remove_file(log_path(&dir));
 }
 
 #[test]
 fn corrupt_synced_log_data_stops_the_server_with_file_and_offset() {
-    let dir = std::env::temp_dir().join(format!("rzk-corrupt-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let _ = std::fs::remove_file(log_path(&dir));
+    let tmp = TempDir::new("rzk-corrupt");
+    let dir = tmp.join("data");
     let (server, addr) = start(&dir, 2);
     {
         let mut c = Conn::open(addr).unwrap_or_else(|e| failed(&dir, "connect", e));
@@ -306,6 +303,4 @@ fn corrupt_synced_log_data_stops_the_server_with_file_and_offset() {
     assert!(stderr.contains("corrupt data in"), "{stderr}");
     assert!(stderr.contains(&segment.display().to_string()), "{stderr}");
     assert!(stderr.contains("at offset"), "{stderr}");
-    let _ = std::fs::remove_dir_all(&dir);
-    let _ = std::fs::remove_file(log_path(&dir));
 }
