@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
+use rzk_bench::stats::percentile;
 use rzk_proto::jute::{Reader, Writer};
 use rzk_proto::{
     split_frame, Acl, ConnectRequest, CreateOp, CreateRequest, PathWatch, ReplyHeader, Request,
@@ -484,13 +485,6 @@ async fn setup(a: &BenchArgs, hosts: &str) -> Result<(), CliError> {
         _ => {}
     }
     Ok(())
-}
-
-fn percentile(sorted: &[u32], p: f64) -> u32 {
-    if sorted.is_empty() {
-        return 0;
-    }
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
 /// Runs `rzk bench`.

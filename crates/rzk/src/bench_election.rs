@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use rzk_bench::stats::percentile;
 use rzk_election::{
     LatchOptions, LeaderLatch, LeaderSelector, SelectorOptions, Session, SessionConfig,
     WatchStrategy,
@@ -23,14 +24,6 @@ async fn session(hosts: &str, timeout_ms: u64) -> Result<Session, CliError> {
     Session::connect(cfg).await.map_err(err)
 }
 
-fn pct(v: &mut [u64], p: f64) -> u64 {
-    if v.is_empty() {
-        return 0;
-    }
-    v.sort_unstable();
-    v[((v.len() - 1) as f64 * p).round() as usize]
-}
-
 /// Results of an election workload.
 pub(crate) struct ElectionResult {
     pub rounds: usize,
@@ -44,7 +37,8 @@ pub(crate) struct ElectionResult {
 impl ElectionResult {
     pub(crate) fn print(mut self, workload: &str, participants: usize, strategy: &str, json: bool) {
         let v = &mut self.samples_us;
-        let (p50, p99, p999) = (pct(v, 0.5), pct(v, 0.99), pct(v, 0.999));
+        v.sort_unstable();
+        let (p50, p99, p999) = (percentile(v, 0.5), percentile(v, 0.99), percentile(v, 0.999));
         let per_s = self.rounds as f64 / self.seconds;
         if json {
             println!(

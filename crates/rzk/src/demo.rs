@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::Args;
+use rzk_bench::stats::percentile;
 use rzk_election::{
     LatchOptions, LeaderLatch, LeaderSelector, Leadership, SelectorOptions, Session, SessionConfig,
 };
@@ -87,11 +88,6 @@ impl Proxy {
     pub(crate) fn cut(&self) {
         self.cut.store(true, Ordering::SeqCst);
     }
-}
-
-fn percentile(v: &mut [Duration], p: f64) -> Duration {
-    v.sort();
-    v[((v.len() as f64 - 1.0) * p).round() as usize]
 }
 
 /// Waits until one of `latches` reports leadership; returns its index and term.
@@ -286,11 +282,12 @@ pub(crate) async fn run(a: DemoArgs) -> Result<(), CliError> {
 
     println!("\n== summary");
     let mut h = handoffs.clone();
+    h.sort();
     println!(
         "graceful handoffs: {}, p50 {:.2} ms, max {:.2} ms",
         h.len(),
-        percentile(&mut h, 0.5).as_secs_f64() * 1e3,
-        percentile(&mut h, 1.0).as_secs_f64() * 1e3
+        percentile(&h, 0.5).as_secs_f64() * 1e3,
+        percentile(&h, 1.0).as_secs_f64() * 1e3
     );
     println!(
         "crash failover: {:.0} ms = {:.2} x the {} ms session timeout; the cut-off leader stopped itself after {:.0} ms",
