@@ -1,5 +1,28 @@
 //! Latency statistics shared by every workload and the demo.
 
+use std::time::Duration;
+
+/// What one session of a workload measured.
+#[derive(Debug, Default)]
+pub struct Samples {
+    /// One latency per operation, microseconds.
+    pub latencies_us: Vec<u32>,
+    /// Operations the server answered with an error.
+    pub errors: u64,
+}
+
+impl Samples {
+    /// Records one operation's latency.
+    pub fn push(&mut self, latency: Duration) {
+        self.latencies_us.push(micros(latency));
+    }
+}
+
+/// `d` in whole microseconds, saturating at `u32::MAX` (over an hour).
+pub fn micros(d: Duration) -> u32 {
+    u32::try_from(d.as_micros()).unwrap_or(u32::MAX)
+}
+
 /// The `p`-quantile (`p` from 0.0 to 1.0) of `sorted`, which must be in ascending order: the
 /// element at rank `round((len - 1) * p)`, so that 0.5 is the median, 1.0 the maximum, and
 /// every result is a value that was measured. `T::default()` (zero) when `sorted` is empty.

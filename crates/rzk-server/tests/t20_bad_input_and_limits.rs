@@ -55,7 +55,7 @@ fn handshake(mut raw: BlockingClient) -> (BlockingClient, ConnectResponse) {
 /// The next reply, split into its header and the rest.
 fn reply(raw: &mut BlockingClient) -> (ReplyHeader, Vec<u8>) {
     let r = raw.read_reply().expect("a reply");
-    (r.header, r.body)
+    (r.header, r.body().to_vec())
 }
 
 /// Whether the connection is served: a ping's reply is the next frame.

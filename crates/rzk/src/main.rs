@@ -7,8 +7,6 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench;
-mod bench_election;
-mod bench_handoff;
 mod cli;
 mod demo;
 mod elect;

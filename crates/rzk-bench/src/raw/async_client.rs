@@ -25,6 +25,8 @@ const READ_BUFFER_BYTES: usize = 256 * 1024;
 pub struct AsyncClient {
     r: BufReader<OwnedReadHalf>,
     w: OwnedWriteHalf,
+    /// The server's address as the caller named it, for errors.
+    addr: String,
 }
 
 impl AsyncClient {
@@ -36,7 +38,8 @@ impl AsyncClient {
             .map_err(|source| RawError::Connect { addr: addr.to_owned(), source })?;
         stream.set_nodelay(true)?;
         let (r, w) = stream.into_split();
-        Ok(AsyncClient { r: BufReader::with_capacity(READ_BUFFER_BYTES, r), w })
+        let r = BufReader::with_capacity(READ_BUFFER_BYTES, r);
+        Ok(AsyncClient { r, w, addr: addr.to_owned() })
     }
 
     /// A new session with `addr`, asking for `timeout`; the server's answer says what it
@@ -65,8 +68,7 @@ impl AsyncClient {
         let frame = match self.read_frame().await {
             Ok(frame) => frame,
             Err(e) => {
-                let addr = self.w.peer_addr().map(|a| a.to_string()).unwrap_or_default();
-                return Err(RawError::Handshake { addr, source: Box::new(e) });
+                return Err(RawError::Handshake { addr: self.addr.clone(), source: Box::new(e) })
             }
         };
         connect_response(&frame)
@@ -108,7 +110,7 @@ impl AsyncClient {
 
     /// The next frame: a reply, a notification or a ping's reply.
     pub async fn read_reply(&mut self) -> Result<Reply, RawError> {
-        Reply::parse(&self.read_frame().await?)
+        Reply::parse(self.read_frame().await?)
     }
 
     /// Sends `req` with `xid` and returns the first reply that answers a request, skipping
@@ -178,6 +180,8 @@ impl AsyncClient {
         let stream = self.r.into_inner().reunite(self.w).map_err(std::io::Error::other)?;
         let stream = stream.into_std()?;
         stream.set_nonblocking(false)?;
-        BlockingClient::from_stream(stream)
+        let mut c = BlockingClient::from_stream(stream)?;
+        c.addr = self.addr;
+        Ok(c)
     }
 }

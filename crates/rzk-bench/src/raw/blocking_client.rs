@@ -23,6 +23,8 @@ pub struct BlockingClient {
     w: TcpStream,
     /// Ping whenever a read has waited this long (the socket's read timeout).
     keep_alive: Option<Duration>,
+    /// The server's address as the caller named it, for errors.
+    pub(super) addr: String,
 }
 
 impl BlockingClient {
@@ -31,7 +33,9 @@ impl BlockingClient {
     pub fn open(addr: impl ToSocketAddrs + std::fmt::Display) -> Result<BlockingClient, RawError> {
         let stream = TcpStream::connect(&addr)
             .map_err(|source| RawError::Connect { addr: addr.to_string(), source })?;
-        BlockingClient::from_stream(stream)
+        let mut c = BlockingClient::from_stream(stream)?;
+        c.addr = addr.to_string();
+        Ok(c)
     }
 
     /// Wraps a connected socket (one with options of the caller's, such as a fixed receive
@@ -39,7 +43,8 @@ impl BlockingClient {
     pub fn from_stream(stream: TcpStream) -> Result<BlockingClient, RawError> {
         stream.set_nodelay(true)?;
         let r = BufReader::new(stream.try_clone()?);
-        Ok(BlockingClient { r, w: stream, keep_alive: None })
+        let addr = stream.peer_addr()?.to_string();
+        Ok(BlockingClient { r, w: stream, keep_alive: None, addr })
     }
 
     /// A new session with `addr`, asking for `timeout`; the server's answer says what it
@@ -65,10 +70,9 @@ impl BlockingClient {
     /// connection instead gives [`RawError::Handshake`].
     pub fn handshake(&mut self, req: &ConnectRequest) -> Result<ConnectResponse, RawError> {
         self.write_raw(&handshake_frame(req))?;
-        let frame = self.read_frame().map_err(|e| RawError::Handshake {
-            addr: self.w.peer_addr().map(|a| a.to_string()).unwrap_or_default(),
-            source: Box::new(e),
-        })?;
+        let frame = self
+            .read_frame()
+            .map_err(|e| RawError::Handshake { addr: self.addr.clone(), source: Box::new(e) })?;
         connect_response(&frame)
     }
 
@@ -124,7 +128,7 @@ impl BlockingClient {
 
     /// The next frame: a reply, a notification or a ping's reply.
     pub fn read_reply(&mut self) -> Result<Reply, RawError> {
-        Reply::parse(&self.read_frame()?)
+        Reply::parse(self.read_frame()?)
     }
 
     /// Sends `req` with `xid` and returns the first reply that answers a request, skipping

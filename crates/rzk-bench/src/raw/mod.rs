@@ -119,16 +119,26 @@ impl RawError {
 pub struct Reply {
     /// The reply header: xid ([`xid::NOTIFICATION`] for a watch event), zxid and error code.
     pub header: ReplyHeader,
-    /// Everything after the header: the response record (only when `header.err` is 0), or
-    /// the event of a notification.
-    pub body: Vec<u8>,
+    /// The whole frame body, header included (kept whole: no copy per reply).
+    frame: Vec<u8>,
 }
 
 impl Reply {
-    /// Splits a frame body (without its length prefix) into header and body.
-    pub fn parse(frame: &[u8]) -> Result<Reply, RawError> {
-        let header = ReplyHeader::read(&mut Reader::new(frame))?;
-        Ok(Reply { header, body: frame[ReplyHeader::LEN..].to_vec() })
+    /// Decodes the header of a frame body (without its length prefix).
+    pub fn parse(frame: Vec<u8>) -> Result<Reply, RawError> {
+        let header = ReplyHeader::read(&mut Reader::new(&frame))?;
+        Ok(Reply { header, frame })
+    }
+
+    /// Everything after the header: the response record (only when `header.err` is 0), or
+    /// the event of a notification.
+    pub fn body(&self) -> &[u8] {
+        &self.frame[ReplyHeader::LEN..]
+    }
+
+    /// The whole frame body, header included.
+    pub fn frame(&self) -> &[u8] {
+        &self.frame
     }
 
     /// Whether this is a watch notification rather than a reply.
@@ -142,12 +152,12 @@ impl Reply {
         if self.header.err != 0 {
             return Ok(Response::Empty);
         }
-        Ok(Response::read(op, &mut Reader::new(&self.body))?)
+        Ok(Response::read(op, &mut Reader::new(self.body()))?)
     }
 
     /// The event of a notification.
     pub fn event(&self) -> Result<WatcherEvent, RawError> {
-        Ok(WatcherEvent::read(&mut Reader::new(&self.body))?)
+        Ok(WatcherEvent::read(&mut Reader::new(self.body()))?)
     }
 }
 

@@ -1,0 +1,119 @@
+//! What `rzk bench` runs: the workloads and their parameters.
+//!
+//! With the `clap` feature, [`Workload`] and [`Strategy`] are `clap::ValueEnum`s whose doc
+//! comments are the `--workload` and `--strategy` help.
+
+use std::time::Duration;
+
+/// What to measure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum Workload {
+    /// Persistent sequential creates.
+    Create,
+    /// setData over `--keys` nodes.
+    Set,
+    /// getData over `--keys` nodes.
+    Get,
+    /// 90% getData, 10% setData.
+    Mixed,
+    /// Ephemeral create + delete, counted as one op.
+    Churn,
+    /// `--watchers` sessions watch one node; one setData per round; latency to the last event.
+    /// Each watcher re-arms its one-shot data watch (a getData) on every event.
+    Fanout,
+    /// As fanout, but each watcher holds one persistent watch (addWatch, ZooKeeper 3.6+)
+    /// instead: per watcher and round one event and no re-arm.
+    FanoutPersistent,
+    /// Create `--znodes` znodes with 16-byte data as fast as possible.
+    Populate,
+    /// LeaderLatch handoff: the leader resigns and rejoins; time to the successor's leadership.
+    Handoff,
+    /// Election handoff at the protocol level, on any server: `--participants` sessions hold
+    /// ephemeral sequential nodes, each watching its predecessor's; the first deletes its node
+    /// and rejoins at the tail. Latency from the delete to the successor's event.
+    HandoffEvent,
+    /// As handoff-event, but the successor then lists the election's children, as a recipe
+    /// that checks before it claims does (Curator's LeaderLatch, rzk-election); latency from
+    /// the delete to that list's reply: the protocol's floor under a LeaderLatch handoff.
+    HandoffRead,
+    /// LeaderSelector leaderships per second (auto-requeue, empty task).
+    Selector,
+    /// Crash failover: the leader's network is cut; time to the successor's leadership.
+    Failover,
+}
+
+impl Workload {
+    /// The workload's name on the command line and in reports (`fanout-persistent`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Create => "create",
+            Workload::Set => "set",
+            Workload::Get => "get",
+            Workload::Mixed => "mixed",
+            Workload::Churn => "churn",
+            Workload::Fanout => "fanout",
+            Workload::FanoutPersistent => "fanout-persistent",
+            Workload::Populate => "populate",
+            Workload::Handoff => "handoff",
+            Workload::HandoffEvent => "handoff-event",
+            Workload::HandoffRead => "handoff-read",
+            Workload::Selector => "selector",
+            Workload::Failover => "failover",
+        }
+    }
+}
+
+/// How election followers watch (`--strategy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum Strategy {
+    /// Each follower watches its predecessor.
+    Predecessor,
+    /// Every follower watches the parent's children (comparison only).
+    Herd,
+}
+
+impl Strategy {
+    /// The strategy's name on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::Predecessor => "predecessor",
+            Strategy::Herd => "herd",
+        }
+    }
+}
+
+/// One benchmark run: the workload and every parameter any workload reads (each says which).
+#[derive(Debug, Clone)]
+pub struct BenchConfig {
+    /// The workload.
+    pub workload: Workload,
+    /// Concurrent sessions (create, set, get, mixed, churn, populate).
+    pub sessions: usize,
+    /// Requests outstanding per session (create, set, get, mixed, churn, populate).
+    pub in_flight: usize,
+    /// How long to run (all but populate and failover).
+    pub duration: Duration,
+    /// Bytes of data per write.
+    pub data_bytes: usize,
+    /// Nodes that set, get and mixed spread over.
+    pub keys: usize,
+    /// Znodes to create (populate).
+    pub znodes: usize,
+    /// Watching sessions (fanout, fanout-persistent); at least 1.
+    pub watchers: u64,
+    /// Election participants (handoff, handoff-event, handoff-read, selector).
+    pub participants: usize,
+    /// Sessions the participants share (handoff); `None`: one each.
+    pub participant_sessions: Option<usize>,
+    /// Idle time after each handoff before the next resign or delete (handoff, handoff-event,
+    /// handoff-read); zero hands off back to back.
+    pub gap: Duration,
+    /// Follower watch strategy (handoff).
+    pub strategy: Strategy,
+    /// Session timeout (failover).
+    pub session_timeout: Duration,
+    /// Trials (failover).
+    pub trials: usize,
+}

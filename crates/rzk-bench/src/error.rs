@@ -1,0 +1,69 @@
+//! [`BenchError`]: why a benchmark or the demo stopped.
+
+use crate::raw::RawError;
+
+/// Why a benchmark or the demo stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BenchError {
+    /// The server could not be reached at all.
+    #[error(transparent)]
+    Connect(RawError),
+    /// The server closed a new connection before answering its session request.
+    #[error(
+        "{source}; a connection limit such as maxClientCnxns (default 60 per address) refuses \
+         this way: for many sessions start rzk server with --max-client-cnxns 0"
+    )]
+    Refused {
+        /// The handshake's failure.
+        source: RawError,
+    },
+    /// A raw session failed.
+    #[error(transparent)]
+    Raw(#[from] RawError),
+    /// An election call failed.
+    #[error(transparent)]
+    Election(#[from] rzk_election::Error),
+    /// A managed client's call failed.
+    #[error(transparent)]
+    Zookeeper(#[from] zookeeper_client::Error),
+    /// The demo's in-process server did not start.
+    #[error(transparent)]
+    Server(#[from] rzk_server::ServerError),
+    /// A socket or thread of the tool's own failed.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// A task of the tool's own panicked or was cancelled.
+    #[error(transparent)]
+    Task(#[from] tokio::task::JoinError),
+    /// handoff-event or handoff-read with fewer than two participants.
+    #[error(
+        "handoff-event and handoff-read need --participants 2 or more: a handoff needs a \
+         successor"
+    )]
+    NoSuccessor,
+    /// failover needs one address to put its proxy in front of.
+    #[error("failover needs --connect as one ip:port, got {0}")]
+    FailoverTarget(String),
+    /// The run could not go on: the server stopped answering, a request failed, or what it
+    /// answered breaks the workload's assumption (the message says which).
+    #[error("{0}")]
+    Stopped(String),
+    /// The demo ran, and one of the expectations it prints did not hold.
+    #[error("an expectation failed (see above)")]
+    Expectation,
+}
+
+impl BenchError {
+    /// Whether the user can fix it (the address, a flag), rather than the run having failed.
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            BenchError::Connect(_) | BenchError::NoSuccessor | BenchError::FailoverTarget(_)
+        )
+    }
+
+    pub(crate) fn stopped(message: impl Into<String>) -> BenchError {
+        BenchError::Stopped(message.into())
+    }
+}

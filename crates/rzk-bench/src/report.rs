@@ -1,0 +1,171 @@
+//! What a benchmark run reports, as one line of text or one JSON object. The benchmark
+//! scripts parse both: the keys and the wording are an interface.
+
+use crate::config::Workload;
+use crate::stats::{percentile, Samples};
+
+/// The result of one `rzk bench` run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Report {
+    /// A load workload: operations and their latency.
+    Load(LoadReport),
+    /// An election workload: rounds (handoffs, leaderships, failovers) and their latency.
+    Election(ElectionReport),
+}
+
+impl Report {
+    /// The report as one line of text or, with `json`, one JSON object.
+    pub fn render(&self, json: bool) -> String {
+        match (self, json) {
+            (Report::Load(r), true) => r.json(),
+            (Report::Load(r), false) => r.text(),
+            (Report::Election(r), true) => r.json(),
+            (Report::Election(r), false) => r.text(),
+        }
+    }
+}
+
+/// Latency percentiles of samples in microseconds: p50, p99 and p99.9.
+fn summary<T: Copy + Default + Ord>(samples: &mut [T]) -> (T, T, T) {
+    samples.sort_unstable();
+    (percentile(samples, 0.5), percentile(samples, 0.99), percentile(samples, 0.999))
+}
+
+/// The result of a load workload (create, set, get, mixed, churn, fanout, populate,
+/// handoff-event, handoff-read).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadReport {
+    /// The workload.
+    pub workload: Workload,
+    /// Operations completed.
+    pub ops: usize,
+    /// Wall-clock time of the run, seconds.
+    pub seconds: f64,
+    /// Median latency, microseconds.
+    pub p50_us: u32,
+    /// 99th percentile latency, microseconds.
+    pub p99_us: u32,
+    /// 99.9th percentile latency, microseconds.
+    pub p999_us: u32,
+    /// Operations the server answered with an error.
+    pub errors: u64,
+}
+
+impl LoadReport {
+    /// Pools every session's samples.
+    pub fn new(workload: Workload, sessions: &[Samples], seconds: f64) -> LoadReport {
+        let mut lat: Vec<u32> =
+            sessions.iter().flat_map(|s| s.latencies_us.iter().copied()).collect();
+        let (p50_us, p99_us, p999_us) = summary(&mut lat);
+        let errors = sessions.iter().map(|s| s.errors).sum();
+        LoadReport { workload, ops: lat.len(), seconds, p50_us, p99_us, p999_us, errors }
+    }
+
+    fn json(&self) -> String {
+        let LoadReport { ops, seconds, p50_us, p99_us, p999_us, errors, .. } = self;
+        format!(
+            "{{\"workload\":\"{}\",\"ops\":{ops},\"seconds\":{seconds:.3},\"ops_per_s\":{:.1},\"p50_us\":{p50_us},\"p99_us\":{p99_us},\"p999_us\":{p999_us},\"errors\":{errors}}}",
+            self.workload.name(),
+            *ops as f64 / seconds
+        )
+    }
+
+    fn text(&self) -> String {
+        let LoadReport { ops, seconds, p50_us, p99_us, p999_us, errors, .. } = self;
+        format!(
+            "{}: {ops} ops in {seconds:.2}s = {:.0} ops/s; latency p50 {p50_us} us, p99 {p99_us} us, p999 {p999_us} us; {errors} errors",
+            self.workload.name(),
+            *ops as f64 / seconds
+        )
+    }
+}
+
+/// The result of an election workload (handoff, selector, failover).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ElectionReport {
+    /// The workload.
+    pub workload: Workload,
+    /// Participants in the election.
+    pub participants: usize,
+    /// How followers watched (`predecessor` or `herd`).
+    pub strategy: &'static str,
+    /// Rounds completed: handoffs, leaderships or failovers.
+    pub rounds: usize,
+    /// Wall-clock time of the measured rounds, seconds.
+    pub seconds: f64,
+    /// One latency per round, microseconds (none for selector).
+    pub samples_us: Vec<u64>,
+    /// Watch notifications all participants received per leadership change (handoff).
+    pub notifications_per_change: f64,
+    /// Election calls that failed (a participant that could not join, wait or resign).
+    pub errors: u64,
+}
+
+impl ElectionReport {
+    fn percentiles(&self) -> (u64, u64, u64) {
+        summary(&mut self.samples_us.clone())
+    }
+
+    fn json(&self) -> String {
+        let ElectionReport { participants, strategy, rounds, seconds, errors, .. } = self;
+        let (p50, p99, p999) = self.percentiles();
+        format!(
+            "{{\"workload\":\"{}\",\"participants\":{participants},\"strategy\":\"{strategy}\",\"rounds\":{rounds},\"seconds\":{seconds:.3},\"per_s\":{:.1},\"p50_us\":{p50},\"p99_us\":{p99},\"p999_us\":{p999},\"notifications_per_change\":{:.2},\"errors\":{errors}}}",
+            self.workload.name(),
+            *rounds as f64 / seconds,
+            self.notifications_per_change
+        )
+    }
+
+    fn text(&self) -> String {
+        let ElectionReport { participants, strategy, rounds, seconds, errors, .. } = self;
+        let (p50, p99, p999) = self.percentiles();
+        format!(
+            "{} ({participants} participants, {strategy}): {rounds} rounds in {seconds:.2}s = {:.1}/s; p50 {p50} us, p99 {p99} us, p999 {p999} us; {:.2} notifications per change; {errors} errors",
+            self.workload.name(),
+            *rounds as f64 / seconds,
+            self.notifications_per_change
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn load_report_keys_and_wording() {
+        let s = Samples { latencies_us: vec![30, 10, 20], errors: 1 };
+        let r = Report::Load(LoadReport::new(Workload::FanoutPersistent, &[s], 2.0));
+        assert_eq!(
+            r.render(true),
+            "{\"workload\":\"fanout-persistent\",\"ops\":3,\"seconds\":2.000,\"ops_per_s\":1.5,\"p50_us\":20,\"p99_us\":30,\"p999_us\":30,\"errors\":1}"
+        );
+        assert_eq!(
+            r.render(false),
+            "fanout-persistent: 3 ops in 2.00s = 2 ops/s; latency p50 20 us, p99 30 us, p999 30 us; 1 errors"
+        );
+    }
+
+    #[test]
+    fn election_report_keys_and_wording() {
+        let r = Report::Election(ElectionReport {
+            workload: Workload::Handoff,
+            participants: 3,
+            strategy: "herd",
+            rounds: 2,
+            seconds: 0.5,
+            samples_us: vec![900, 100],
+            notifications_per_change: 2.0,
+            errors: 0,
+        });
+        assert_eq!(
+            r.render(true),
+            "{\"workload\":\"handoff\",\"participants\":3,\"strategy\":\"herd\",\"rounds\":2,\"seconds\":0.500,\"per_s\":4.0,\"p50_us\":900,\"p99_us\":900,\"p999_us\":900,\"notifications_per_change\":2.00,\"errors\":0}"
+        );
+        assert_eq!(
+            r.render(false),
+            "handoff (3 participants, herd): 2 rounds in 0.50s = 4.0/s; p50 900 us, p99 900 us, p999 900 us; 2.00 notifications per change; 0 errors"
+        );
+    }
+}

@@ -1,0 +1,41 @@
+//! Runs one benchmark: picks the workload's loop, times it and reports.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::config::{BenchConfig, Workload};
+use crate::error::BenchError;
+use crate::report::{LoadReport, Report};
+use crate::{election, fanout, handoff_event, pipeline};
+
+/// Runs `cfg`'s workload against the servers of `hosts` (a ZooKeeper connect string) and
+/// reports what it measured. Needs a multi-threaded tokio runtime.
+pub async fn run(hosts: &str, cfg: BenchConfig) -> Result<Report, BenchError> {
+    match cfg.workload {
+        Workload::Handoff => return Ok(Report::Election(election::handoff(&cfg, hosts).await?)),
+        Workload::Selector => return Ok(Report::Election(election::selector(&cfg, hosts).await?)),
+        Workload::Failover => return Ok(Report::Election(election::failover(&cfg, hosts).await?)),
+        _ => {}
+    }
+    let handoff = matches!(cfg.workload, Workload::HandoffEvent | Workload::HandoffRead);
+    if handoff && cfg.participants < 2 {
+        return Err(BenchError::NoSuccessor);
+    }
+    pipeline::setup(&cfg, hosts).await?;
+    let cfg = Arc::new(cfg);
+    let started = Instant::now();
+    let deadline = started + cfg.duration;
+    let samples = if handoff {
+        let list = cfg.workload == Workload::HandoffRead;
+        vec![handoff_event::run(&cfg, hosts, list, deadline).await?]
+    } else if matches!(cfg.workload, Workload::Fanout | Workload::FanoutPersistent) {
+        // On a worker, not in `block_on`: the last watcher's wake-up then finds the setter on
+        // its own thread's queue instead of waking the main thread, twice a round.
+        let (cfg, hosts) = (cfg.clone(), hosts.to_owned());
+        vec![tokio::spawn(async move { fanout::run(&cfg, &hosts, deadline).await }).await??]
+    } else {
+        pipeline::run(&cfg, hosts, deadline).await?
+    };
+    let seconds = started.elapsed().as_secs_f64();
+    Ok(Report::Load(LoadReport::new(cfg.workload, &samples, seconds)))
+}
