@@ -2,8 +2,9 @@
 //! every connection and refuses new ones, `blackhole` keeps sockets open and forwards nothing,
 //! `heal` restores.
 //!
-//! The proxy runs on a runtime of its own, so that synchronous and asynchronous tests use it
-//! alike and a test's own runtime being busy or blocked never delays the forwarding.
+//! Started within a tokio runtime, the proxy runs on it, so that its forwarding is scheduled
+//! with the clients it serves, as a test's timing bounds assume; started outside one (a
+//! synchronous test), on a runtime of its own.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -11,8 +12,9 @@ use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::runtime::Runtime;
+use tokio::runtime::{Handle, Runtime};
 use tokio::sync::watch;
+use tokio::task::JoinHandle;
 
 /// What the proxy does with the bytes and connections it sees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,6 +31,8 @@ const CHUNK_BYTES: usize = 64 * 1024;
 pub struct Proxy {
     addr: SocketAddr,
     mode: Arc<watch::Sender<Mode>>,
+    task: JoinHandle<()>,
+    /// The proxy's own runtime, when it was started outside one.
     runtime: Option<Runtime>,
 }
 
@@ -36,20 +40,27 @@ impl Proxy {
     /// Starts forwarding connections to `upstream` (`host:port`), in `Mode::Pass`.
     pub fn start(upstream: impl ToString) -> Proxy {
         let upstream = upstream.to_string();
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("rzk-testkit-proxy")
-            .enable_all()
-            .build()
-            .expect("proxy runtime");
+        let (runtime, handle) = match Handle::try_current() {
+            Ok(handle) => (None, handle),
+            Err(_) => {
+                let runtime = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(1)
+                    .thread_name("rzk-testkit-proxy")
+                    .enable_all()
+                    .build()
+                    .expect("proxy runtime");
+                let handle = runtime.handle().clone();
+                (Some(runtime), handle)
+            }
+        };
         let listener =
             std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind the proxy");
         listener.set_nonblocking(true).expect("non-blocking listener");
         let addr = listener.local_addr().expect("proxy address");
         let (mode, _) = watch::channel(Mode::Pass);
         let mode = Arc::new(mode);
-        runtime.spawn(accept(listener, upstream, mode.clone()));
-        Proxy { addr, mode, runtime: Some(runtime) }
+        let task = handle.spawn(accept(listener, upstream, mode.clone()));
+        Proxy { addr, mode, task, runtime }
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -76,6 +87,8 @@ impl Proxy {
 
 impl Drop for Proxy {
     fn drop(&mut self) {
+        self.task.abort();
+        // The forwarding tasks end when they see the cut.
         self.mode.send_replace(Mode::Cut);
         // Not a blocking shutdown: the proxy may be dropped on a test's own runtime.
         if let Some(runtime) = self.runtime.take() {
@@ -227,5 +240,21 @@ mod tests {
         s.write_all(b"b").unwrap();
         let e = s.read(&mut buf).expect_err("nothing comes back through a blackhole");
         assert!(matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn runs_on_the_callers_runtime_and_drops_there() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let upstream = echo();
+        let p = Proxy::start(upstream.local_addr().unwrap());
+        assert!(p.runtime.is_none(), "the caller's runtime serves the proxy");
+        let mut s = tokio::net::TcpStream::connect(p.addr()).await.unwrap();
+        s.write_all(b"ping").await.unwrap();
+        let mut buf = [0u8; 4];
+        s.read_exact(&mut buf).await.unwrap();
+        assert_eq!(&buf, b"ping");
+        drop(p);
+        let n = tokio::time::timeout(Duration::from_secs(5), s.read(&mut buf)).await.unwrap();
+        assert_eq!(n.unwrap_or(0), 0, "dropping the proxy closes its connections");
     }
 }
