@@ -20,6 +20,13 @@ const LATCH_PATH: &str = "/demo/scheduler";
 /// Workers in the selector scenario.
 const WORKERS: usize = 3;
 
+/// How long a candidate ahead of the newcomer may take to lead (and resign) before the crash
+/// scenario goes on without it.
+const TURN_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long a selector worker may take to queue before the next one starts.
+const QUEUE_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// How long the selector scenario may take to rotate.
 const ROTATION_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -200,7 +207,7 @@ impl Demo {
         self.log(format_args!("{} resigned", candidates[leader].name));
         for i in rest {
             let turn = candidates[i].latch.await_leadership();
-            if let Ok(Ok(l)) = tokio::time::timeout(Duration::from_secs(5), turn).await {
+            if let Ok(Ok(l)) = tokio::time::timeout(TURN_TIMEOUT, turn).await {
                 let _ = l.resign().await;
             }
         }
@@ -235,7 +242,7 @@ impl Demo {
                     Ok::<(), rzk_election::BoxError>(())
                 }
             })?;
-            let queued = Instant::now() + Duration::from_secs(5);
+            let queued = Instant::now() + QUEUE_TIMEOUT;
             while sel.our_path().is_none() && Instant::now() < queued {
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }

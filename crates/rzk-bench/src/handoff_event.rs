@@ -167,7 +167,10 @@ async fn answer<T>(
     match tokio::time::timeout(ANSWER_TIMEOUT, rx).await {
         Ok(Ok(r)) => r,
         Ok(Err(_)) => Err(BenchError::stopped(format!("{what}: the participant stopped"))),
-        Err(_) => Err(BenchError::stopped(format!("{what}: no answer within 10 s"))),
+        Err(_) => {
+            let s = ANSWER_TIMEOUT.as_secs();
+            Err(BenchError::stopped(format!("{what}: no answer within {s} s")))
+        }
     }
 }
 

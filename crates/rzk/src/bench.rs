@@ -5,7 +5,8 @@ use std::time::Duration;
 use clap::Args;
 use rzk_bench::{BenchConfig, BenchError, Strategy, Workload};
 
-use crate::cli::{CliError, Connect};
+use crate::connect::Connect;
+use crate::error::CliError;
 
 /// Flags of `rzk bench`.
 #[derive(Debug, Args)]

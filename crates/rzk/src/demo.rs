@@ -5,7 +5,7 @@ use std::time::Duration;
 use clap::Args;
 use rzk_bench::demo::DemoConfig;
 
-use crate::cli::CliError;
+use crate::error::CliError;
 
 /// Flags of `rzk demo`.
 #[derive(Debug, Args)]

@@ -20,7 +20,8 @@ use rzk_election::{
 use tokio::process::{Child, Command};
 use tokio::signal::unix::{signal, SignalKind};
 
-use crate::cli::{CliError, Connect};
+use crate::connect::Connect;
+use crate::error::CliError;
 
 /// Time allowed between SIGKILL and the child's exit being reaped.
 pub(crate) const KILL_SLACK: Duration = Duration::from_millis(200);

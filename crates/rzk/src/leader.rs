@@ -4,8 +4,9 @@ use clap::Args;
 use rzk_election::{LatchOptions, LeaderLatch, LeaderSelector, Participants, SelectorOptions};
 use zookeeper_client as zk;
 
-use crate::cli::{CliError, Connect};
+use crate::connect::Connect;
 use crate::elect::Recipe;
+use crate::error::CliError;
 
 /// Flags of `rzk leader`.
 #[derive(Debug, Args)]

@@ -7,9 +7,10 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench;
-mod cli;
+mod connect;
 mod demo;
 mod elect;
+mod error;
 mod leader;
 mod node;
 mod server;
@@ -21,7 +22,7 @@ mod zoocfg;
 #[command(name = "rzk", version, about)]
 struct Cli {
     #[command(flatten)]
-    connect: cli::Connect,
+    connect: connect::Connect,
     #[command(subcommand)]
     command: Command,
 }
@@ -34,7 +35,8 @@ enum Command {
     Elect(elect::ElectArgs),
     /// Show the leader and the queue of an election (live with --watch).
     Leader(leader::LeaderArgs),
-    /// Play the seed scenarios on an in-process server and time them.
+    /// Play leader-election scenarios (handoffs, a crashed leader, a fair rotation) on an
+    /// in-process server and time them.
     Demo(demo::DemoArgs),
     /// Load a ZooKeeper-protocol server and report throughput and latency.
     Bench(bench::BenchArgs),
@@ -58,12 +60,14 @@ fn main() -> ExitCode {
     }
     let rt = match builder.enable_all().build() {
         Ok(rt) => rt,
-        Err(e) => return cli::CliError::runtime(format!("starting the tokio runtime: {e}")).exit(),
+        Err(e) => {
+            return error::CliError::runtime(format!("starting the tokio runtime: {e}")).exit()
+        }
     };
     let result = match cli.command {
         Command::Server(args) => {
             init_logging();
-            rt.block_on(server::run(args)).map_err(cli::CliError::from)
+            rt.block_on(server::run(args)).map_err(error::CliError::from)
         }
         Command::Node(cmd) => rt.block_on(node::run(&cli.connect, cmd)),
         Command::Leader(args) => rt.block_on(leader::run(&cli.connect, args)),

@@ -5,7 +5,8 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 use zookeeper_client as zk;
 
-use crate::cli::{CliError, Connect};
+use crate::connect::Connect;
+use crate::error::CliError;
 
 /// A node command.
 #[derive(Debug, Subcommand)]

@@ -80,8 +80,7 @@ pub(crate) struct ServerArgs {
     /// Threads that read, decode and answer client connections [default: one per CPU, or
     /// `TOKIO_WORKER_THREADS`]. The log thread, which syncs the transaction log, comes on top.
     /// Every request is applied under one core lock, so more threads only add parallel socket
-    /// work; on two CPUs one thread and two measured within 15% of each other
-    /// (docs/BENCHMARKS.md).
+    /// work (docs/BENCHMARKS.md compares thread counts).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
     pub(crate) io_threads: Option<u16>,
 }
@@ -139,8 +138,10 @@ fn build_config(args: ServerArgs) -> anyhow::Result<ServerConfig> {
     config.core.seed = (u128::from(random()) << 64) | u128::from(random());
     config.max_client_connections_per_ip =
         args.max_client_cnxns.or(file.max_client_cnxns).unwrap_or(60);
-    config.max_packet_bytes =
-        args.max_packet_bytes.or(file.max_packet_bytes).unwrap_or(rzk_proto_default_max());
+    config.max_packet_bytes = args
+        .max_packet_bytes
+        .or(file.max_packet_bytes)
+        .unwrap_or(rzk_proto::DEFAULT_MAX_PACKET_BYTES);
     if !args.in_memory {
         let data_dir =
             args.data_dir.or(file.data_dir.map(PathBuf::from)).unwrap_or_else(default_data_dir);
@@ -168,10 +169,6 @@ fn build_config(args: ServerArgs) -> anyhow::Result<ServerConfig> {
         config.durability = Durability::Disk(disk);
     }
     Ok(config)
-}
-
-const fn rzk_proto_default_max() -> usize {
-    0xfffff
 }
 
 pub(crate) async fn run(args: ServerArgs) -> anyhow::Result<()> {

@@ -5,9 +5,11 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 
-use super::{
+use super::blocking_client::BlockingClient;
+use super::error::RawError;
+use super::wire::{
     answers_request, as_notification, connect_response, frame_len, handshake_frame, is_ping_reply,
-    new_session, BlockingClient, RawError, Reply,
+    new_session, Reply,
 };
 
 /// Bytes read from the socket at a time: room for many pipelined replies per system call.
@@ -51,7 +53,7 @@ impl AsyncClient {
         AsyncClient::connect_with(addr, &new_session(timeout)).await
     }
 
-    /// A session with `addr` from any handshake, for instance [`super::resume`].
+    /// A session with `addr` from any handshake, for instance [`resume`](super::resume).
     pub async fn connect_with(
         addr: &str,
         req: &ConnectRequest,

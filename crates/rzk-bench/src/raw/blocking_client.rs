@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use rzk_proto::{xid, ConnectRequest, ConnectResponse, Request, WatcherEvent};
 
-use super::{
+use super::error::RawError;
+use super::wire::{
     answers_request, as_notification, connect_response, frame_len, handshake_frame, is_ping_reply,
-    new_session, RawError, Reply,
+    new_session, Reply,
 };
 
 /// A raw ZooKeeper connection read and written with blocking calls. See the [module
@@ -56,7 +57,7 @@ impl BlockingClient {
         BlockingClient::connect_with(addr, &new_session(timeout))
     }
 
-    /// A session with `addr` from any handshake, for instance [`super::resume`].
+    /// A session with `addr` from any handshake, for instance [`resume`](super::resume).
     pub fn connect_with(
         addr: impl ToSocketAddrs + std::fmt::Display,
         req: &ConnectRequest,
