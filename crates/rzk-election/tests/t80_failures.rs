@@ -9,8 +9,8 @@ use rzk_election::{
     ConnectionState, Error, LatchOptions, LeaderLatch, LeaderSelector, Leadership, LossReason,
     Session,
 };
+use rzk_testkit::proxy::Proxy;
 use support::checker::{sample_single_leader, Checker};
-use support::proxy::Proxy;
 use support::*;
 use zookeeper_client::{Acls, CreateMode};
 

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use rzk_election::{
     ConnectionPolicy, ConnectionState, LatchOptions, LeaderLatch, LossReason, Session,
 };
+use rzk_testkit::proxy::Proxy;
 use support::checker::{sample_single_leader, Checker};
-use support::proxy::Proxy;
 use support::*;
 use zookeeper_client::{Acls, CreateMode};
 

@@ -24,179 +24,20 @@
 
 mod support;
 
-use std::collections::HashSet;
 use std::future::Future;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use rzk_election::{LatchOptions, LeaderLatch, Session, SessionConfig};
+use rzk_testkit::ensemble::Ensemble;
 use support::checker::Checker;
-use support::{assert_served_by, four_letter, init_tracing, serial};
+use support::{init_tracing, serial};
 
 /// The session timeout here, longer than the other failure tests' 4 s: a ZAB re-election of
 /// three JVMs plus the client's reconnect back-off must fit inside the leader's lease with
 /// room to spare on a loaded machine (it took 0.46-1.3 s when idle).
 const T: Duration = Duration::from_secs(10);
-
-/// One `QuorumPeerMain` of the ensemble.
-struct Node {
-    client_port: u16,
-    dir: PathBuf,
-    child: Option<Child>,
-}
-
-/// A 3-node (or n-node) Apache ZooKeeper ensemble on 127.0.0.1, every process killed on drop.
-struct Ensemble {
-    dir: PathBuf,
-    nodes: Vec<Node>,
-}
-
-fn free_ports(n: usize) -> Vec<u16> {
-    // Hold every listener until all are chosen, so that the ports are distinct.
-    let ls: Vec<std::net::TcpListener> =
-        (0..n).map(|_| std::net::TcpListener::bind("127.0.0.1:0").expect("bind")).collect();
-    ls.iter().map(|l| l.local_addr().expect("addr").port()).collect()
-}
-
-impl Ensemble {
-    /// Starts `n` peers and waits until every one answers `srvr` as leader or follower.
-    fn start(n: usize) -> Ensemble {
-        static SEQ: AtomicUsize = AtomicUsize::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "rzk-election-t85-{}-{}",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        let ports = free_ports(3 * n);
-        let servers: String = (0..n)
-            .map(|i| {
-                format!("server.{}=127.0.0.1:{}:{}\n", i + 1, ports[3 * i + 1], ports[3 * i + 2])
-            })
-            .collect();
-        let mut nodes = Vec::new();
-        for i in 0..n {
-            let ndir = dir.join(format!("n{}", i + 1));
-            let data = ndir.join("data");
-            std::fs::create_dir_all(&data).expect("data dir");
-            std::fs::write(data.join("myid"), format!("{}\n", i + 1)).expect("myid");
-            let cfg = ndir.join("zoo.cfg");
-            std::fs::write(
-                &cfg,
-                format!(
-                    "tickTime=200\ninitLimit=20\nsyncLimit=10\ndataDir={}\nclientPort={}\n\
-                     clientPortAddress=127.0.0.1\nmaxClientCnxns=0\nadmin.enableServer=false\n\
-                     4lw.commands.whitelist=*\nextendedTypesEnabled=true\n\
-                     maxSessionTimeout=12000\n{servers}",
-                    data.display(),
-                    ports[3 * i]
-                ),
-            )
-            .expect("zoo.cfg");
-            let log = std::fs::File::create(ndir.join("server.log")).expect("log");
-            let child = Command::new("java")
-                .arg("-Xmx256m")
-                .arg("-XX:+UseSerialGC")
-                .arg("-XX:TieredStopAtLevel=1")
-                .arg("-Dzookeeper.extendedTypesEnabled=true")
-                .arg("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn")
-                .arg("-cp")
-                .arg("/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar")
-                .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
-                .arg(&cfg)
-                .stdin(Stdio::null())
-                .stdout(log.try_clone().expect("log"))
-                .stderr(log)
-                .spawn()
-                .expect("start java (is the Debian zookeeper package installed?)");
-            nodes.push(Node { client_port: ports[3 * i], dir: ndir, child: Some(child) });
-        }
-        let e = Ensemble { dir, nodes };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while !(0..n).all(|i| e.mode(i).is_some()) {
-            assert!(Instant::now() < deadline, "ensemble not ready after 60 s:\n{}", e.logs());
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        for node in &e.nodes {
-            assert_served_by(node.client_port, &node.dir.join("data"));
-        }
-        e
-    }
-
-    fn hosts(&self) -> String {
-        self.nodes
-            .iter()
-            .map(|n| format!("127.0.0.1:{}", n.client_port))
-            .collect::<Vec<_>>()
-            .join(",")
-    }
-
-    /// `Some("leader" | "follower")` when node `i` serves; `None` if down or LOOKING.
-    fn mode(&self, i: usize) -> Option<&'static str> {
-        self.nodes[i].child.as_ref()?;
-        let out = four_letter(self.nodes[i].client_port, "srvr").ok()?;
-        if out.contains("Mode: leader") {
-            Some("leader")
-        } else if out.contains("Mode: follower") {
-            Some("follower")
-        } else {
-            None
-        }
-    }
-
-    fn leader(&self) -> Option<usize> {
-        (0..self.nodes.len()).find(|&i| self.mode(i) == Some("leader"))
-    }
-
-    /// The session ids (`0x…`) with a connection on node `i` (`cons`).
-    fn sessions_on(&self, i: usize) -> HashSet<String> {
-        let out = four_letter(self.nodes[i].client_port, "cons").unwrap_or_default();
-        out.split([',', '(', ')'])
-            .filter_map(|f| f.trim().strip_prefix("sid="))
-            .map(str::to_string)
-            .collect()
-    }
-
-    fn node_of(&self, sid: &str) -> Option<usize> {
-        (0..self.nodes.len()).find(|&i| self.sessions_on(i).contains(sid))
-    }
-
-    /// SIGKILL of node `i`.
-    fn kill(&mut self, i: usize) {
-        if let Some(mut c) = self.nodes[i].child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-
-    fn logs(&self) -> String {
-        self.nodes
-            .iter()
-            .map(|n| {
-                let log = std::fs::read_to_string(n.dir.join("server.log")).unwrap_or_default();
-                let tail: Vec<&str> = log.lines().rev().take(30).collect();
-                format!(
-                    "--- {}:\n{}",
-                    n.dir.display(),
-                    tail.into_iter().rev().collect::<Vec<_>>().join("\n")
-                )
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
-}
-
-impl Drop for Ensemble {
-    fn drop(&mut self) {
-        for i in 0..self.nodes.len() {
-            self.kill(i);
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
 
 fn sid(s: &Session) -> String {
     format!("{:#x}", s.session_id().expect("session id").0)

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rzk_server::TestServer;
+use rzk_testkit::wait::within;
 use zk::{Acls, AddWatchMode, CreateMode, EventType, LockOptions, LockPrefix};
 use zookeeper_client as zk;
 
@@ -34,11 +35,8 @@ fn persistent() -> zk::CreateOptions<'static> {
     CreateMode::Persistent.with_acls(Acls::anyone_all())
 }
 
-async fn within<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(Duration::from_secs(10), f)
-        .await
-        .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
-}
+/// How long a test waits for an event or a state change.
+const WAIT: Duration = Duration::from_secs(10);
 
 #[tokio::test]
 async fn session_timeout_is_negotiated_into_bounds() {
@@ -136,7 +134,7 @@ async fn node_modes() {
     assert_eq!(stat.ephemeral_owner, 0);
     c.create("/box/x", b"", &persistent()).await.unwrap();
     c.delete("/box/x", None).await.unwrap();
-    let gone = within("container reaping", async {
+    let gone = within(WAIT, "container reaping", async {
         while c.check_stat("/box").await.unwrap().is_some() {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
@@ -149,7 +147,7 @@ async fn node_modes() {
     let (stat, _) = c.create("/ttl", b"", &ttl).await.unwrap();
     assert_eq!(stat.ephemeral_owner, 0);
     let started = Instant::now();
-    within("TTL expiry", async {
+    within(WAIT, "TTL expiry", async {
         while c.check_stat("/ttl").await.unwrap().is_some() {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
@@ -166,21 +164,21 @@ async fn one_shot_watches_fire_once_in_order() {
 
     let (_, created) = c.check_and_watch_stat("/w").await.unwrap();
     other.create("/w", b"1", &persistent()).await.unwrap();
-    let ev = within("NodeCreated", created.changed()).await;
+    let ev = within(WAIT, "NodeCreated", created.changed()).await;
     assert_eq!((ev.event_type, ev.path.as_str()), (EventType::NodeCreated, "/w"));
 
     let (_, _, data_changed) = c.get_and_watch_data("/w").await.unwrap();
     let (_, _, children_changed) = c.get_and_watch_children("/w").await.unwrap();
     other.set_data("/w", b"2", None).await.unwrap();
-    let ev = within("NodeDataChanged", data_changed.changed()).await;
+    let ev = within(WAIT, "NodeDataChanged", data_changed.changed()).await;
     assert_eq!(ev.event_type, EventType::NodeDataChanged);
     other.create("/w/kid", b"", &persistent()).await.unwrap();
-    let ev = within("NodeChildrenChanged", children_changed.changed()).await;
+    let ev = within(WAIT, "NodeChildrenChanged", children_changed.changed()).await;
     assert_eq!((ev.event_type, ev.path.as_str()), (EventType::NodeChildrenChanged, "/w"));
 
     let (_, _, deleted) = c.get_and_watch_data("/w/kid").await.unwrap();
     other.delete("/w/kid", None).await.unwrap();
-    let ev = within("NodeDeleted", deleted.changed()).await;
+    let ev = within(WAIT, "NodeDeleted", deleted.changed()).await;
     assert_eq!(ev.event_type, EventType::NodeDeleted);
 }
 
@@ -198,7 +196,7 @@ async fn persistent_and_recursive_watches() {
 
     let mut seen = Vec::new();
     for _ in 0..2 {
-        let ev = within("persistent event", persistent_w.changed()).await;
+        let ev = within(WAIT, "persistent event", persistent_w.changed()).await;
         seen.push((ev.event_type, ev.path));
     }
     assert_eq!(
@@ -210,7 +208,7 @@ async fn persistent_and_recursive_watches() {
     );
     let mut seen = Vec::new();
     for _ in 0..3 {
-        let ev = within("recursive event", recursive_w.changed()).await;
+        let ev = within(WAIT, "recursive event", recursive_w.changed()).await;
         seen.push((ev.event_type, ev.path));
     }
     assert_eq!(
@@ -346,7 +344,7 @@ async fn lock_recipe_is_mutually_exclusive() {
         }));
     }
     for t in tasks {
-        within("lock contenders", t).await.unwrap();
+        within(WAIT, "lock contenders", t).await.unwrap();
     }
     assert_eq!(entered.load(Ordering::SeqCst), 15);
 }
@@ -363,7 +361,7 @@ async fn close_and_expiry_remove_ephemerals() {
     let (_, _, w) = watcher.get_and_watch_data("/closing").await.unwrap();
     drop(c);
     assert_eq!(
-        within("NodeDeleted on close", w.changed()).await.event_type,
+        within(WAIT, "NodeDeleted on close", w.changed()).await.event_type,
         EventType::NodeDeleted
     );
 
@@ -379,7 +377,7 @@ async fn close_and_expiry_remove_ephemerals() {
     let (_, _, w) = watcher.get_and_watch_data("/expiring").await.unwrap();
     let dropped = Instant::now();
     drop(c);
-    let ev = within("NodeDeleted on expiry", w.changed()).await;
+    let ev = within(WAIT, "NodeDeleted on expiry", w.changed()).await;
     let waited = dropped.elapsed();
     assert_eq!(ev.event_type, EventType::NodeDeleted);
     assert!(waited >= Duration::from_millis(500), "expired early: {waited:?}");

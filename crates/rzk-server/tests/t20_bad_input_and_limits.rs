@@ -2,104 +2,72 @@
 //! expects one; named limits hold against clients that misbehave; each connection keeps the
 //! core's order when many are written at once.
 
-use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use rzk_proto::jute::{Reader, Writer};
 use rzk_proto::{
-    Acl, ConnectRequest, ConnectResponse, CreateOp, CreateRequest, PathWatch, ReplyHeader, Request,
+    xid, Acl, ConnectRequest, ConnectResponse, CreateOp, CreateRequest, PathWatch, ReplyHeader,
+    Request,
 };
 use rzk_server::TestServer;
+use rzk_testkit::four_letter::four_letter;
+use rzk_testkit::raw::BlockingClient;
+use rzk_testkit::tempdir::TempDir;
 
-/// A minimal blocking client that speaks raw frames.
-struct Raw {
-    s: TcpStream,
+/// How long a test's read waits for the server before it fails.
+const READ_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A connection without a session yet.
+fn open(server: &TestServer) -> BlockingClient {
+    wrap(TcpStream::connect(server.addr()).unwrap())
 }
 
-impl Raw {
-    fn open(server: &TestServer) -> Raw {
-        Raw::wrap(TcpStream::connect(server.addr()).unwrap())
-    }
+fn wrap(s: TcpStream) -> BlockingClient {
+    s.set_read_timeout(Some(READ_TIMEOUT)).unwrap();
+    BlockingClient::from_stream(s).unwrap()
+}
 
-    fn wrap(s: TcpStream) -> Raw {
-        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        s.set_nodelay(true).unwrap();
-        Raw { s }
-    }
+fn session(server: &TestServer) -> (BlockingClient, ConnectResponse) {
+    handshake(open(server))
+}
 
-    fn session(server: &TestServer) -> (Raw, ConnectResponse) {
-        Raw::handshake(Raw::open(server))
-    }
+/// A session over a socket whose receive buffer is fixed at `bytes` (no autotuning), so
+/// that the kernel holds little of what the client does not read.
+fn session_with_receive_buffer(
+    server: &TestServer,
+    bytes: usize,
+) -> (BlockingClient, ConnectResponse) {
+    let addr: std::net::SocketAddr = server.addr();
+    let sock =
+        socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM, None)
+            .unwrap();
+    sock.set_recv_buffer_size(bytes).unwrap();
+    sock.connect(&addr.into()).unwrap();
+    handshake(wrap(sock.into()))
+}
 
-    /// A session over a socket whose receive buffer is fixed at `bytes` (no autotuning), so
-    /// that the kernel holds little of what the client does not read.
-    fn session_with_receive_buffer(server: &TestServer, bytes: usize) -> (Raw, ConnectResponse) {
-        let addr: std::net::SocketAddr = server.addr();
-        let sock =
-            socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM, None)
-                .unwrap();
-        sock.set_recv_buffer_size(bytes).unwrap();
-        sock.connect(&addr.into()).unwrap();
-        Raw::handshake(Raw::wrap(sock.into()))
-    }
+fn handshake(mut raw: BlockingClient) -> (BlockingClient, ConnectResponse) {
+    let resp = raw.handshake(&ConnectRequest::new_session(10_000)).expect("ConnectResponse");
+    (raw, resp)
+}
 
-    fn handshake(mut raw: Raw) -> (Raw, ConnectResponse) {
-        let req = ConnectRequest::new_session(10_000);
-        let mut w = Writer::frame();
-        req.write(&mut w);
-        raw.send(&w.finish_frame());
-        let frame = raw.recv().expect("ConnectResponse");
-        let resp = ConnectResponse::read(&mut Reader::new(&frame)).unwrap();
-        (raw, resp)
-    }
+/// The next reply, split into its header and the rest.
+fn reply(raw: &mut BlockingClient) -> (ReplyHeader, Vec<u8>) {
+    let r = raw.read_reply().expect("a reply");
+    (r.header, r.body().to_vec())
+}
 
-    fn send(&mut self, bytes: &[u8]) {
-        self.s.write_all(bytes).unwrap();
-    }
+/// Whether the connection is served: a ping's reply is the next frame.
+fn ping_ok(raw: &mut BlockingClient) -> bool {
+    raw.send_ping().unwrap();
+    matches!(raw.read_reply(), Ok(r) if r.header.xid == xid::PING)
+}
 
-    /// The next frame, or `None` once the server has closed the connection.
-    fn recv(&mut self) -> Option<Vec<u8>> {
-        let mut len = [0u8; 4];
-        self.s.read_exact(&mut len).ok()?;
-        let mut body = vec![0; i32::from_be_bytes(len) as usize];
-        self.s.read_exact(&mut body).ok()?;
-        Some(body)
-    }
-
-    fn reply(&mut self) -> (ReplyHeader, Vec<u8>) {
-        let frame = self.recv().expect("a reply");
-        let mut r = Reader::new(&frame);
-        let h = ReplyHeader::read(&mut r).unwrap();
-        (h, frame[16..].to_vec())
-    }
-
-    fn closed_by_server(&mut self) -> bool {
-        let mut buf = [0u8; 1024];
-        loop {
-            match self.s.read(&mut buf) {
-                Ok(0) => return true,
-                Ok(_) => continue,
-                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return true,
-                Err(_) => return false,
-            }
-        }
-    }
-
-    /// A four-letter word on a fresh connection, and everything the server answers before
-    /// it closes.
-    fn ask(server: &TestServer, word: &str) -> String {
-        let mut raw = Raw::open(server);
-        raw.send(word.as_bytes());
-        let mut out = String::new();
-        raw.s.read_to_string(&mut out).unwrap();
-        out
-    }
-
-    fn ping_ok(&mut self) -> bool {
-        self.send(&Request::Ping.to_frame(-2));
-        matches!(self.recv(), Some(f) if f[..4] == (-2i32).to_be_bytes())
-    }
+/// A four-letter word on a fresh connection, and everything the server answers before it
+/// closes.
+fn ask(server: &TestServer, word: &str) -> String {
+    four_letter(server.addr(), word).unwrap()
 }
 
 fn create(path: &str, data: Vec<u8>) -> Request {
@@ -120,75 +88,76 @@ fn server_with(f: impl FnOnce(&mut rzk_server::ServerConfig)) -> TestServer {
 #[test]
 fn oversized_frame_closes_only_that_connection() {
     let s = server_with(|c| c.max_packet_bytes = 1024);
-    let (mut good, _) = Raw::session(&s);
-    let (mut bad, _) = Raw::session(&s);
+    let (mut good, _) = session(&s);
+    let (mut bad, _) = session(&s);
     // A length over jute.maxbuffer is refused from the header alone.
-    bad.send(&2048i32.to_be_bytes());
+    bad.write_raw(&2048i32.to_be_bytes()).unwrap();
     assert!(bad.closed_by_server());
-    assert!(good.ping_ok(), "other sessions are unaffected");
+    assert!(ping_ok(&mut good), "other sessions are unaffected");
 
-    let (mut neg, _) = Raw::session(&s);
-    neg.send(&(-5i32).to_be_bytes());
+    let (mut neg, _) = session(&s);
+    neg.write_raw(&(-5i32).to_be_bytes()).unwrap();
     assert!(neg.closed_by_server());
-    assert!(good.ping_ok());
+    assert!(ping_ok(&mut good));
 
     // A request just under the limit is served.
-    good.send(&create("/big", vec![7; 900]).to_frame(1));
-    assert_eq!(good.reply().0.err, 0);
+    good.write_raw(&create("/big", vec![7; 900]).to_frame(1)).unwrap();
+    assert_eq!(reply(&mut good).0.err, 0);
 }
 
 #[test]
 fn garbage_handshake_and_header_close_the_connection() {
     let s = TestServer::start().unwrap();
-    let mut raw = Raw::open(&s);
-    raw.send(&[0, 0, 0, 3, 1, 2, 3]);
+    let mut raw = open(&s);
+    raw.write_raw(&[0, 0, 0, 3, 1, 2, 3]).unwrap();
     assert!(raw.closed_by_server(), "a 3-byte ConnectRequest");
 
-    let (mut short, _) = Raw::session(&s);
-    short.send(&[0, 0, 0, 2, 0, 1]);
+    let (mut short, _) = session(&s);
+    short.write_raw(&[0, 0, 0, 2, 0, 1]).unwrap();
     assert!(short.closed_by_server(), "a frame too short for a RequestHeader");
 
-    let (mut good, _) = Raw::session(&s);
-    assert!(good.ping_ok());
+    let (mut good, _) = session(&s);
+    assert!(ping_ok(&mut good));
 }
 
 #[test]
 fn unknown_op_gets_unimplemented_then_close() {
     let s = TestServer::start().unwrap();
-    let (mut raw, _) = Raw::session(&s);
+    let (mut raw, _) = session(&s);
     let mut w = Writer::frame();
     w.i32(7).i32(999);
-    raw.send(&w.finish_frame());
-    let (h, body) = raw.reply();
+    raw.write_raw(&w.finish_frame()).unwrap();
+    let (h, body) = reply(&mut raw);
     assert_eq!((h.xid, h.zxid, h.err), (7, -1, -6));
     assert!(body.is_empty());
     assert!(raw.closed_by_server());
 
     // A stand-alone check (valid only inside multi) likewise.
-    let (mut raw, _) = Raw::session(&s);
-    raw.send(&Request::Check { path: "/".into(), version: -1 }.to_frame(8));
-    assert_eq!(raw.reply().0.err, -6);
+    let (mut raw, _) = session(&s);
+    raw.write_raw(&Request::Check { path: "/".into(), version: -1 }.to_frame(8)).unwrap();
+    assert_eq!(reply(&mut raw).0.err, -6);
     assert!(raw.closed_by_server());
 }
 
 #[test]
 fn undecodable_body_gets_marshalling_error_and_the_connection_lives() {
     let s = TestServer::start().unwrap();
-    let (mut raw, _) = Raw::session(&s);
+    let (mut raw, _) = session(&s);
     // getData whose path length runs past the frame.
     let mut w = Writer::frame();
     w.i32(1).i32(4).i32(1000).raw(b"/a");
-    raw.send(&w.finish_frame());
-    assert_eq!(raw.reply().0.err, -5);
-    raw.send(&Request::Exists(PathWatch { path: "/".into(), watch: false }).to_frame(2));
-    let (h, _) = raw.reply();
+    raw.write_raw(&w.finish_frame()).unwrap();
+    assert_eq!(reply(&mut raw).0.err, -5);
+    raw.write_raw(&Request::Exists(PathWatch { path: "/".into(), watch: false }).to_frame(2))
+        .unwrap();
+    let (h, _) = reply(&mut raw);
     assert_eq!((h.xid, h.err), (2, 0));
 }
 
 #[test]
 fn invalid_requests_get_zookeeper_errors() {
     let s = TestServer::start().unwrap();
-    let (mut raw, _) = Raw::session(&s);
+    let (mut raw, _) = session(&s);
     let cases: Vec<(Request, i32)> = vec![
         (create("noslash", vec![]), -8),
         (create("/a/", vec![]), -101),
@@ -203,24 +172,24 @@ fn invalid_requests_get_zookeeper_errors() {
     ];
     for (i, (req, err)) in cases.into_iter().enumerate() {
         let xid = i as i32 + 1;
-        raw.send(&req.to_frame(xid));
-        let (h, _) = raw.reply();
+        raw.write_raw(&req.to_frame(xid)).unwrap();
+        let (h, _) = reply(&mut raw);
         assert_eq!((h.xid, h.err), (xid, err), "{req:?}");
     }
-    assert!(raw.ping_ok());
+    assert!(ping_ok(&mut raw));
 }
 
 #[test]
 fn connections_per_ip_are_limited() {
     let s = server_with(|c| c.max_client_connections_per_ip = 3);
-    let kept: Vec<_> = (0..3).map(|_| Raw::session(&s).0).collect();
-    let mut extra = Raw::open(&s);
+    let kept: Vec<_> = (0..3).map(|_| session(&s).0).collect();
+    let mut extra = open(&s);
     assert!(extra.closed_by_server(), "the fourth connection from one address is refused");
     drop(kept);
     // Slots free up when connections close.
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        let mut raw = Raw::open(&s);
+        let mut raw = open(&s);
         let req = Request::Ping.to_frame(-2);
         let _ = req;
         let mut w = Writer::frame();
@@ -233,8 +202,8 @@ fn connections_per_ip_are_limited() {
             read_only: None,
         }
         .write(&mut w);
-        raw.send(&w.finish_frame());
-        if raw.recv().is_some() {
+        raw.write_raw(&w.finish_frame()).unwrap();
+        if raw.read_frame().is_ok() {
             break;
         }
         assert!(Instant::now() < deadline, "no slot freed after the others closed");
@@ -245,45 +214,45 @@ fn connections_per_ip_are_limited() {
 #[test]
 fn a_client_that_stops_reading_is_throttled_without_loss() {
     let s = server_with(|c| c.max_outstanding_requests_per_connection = 8);
-    let (mut raw, _) = Raw::session(&s);
+    let (mut raw, _) = session(&s);
     // Pipeline small reads without reading any reply, until the kernel buffers fill and the
     // writes block: the server stops reading once 8 replies are outstanding.
-    raw.s.set_write_timeout(Some(Duration::from_millis(1500))).unwrap();
+    raw.stream().set_write_timeout(Some(Duration::from_millis(1500))).unwrap();
     let req = Request::Exists(PathWatch { path: "/".into(), watch: false }).to_frame(9);
     let mut sent = 0usize;
-    while raw.s.write_all(&req).is_ok() {
+    while raw.write_raw(&req).is_ok() {
         sent += 1;
         assert!(sent < 5_000_000, "writes never blocked: the server reads without limit");
     }
     // The last write may have been cut short; every whole request is answered, in order.
-    let (mut other, _) = Raw::session(&s);
-    assert!(other.ping_ok(), "other connections keep being served");
+    let (mut other, _) = session(&s);
+    assert!(ping_ok(&mut other), "other connections keep being served");
     for i in 0..sent {
-        let (h, _) = raw.reply();
+        let (h, _) = reply(&mut raw);
         assert_eq!((h.xid, h.err), (9, 0), "reply {i} of {sent}");
     }
 }
 
 fn pipelined_large_reads_are_throttled_by_bytes_without_loss(s: &TestServer) {
-    let (mut raw, _) = Raw::session_with_receive_buffer(s, 64 * 1024);
-    raw.send(&create("/blob", vec![1; 1 << 20]).to_frame(1));
-    assert_eq!(raw.reply().0.err, 0);
+    let (mut raw, _) = session_with_receive_buffer(s, 64 * 1024);
+    raw.write_raw(&create("/blob", vec![1; 1 << 20]).to_frame(1)).unwrap();
+    assert_eq!(reply(&mut raw).0.err, 0);
     // A large write first: with a data directory the reads' replies then wait in the server
     // until its sync (milliseconds for 1.9 MB) is done, where the socket's queue does not
     // see them.
     let mut all = create("/w", vec![2; 1_900_000]).to_frame(3);
     let req = Request::GetData(PathWatch { path: "/blob".into(), watch: false }).to_frame(2);
     all.extend((0..100).flat_map(|_| req.iter().copied()));
-    raw.send(&all);
+    raw.write_raw(&all).unwrap();
     // The client reads nothing for a while: the server stops decoding at its budget.
     std::thread::sleep(Duration::from_millis(500));
-    let h = raw.reply().0;
+    let h = reply(&mut raw).0;
     assert_eq!((h.xid, h.err), (3, 0));
     for i in 0..100 {
-        let (h, body) = raw.reply();
+        let (h, body) = reply(&mut raw);
         assert_eq!((h.xid, h.err, body.len()), (2, 0, 4 + (1 << 20) + 68), "reply {i}");
     }
-    assert!(raw.ping_ok());
+    assert!(ping_ok(&mut raw));
 }
 
 // 4 MiB may queue, a quarter of it per batch: a hundred 1 MiB replies would be built at once
@@ -300,35 +269,37 @@ fn pipelined_large_reads_are_throttled_by_bytes_without_loss_in_memory() {
 
 #[test]
 fn pipelined_large_reads_are_throttled_by_bytes_without_loss_when_durable() {
-    let dir = std::env::temp_dir().join(format!("rzk-t20-reads-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let s = TestServer::builder().data_dir(&dir).config(large_reads_config).start().unwrap();
+    let dir = TempDir::new("rzk-t20-reads");
+    let s = TestServer::builder()
+        .data_dir(dir.join("data"))
+        .config(large_reads_config)
+        .start()
+        .unwrap();
     pipelined_large_reads_are_throttled_by_bytes_without_loss(&s);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn a_client_that_lets_notifications_pile_up_is_dropped() {
     let s = server_with(|c| c.max_queued_bytes_per_connection = 256 * 1024);
-    let (mut writer, _) = Raw::session(&s);
+    let (mut writer, _) = session(&s);
     // A recursive watch on the root: every change below it is a notification, which the
     // server sends whether or not the client reads.
-    let (mut deaf, _) = Raw::session_with_receive_buffer(&s, 64 * 1024);
-    deaf.send(&Request::AddWatch { path: "/".into(), mode: 1 }.to_frame(1));
+    let (mut deaf, _) = session_with_receive_buffer(&s, 64 * 1024);
+    deaf.write_raw(&Request::AddWatch { path: "/".into(), mode: 1 }.to_frame(1)).unwrap();
     let long = format!("/{}", "n".repeat(2000));
-    writer.send(&create(&long, vec![]).to_frame(1));
-    assert_eq!(writer.reply().0.err, 0);
+    writer.write_raw(&create(&long, vec![]).to_frame(1)).unwrap();
+    assert_eq!(reply(&mut writer).0.err, 0);
     // 4,000 notifications of 2 KiB: past the kernel's buffers (the client's fixed at 64 KiB,
     // the server's send buffer at most 4 MiB) and the server's 256 KiB.
     let set = Request::SetData { path: long.clone(), data: Some(vec![]), version: -1 };
     for _ in 0..40 {
         let batch: Vec<u8> = (0..100).flat_map(|_| set.to_frame(2)).collect();
-        writer.send(&batch);
+        writer.write_raw(&batch).unwrap();
         for _ in 0..100 {
-            assert_eq!(writer.reply().0.err, 0);
+            assert_eq!(reply(&mut writer).0.err, 0);
         }
     }
-    assert!(writer.ping_ok(), "other connections keep being served");
+    assert!(ping_ok(&mut writer), "other connections keep being served");
     assert!(deaf.closed_by_server(), "the client that never reads is dropped");
 }
 
@@ -342,19 +313,19 @@ fn a_deaf_client_whose_session_expires_does_not_keep_its_connection() {
         .start()
         .unwrap();
     let srvr_connections = || {
-        let out = Raw::ask(&s, "srvr");
+        let out = ask(&s, "srvr");
         let line = out.lines().find(|l| l.starts_with("Connections: ")).unwrap().to_string();
         line["Connections: ".len()..].parse::<usize>().unwrap()
     };
-    let (mut writer, _) = Raw::session(&s);
-    writer.send(&create("/blob", vec![1; 64 * 1024]).to_frame(1));
-    assert_eq!(writer.reply().0.err, 0);
-    let (mut deaf, resp) = Raw::session_with_receive_buffer(&s, 64 * 1024);
+    let (mut writer, _) = session(&s);
+    writer.write_raw(&create("/blob", vec![1; 64 * 1024]).to_frame(1)).unwrap();
+    assert_eq!(reply(&mut writer).0.err, 0);
+    let (mut deaf, resp) = session_with_receive_buffer(&s, 64 * 1024);
     assert_eq!(resp.timeout_ms, 2_000, "the shortest timeout: 20 ticks");
-    deaf.s.set_write_timeout(Some(Duration::from_secs(2))).unwrap();
+    deaf.stream().set_write_timeout(Some(Duration::from_secs(2))).unwrap();
     let req = Request::GetData(PathWatch { path: "/blob".into(), watch: false }).to_frame(2);
     for _ in 0..2048 {
-        if deaf.s.write_all(&req).is_err() {
+        if deaf.write_raw(&req).is_err() {
             break;
         }
     }
@@ -362,7 +333,7 @@ fn a_deaf_client_whose_session_expires_does_not_keep_its_connection() {
     let deadline = Instant::now() + Duration::from_secs(10);
     while srvr_connections() > 2 {
         assert!(Instant::now() < deadline, "the deaf client's connection is still open");
-        assert!(writer.ping_ok(), "the other session stays alive");
+        assert!(ping_ok(&mut writer), "the other session stays alive");
         std::thread::sleep(Duration::from_millis(200));
     }
 }
@@ -370,36 +341,36 @@ fn a_deaf_client_whose_session_expires_does_not_keep_its_connection() {
 #[test]
 fn a_connection_without_a_session_is_closed_after_its_timeout() {
     let s = server_with(|c| c.sessionless_connection_timeout_ms = 300);
-    let mut half = Raw::open(&s);
+    let mut half = open(&s);
     // The length of a ConnectRequest, and then only part of it.
-    half.send(&44i32.to_be_bytes());
-    half.send(&[0; 10]);
+    half.write_raw(&44i32.to_be_bytes()).unwrap();
+    half.write_raw(&[0; 10]).unwrap();
     let t0 = Instant::now();
     assert!(half.closed_by_server());
     let waited = t0.elapsed();
     assert!(waited >= Duration::from_millis(250), "closed after {waited:?}, before its timeout");
     // A session's connection is not subject to it.
-    let (mut raw, _) = Raw::session(&s);
+    let (mut raw, _) = session(&s);
     std::thread::sleep(Duration::from_millis(600));
-    assert!(raw.ping_ok());
+    assert!(ping_ok(&mut raw));
 }
 
 #[test]
 fn four_letter_words_and_their_whitelist() {
     let s = server_with(|c| c.core.four_letter_words = vec!["ruok".into(), "srvr".into()]);
-    let ask = |word: &str| Raw::ask(&s, word);
-    assert_eq!(ask("ruok"), "imok");
-    let srvr = ask("srvr");
+    let ask_listed = |word: &str| ask(&s, word);
+    assert_eq!(ask_listed("ruok"), "imok");
+    let srvr = ask_listed("srvr");
     assert!(srvr.contains("Zookeeper version: 3.9.2-rzk"), "{srvr}");
     assert!(srvr.contains("Mode: standalone"), "{srvr}");
     assert!(srvr.contains("Node count: 5"), "{srvr}");
-    assert_eq!(ask("mntr"), "mntr is not executed because it is not in the whitelist.\n");
+    assert_eq!(ask_listed("mntr"), "mntr is not executed because it is not in the whitelist.\n");
 
     let all = TestServer::start().unwrap();
-    let out = Raw::ask(&all, "mntr");
+    let out = ask(&all, "mntr");
     assert!(out.contains("zk_server_state\tstandalone"), "{out}");
     for word in ["conf", "cons", "envi", "wchs", "dump", "isro", "stat", "wchc", "wchp"] {
-        let out = Raw::ask(&all, word);
+        let out = ask(&all, word);
         assert!(!out.is_empty() || word == "wchc" || word == "wchp", "{word} printed nothing");
     }
 }
@@ -419,12 +390,12 @@ fn fan_out_keeps_each_connections_order(s: &TestServer) {
     const WATCHERS: usize = 16;
     const SETS: i32 = 400;
     const PLAIN_READS: i32 = 3;
-    let (mut setter, _) = Raw::session(s);
-    setter.send(&create("/o", b"0".to_vec()).to_frame(1));
-    assert_eq!(setter.reply().0.err, 0);
+    let (mut setter, _) = session(s);
+    setter.write_raw(&create("/o", b"0".to_vec()).to_frame(1)).unwrap();
+    assert_eq!(reply(&mut setter).0.err, 0);
     let watchers: Vec<_> = (0..WATCHERS)
         .map(|w| {
-            let (mut raw, _) = Raw::session(s);
+            let (mut raw, _) = session(s);
             std::thread::spawn(move || {
                 let (mut xid, mut expect) = (0i32, 1i32);
                 // The version the armed watch was set at; `None` once its event has come.
@@ -435,14 +406,15 @@ fn fan_out_keeps_each_connections_order(s: &TestServer) {
                     for i in 0..=PLAIN_READS {
                         xid += 1;
                         let watch = rearm && i == 0;
-                        raw.send(
+                        raw.write_raw(
                             &Request::GetData(PathWatch { path: "/o".into(), watch }).to_frame(xid),
-                        );
+                        )
+                        .unwrap();
                     }
                     let first = xid - PLAIN_READS;
                     let mut newest = 0;
                     while expect <= xid {
-                        let frame = raw.recv().expect("the server closed a watcher");
+                        let frame = raw.read_frame().expect("the server closed a watcher");
                         let h = ReplyHeader::read(&mut Reader::new(&frame)).unwrap();
                         if h.xid == -1 {
                             let kind = i32::from_be_bytes(frame[16..20].try_into().unwrap());
@@ -480,8 +452,8 @@ fn fan_out_keeps_each_connections_order(s: &TestServer) {
     let set =
         |v: i32| Request::SetData { path: "/o".into(), data: Some(vec![b'x'; 8]), version: v };
     for v in 0..SETS {
-        setter.send(&set(v).to_frame(2 + v));
-        assert_eq!(setter.reply().0.err, 0);
+        setter.write_raw(&set(v).to_frame(2 + v)).unwrap();
+        assert_eq!(reply(&mut setter).0.err, 0);
     }
     for w in watchers {
         let events = w.join().expect("a watcher saw frames out of order");
@@ -496,9 +468,8 @@ fn fan_out_keeps_each_connections_order_in_memory() {
 
 #[test]
 fn fan_out_keeps_each_connections_order_when_durable() {
-    let dir = std::env::temp_dir().join(format!("rzk-t20-order-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = TempDir::new("rzk-t20-order");
     // Durable, the log thread sends the events and the setter's replies once they are synced.
-    fan_out_keeps_each_connections_order(&TestServer::builder().data_dir(&dir).start().unwrap());
-    let _ = std::fs::remove_dir_all(&dir);
+    let s = TestServer::builder().data_dir(dir.join("data")).start().unwrap();
+    fan_out_keeps_each_connections_order(&s);
 }

@@ -6,28 +6,22 @@ use std::time::{Duration, Instant};
 
 use rzk_server::{DiskConfig, TestServer};
 use rzk_storage::{CrashStorage, Storage};
+use rzk_testkit::tempdir::TempDir;
+use rzk_testkit::wait::within;
 use zk::{Acls, CreateMode, EventType};
 use zookeeper_client as zk;
 
-fn tmp_dir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("rzk-t30-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
+/// How long a test waits for what a server does on its own (an expiry, a snapshot).
+const WAIT: Duration = Duration::from_secs(15);
 
 fn persistent() -> zk::CreateOptions<'static> {
     CreateMode::Persistent.with_acls(Acls::anyone_all())
 }
 
-async fn within<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(Duration::from_secs(15), f)
-        .await
-        .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
-}
-
 #[tokio::test]
 async fn data_survives_restarts_and_zxids_keep_growing() {
-    let dir = tmp_dir("data");
+    let tmp = TempDir::new("rzk-t30-data");
+    let dir = tmp.join("data");
     let mut s = TestServer::builder().tick_ms(100).data_dir(&dir).start().unwrap();
     let c = zk::Client::connect(&s.connect_string()).await.unwrap();
     c.create("/app", b"v1", &persistent()).await.unwrap();
@@ -48,12 +42,12 @@ async fn data_survives_restarts_and_zxids_keep_growing() {
         let (stat, _) = c.create(&format!("/after{round}"), b"", &persistent()).await.unwrap();
         assert!(stat.czxid > before.mzxid);
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test]
 async fn a_session_resumed_within_its_timeout_keeps_its_ephemerals() {
-    let dir = tmp_dir("sessions");
+    let tmp = TempDir::new("rzk-t30-sessions");
+    let dir = tmp.join("data");
     let mut s = TestServer::builder().tick_ms(500).data_dir(&dir).start().unwrap();
     let c = zk::Client::connector()
         .with_session_timeout(Duration::from_secs(8))
@@ -78,7 +72,7 @@ async fn a_session_resumed_within_its_timeout_keeps_its_ephemerals() {
 
     s.restart().unwrap();
     // The client reconnects by itself with its old session id and password.
-    within("reconnect", async {
+    within(WAIT, "reconnect", async {
         loop {
             if state.changed().await == zk::SessionState::SyncConnected {
                 break;
@@ -92,19 +86,19 @@ async fn a_session_resumed_within_its_timeout_keeps_its_ephemerals() {
 
     // The session that did not come back expires after the restart, and its ephemeral goes.
     let started = Instant::now();
-    within("orphan expiry", async {
+    within(WAIT, "orphan expiry", async {
         while c.check_stat("/orphan").await.unwrap().is_some() {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     })
     .await;
     assert!(started.elapsed() < Duration::from_secs(4), "expired in {:?}", started.elapsed());
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test]
 async fn snapshots_and_purge_keep_recovery_exact() {
-    let dir = tmp_dir("snapshots");
+    let tmp = TempDir::new("rzk-t30-snapshots");
+    let dir = tmp.join("data");
     let mut disk = DiskConfig::new(&dir);
     disk.snap_count = 40;
     disk.segment_bytes = 16 * 1024;
@@ -125,7 +119,7 @@ async fn snapshots_and_purge_keep_recovery_exact() {
             .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with("snapshot."))
             .count()
     };
-    within("a snapshot", async {
+    within(WAIT, "a snapshot", async {
         while snaps() == 0 {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
@@ -137,7 +131,6 @@ async fn snapshots_and_purge_keep_recovery_exact() {
     let (children, stat) = c.get_children("/s").await.unwrap();
     assert_eq!(children.len(), 266);
     assert_eq!(stat, expected);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Snapshots of a growing tree are spaced by the log written since the last one: populating
@@ -148,7 +141,8 @@ async fn a_growing_tree_is_snapshotted_geometrically() {
     const NODES: usize = 2000;
     let mut counts = Vec::new();
     for pct in [0, 100] {
-        let dir = tmp_dir(&format!("geometric-{pct}"));
+        let tmp = TempDir::new(&format!("rzk-t30-geometric-{pct}"));
+        let dir = tmp.join("data");
         let mut disk = DiskConfig::new(&dir);
         disk.snap_count = 20;
         disk.snapshot_log_pct_min = pct;
@@ -170,7 +164,7 @@ async fn a_growing_tree_is_snapshotted_geometrically() {
             (names.len(), busy)
         };
         // The last snapshot may still be in progress.
-        let count = within("snapshots to settle", async {
+        let count = within(WAIT, "snapshots to settle", async {
             loop {
                 let (n, busy) = files();
                 tokio::time::sleep(Duration::from_millis(100)).await;
@@ -186,7 +180,6 @@ async fn a_growing_tree_is_snapshotted_geometrically() {
         assert_eq!(stat.num_children as usize, NODES);
         drop(c);
         drop(s);
-        let _ = std::fs::remove_dir_all(&dir);
         counts.push(count);
     }
     // By count alone a snapshot is due every 11-20 writes (~130), but one that comes due while

@@ -3,7 +3,6 @@
 //! nothing that was never issued may appear.
 
 use std::collections::BTreeSet;
-use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -11,10 +10,9 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use rzk_proto::jute::{Reader, Writer};
-use rzk_proto::{
-    Acl, ConnectRequest, CreateOp, CreateRequest, PathWatch, ReplyHeader, Request, Response,
-};
+use rzk_proto::{Acl, CreateOp, CreateRequest, PathWatch, ReplyHeader, Request, Response};
+use rzk_testkit::raw::{self, BlockingClient, RawError};
+use rzk_testkit::tempdir::TempDir;
 
 const WRITERS: usize = 4;
 const IN_FLIGHT: usize = 16;
@@ -47,7 +45,7 @@ fn log_tail(dir: &Path) -> String {
 }
 
 /// Fails the test over a request that `e` stopped, with what the servers logged.
-fn failed(dir: &Path, what: &str, e: std::io::Error) -> ! {
+fn failed(dir: &Path, what: &str, e: RawError) -> ! {
     panic!("{what}: {e}\n{}", log_tail(dir))
 }
 
@@ -95,41 +93,29 @@ fn start(dir: &Path, io_threads: u16) -> (Server, SocketAddr) {
     }
 }
 
-struct Conn(TcpStream);
+/// How long a client's read waits for the server before the test fails.
+const READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// The session timeout every client asks for.
+const SESSION_TIMEOUT: Duration = Duration::from_millis(4000);
 
-impl Conn {
-    fn open(addr: SocketAddr) -> std::io::Result<Conn> {
-        let s = TcpStream::connect(addr)?;
-        s.set_read_timeout(Some(Duration::from_secs(10)))?;
-        s.set_nodelay(true)?;
-        let mut c = Conn(s);
-        let mut w = Writer::frame();
-        ConnectRequest::new_session(4000).write(&mut w);
-        c.0.write_all(&w.finish_frame())?;
-        c.recv()?;
-        Ok(c)
-    }
+/// A new session with the server at `addr`.
+fn open(addr: SocketAddr) -> Result<BlockingClient, RawError> {
+    let s = TcpStream::connect(addr)?;
+    s.set_read_timeout(Some(READ_TIMEOUT))?;
+    let mut c = BlockingClient::from_stream(s)?;
+    c.handshake(&raw::new_session(SESSION_TIMEOUT))?;
+    Ok(c)
+}
 
-    fn recv(&mut self) -> std::io::Result<Vec<u8>> {
-        let mut len = [0u8; 4];
-        self.0.read_exact(&mut len)?;
-        let mut body = vec![0; i32::from_be_bytes(len) as usize];
-        self.0.read_exact(&mut body)?;
-        Ok(body)
-    }
-
-    fn call(&mut self, req: &Request, xid: i32) -> std::io::Result<(ReplyHeader, Response)> {
-        self.0.write_all(&req.to_frame(xid))?;
-        let frame = self.recv()?;
-        let mut r = Reader::new(&frame);
-        let h = ReplyHeader::read(&mut r).unwrap();
-        let body = if h.err == 0 {
-            Response::read(req.op_code(), &mut r).unwrap()
-        } else {
-            Response::Empty
-        };
-        Ok((h, body))
-    }
+/// `req` and its decoded reply.
+fn call(
+    c: &mut BlockingClient,
+    req: &Request,
+    xid: i32,
+) -> Result<(ReplyHeader, Response), RawError> {
+    let reply = c.call(req, xid)?;
+    let body = reply.response(req.op_code()).unwrap();
+    Ok((reply.header, body))
 }
 
 fn create(path: String, data: Vec<u8>) -> Request {
@@ -152,21 +138,21 @@ fn writer(
     issued: Arc<Mutex<u64>>,
     acked: Arc<Mutex<BTreeSet<u64>>>,
 ) {
-    let Ok(mut c) = Conn::open(addr) else { return };
+    let Ok(mut c) = open(addr) else { return };
     let mut next = first;
     let mut window = std::collections::VecDeque::new();
     loop {
         while window.len() < IN_FLIGHT {
             let req = create(format!("/w{id}/{next}"), format!("{id}:{next}").into_bytes());
             *issued.lock().unwrap() = next + 1;
-            if c.0.write_all(&req.to_frame(next as i32 + 1)).is_err() {
+            if c.send(&req, next as i32 + 1).is_err() {
                 return;
             }
             window.push_back(next);
             next += 1;
         }
-        let Ok(frame) = c.recv() else { return };
-        let h = ReplyHeader::read(&mut Reader::new(&frame)).unwrap();
+        let Ok(reply) = c.read_reply() else { return };
+        let h = reply.header;
         let n = window.pop_front().unwrap();
         assert_eq!(h.xid, n as i32 + 1, "replies in order");
         assert_eq!(h.err, 0, "create /w{id}/{n} failed with {}", h.err);
@@ -178,9 +164,8 @@ fn writer(
 fn acknowledged_writes_survive_repeated_sigkill() {
     let cycles: usize =
         std::env::var("RZK_CRASH_CYCLES").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
-    let dir = std::env::temp_dir().join(format!("rzk-crash-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let _ = std::fs::remove_file(log_path(&dir));
+    let tmp = TempDir::new("rzk-crash");
+    let dir = tmp.join("data");
     let issued: Vec<_> = (0..WRITERS).map(|_| Arc::new(Mutex::new(0u64))).collect();
     let acked: Vec<_> = (0..WRITERS).map(|_| Arc::new(Mutex::new(BTreeSet::new()))).collect();
     let mut rng = 0x2545_f491_4f6c_dd1du64 ^ u64::from(std::process::id());
@@ -188,10 +173,9 @@ fn acknowledged_writes_survive_repeated_sigkill() {
 
     let (mut server, mut addr) = start(&dir, 2);
     {
-        let mut c = Conn::open(addr).unwrap_or_else(|e| failed(&dir, "connect", e));
+        let mut c = open(addr).unwrap_or_else(|e| failed(&dir, "connect", e));
         for id in 0..WRITERS {
-            let (h, _) = c
-                .call(&create(format!("/w{id}"), vec![]), 1)
+            let (h, _) = call(&mut c, &create(format!("/w{id}"), vec![]), 1)
                 .unwrap_or_else(|e| failed(&dir, &format!("create /w{id}"), e));
             assert_eq!(h.err, 0);
         }
@@ -215,18 +199,18 @@ fn acknowledged_writes_survive_repeated_sigkill() {
         }
         drop(server);
         (server, addr) = start(&dir, 1 + (cycle % 2) as u16);
-        let mut c = Conn::open(addr).unwrap_or_else(|e| {
+        let mut c = open(addr).unwrap_or_else(|e| {
             failed(&dir, &format!("cycle {cycle}: reconnect after restart"), e)
         });
         let mut xid = 1;
         for id in 0..WRITERS {
             xid += 1;
-            let (h, body) = c
-                .call(
-                    &Request::GetChildren(PathWatch { path: format!("/w{id}"), watch: false }),
-                    xid,
-                )
-                .unwrap_or_else(|e| failed(&dir, &format!("cycle {cycle}: list /w{id}"), e));
+            let (h, body) = call(
+                &mut c,
+                &Request::GetChildren(PathWatch { path: format!("/w{id}"), watch: false }),
+                xid,
+            )
+            .unwrap_or_else(|e| failed(&dir, &format!("cycle {cycle}: list /w{id}"), e));
             assert_eq!(h.err, 0, "cycle {cycle}: /w{id} missing");
             let Response::Children(children) = body else { panic!() };
             let present: BTreeSet<u64> = children.iter().map(|c| c.parse().unwrap()).collect();
@@ -245,14 +229,12 @@ fn acknowledged_writes_survive_repeated_sigkill() {
             // Spot-check data of the newest acknowledged node.
             if let Some(n) = acked.iter().next_back() {
                 xid += 1;
-                let (h, body) = c
-                    .call(
-                        &Request::GetData(PathWatch { path: format!("/w{id}/{n}"), watch: false }),
-                        xid,
-                    )
-                    .unwrap_or_else(|e| {
-                        failed(&dir, &format!("cycle {cycle}: read /w{id}/{n}"), e)
-                    });
+                let (h, body) = call(
+                    &mut c,
+                    &Request::GetData(PathWatch { path: format!("/w{id}/{n}"), watch: false }),
+                    xid,
+                )
+                .unwrap_or_else(|e| failed(&dir, &format!("cycle {cycle}: read /w{id}/{n}"), e));
                 assert_eq!(h.err, 0);
                 let Response::GetData { data, .. } = body else { panic!() };
                 assert_eq!(data.unwrap(), format!("{id}:{n}").into_bytes());
@@ -266,21 +248,17 @@ fn acknowledged_writes_survive_repeated_sigkill() {
         total_acked > 100,
         "the load was too light to mean anything: {total_acked} acks per writer"
     );
-    let _ = std::fs::remove_dir_all(&dir);
-    let _ = std::fs::remove_file(log_path(&dir));
 }
 
 #[test]
 fn corrupt_synced_log_data_stops_the_server_with_file_and_offset() {
-    let dir = std::env::temp_dir().join(format!("rzk-corrupt-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let _ = std::fs::remove_file(log_path(&dir));
+    let tmp = TempDir::new("rzk-corrupt");
+    let dir = tmp.join("data");
     let (server, addr) = start(&dir, 2);
     {
-        let mut c = Conn::open(addr).unwrap_or_else(|e| failed(&dir, "connect", e));
+        let mut c = open(addr).unwrap_or_else(|e| failed(&dir, "connect", e));
         for i in 0..50 {
-            let (h, _) = c
-                .call(&create(format!("/n{i}"), vec![9; 64]), i + 1)
+            let (h, _) = call(&mut c, &create(format!("/n{i}"), vec![9; 64]), i + 1)
                 .unwrap_or_else(|e| failed(&dir, &format!("create /n{i}"), e));
             assert_eq!(h.err, 0);
         }
@@ -306,6 +284,4 @@ fn corrupt_synced_log_data_stops_the_server_with_file_and_offset() {
     assert!(stderr.contains("corrupt data in"), "{stderr}");
     assert!(stderr.contains(&segment.display().to_string()), "{stderr}");
     assert!(stderr.contains("at offset"), "{stderr}");
-    let _ = std::fs::remove_dir_all(&dir);
-    let _ = std::fs::remove_file(log_path(&dir));
 }

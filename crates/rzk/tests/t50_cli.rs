@@ -1,15 +1,15 @@
 //! End-to-end tests of the `rzk` binary's client commands against an in-process server.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use rzk_server::TestServer;
+use rzk_testkit::ports::free_port;
+use rzk_testkit::proxy::Proxy;
+use rzk_testkit::tempdir::TempDir;
 
 fn rzk(server: &str, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_rzk"))
@@ -75,7 +75,7 @@ fn node_commands_and_their_errors() {
 
 #[test]
 fn an_unreachable_server_is_reported_after_a_bounded_timeout() {
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = free_port();
     let started = Instant::now();
     let o = rzk(&format!("127.0.0.1:{port}"), &["--connect-timeout-ms", "500", "ls", "/"]);
     assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
@@ -173,12 +173,6 @@ fn wait_queued(cs: &str, path: &str, n: usize) {
     }
 }
 
-fn tmp(name: &str) -> PathBuf {
-    let p = std::env::temp_dir().join(format!("rzk-t50-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_file(&p);
-    p
-}
-
 fn tokens(lines: &[String]) -> Vec<i64> {
     lines
         .iter()
@@ -191,7 +185,8 @@ fn tokens(lines: &[String]) -> Vec<i64> {
 fn a_killed_leader_is_replaced_within_the_session_timeout() {
     let s = server();
     let cs = s.connect_string();
-    let log = tmp("kill");
+    let dir = TempDir::new("rzk-t50-kill");
+    let log = dir.join("log");
     let mut procs: Vec<Elect> = Vec::new();
     // One at a time, each queued before the next starts: a process's start-up time on a
     // loaded machine must not reorder the queue.
@@ -223,7 +218,8 @@ fn a_killed_leader_is_replaced_within_the_session_timeout() {
 fn when_the_command_exits_the_next_candidate_takes_over() {
     let s = server();
     let cs = s.connect_string();
-    let log = tmp("exit");
+    let dir = TempDir::new("rzk-t50-exit");
+    let log = dir.join("log");
     let once =
         r#"echo "start $RZK_PARTICIPANT_ID $RZK_FENCING_TOKEN" >> "$LOG"; sleep 0.2; exit 7"#;
     let mut a = elect(&cs, "/e/exit", "a", &log, once);
@@ -239,63 +235,19 @@ fn when_the_command_exits_the_next_candidate_takes_over() {
     assert!(err.contains("resigning"), "{err}");
 }
 
-/// A proxy the test can cut, standing in for a network partition.
-fn proxy(target: std::net::SocketAddr) -> (String, Arc<AtomicBool>) {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = l.local_addr().unwrap().to_string();
-    let cut = Arc::new(AtomicBool::new(false));
-    let flag = cut.clone();
-    thread::spawn(move || {
-        for inbound in l.incoming() {
-            let Ok(inbound) = inbound else { continue };
-            if flag.load(Ordering::SeqCst) {
-                continue;
-            }
-            let Ok(outbound) = TcpStream::connect(target) else { continue };
-            for (mut from, mut to) in
-                [(inbound.try_clone().unwrap(), outbound.try_clone().unwrap()), (outbound, inbound)]
-            {
-                let flag = flag.clone();
-                from.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
-                thread::spawn(move || {
-                    let mut buf = [0u8; 16384];
-                    loop {
-                        if flag.load(Ordering::SeqCst) {
-                            let _ = from.shutdown(std::net::Shutdown::Both);
-                            let _ = to.shutdown(std::net::Shutdown::Both);
-                            return;
-                        }
-                        match from.read(&mut buf) {
-                            Ok(0) => return,
-                            Ok(n) => {
-                                if to.write_all(&buf[..n]).is_err() {
-                                    return;
-                                }
-                            }
-                            Err(e)
-                                if e.kind() == std::io::ErrorKind::WouldBlock
-                                    || e.kind() == std::io::ErrorKind::TimedOut => {}
-                            Err(_) => return,
-                        }
-                    }
-                });
-            }
-        }
-    });
-    (addr, cut)
-}
-
 #[test]
 fn a_cut_off_leader_kills_its_command_before_the_session_can_expire() {
     let s = server();
     let cs = s.connect_string();
-    let log = tmp("cut");
-    let (via_proxy, cut) = proxy(s.addr());
-    let mut a = elect(&via_proxy, "/e/cut", "a", &log, WORKER);
+    let dir = TempDir::new("rzk-t50-cut");
+    let log = dir.join("log");
+    // The proxy stands in for a network partition.
+    let proxy = Proxy::start(s.addr());
+    let mut a = elect(&proxy.hosts(), "/e/cut", "a", &log, WORKER);
     wait_for(&log, "start a", 1, Duration::from_secs(10));
     let _b = elect(&cs, "/e/cut", "b", &log, WORKER);
     thread::sleep(Duration::from_millis(200));
-    cut.store(true, Ordering::SeqCst);
+    proxy.cut();
     let lines = wait_for(&log, "start b", 1, Duration::from_secs(5));
     // a's command was stopped before b's started: no overlap.
     let stop_a = lines
@@ -315,7 +267,8 @@ fn a_cut_off_leader_kills_its_command_before_the_session_can_expire() {
 fn leader_watch_prints_each_change() {
     let s = server();
     let cs = s.connect_string();
-    let log = tmp("watch");
+    let dir = TempDir::new("rzk-t50-watch");
+    let log = dir.join("log");
     let mut watch = Command::new(env!("CARGO_BIN_EXE_rzk"))
         .args(["--connect", &cs, "leader", "/e/watch", "--watch", "--json"])
         .stdout(Stdio::piped())
@@ -502,7 +455,8 @@ fn server_refuses_zero_io_threads() {
 fn requeue_rejoins_after_the_command_exits() {
     let s = server();
     let cs = s.connect_string();
-    let log = tmp("requeue");
+    let dir = TempDir::new("rzk-t50-requeue");
+    let log = dir.join("log");
     let quick = r#"echo "start $RZK_PARTICIPANT_ID $RZK_FENCING_TOKEN $$" >> "$LOG"; sleep 0.1"#;
     let child = Command::new(env!("CARGO_BIN_EXE_rzk"))
         .args([

@@ -1,21 +1,24 @@
-//! Test support: one "server" handle over the in-process rzk server and Apache ZooKeeper 3.8,
-//! the invariant checker, and small helpers. Every scenario runs against both kinds.
+//! Election test support: one "server" handle over the in-process rzk server and Apache
+//! ZooKeeper 3.8, the invariant checker, the participant processes, and small helpers. Every
+//! scenario runs against both kinds. The generic scaffolding (ports, directories, the proxy,
+//! the ZooKeeper and Java launchers) is rzk-testkit's.
 #![allow(dead_code)]
 
 pub mod checker;
 pub mod java;
 pub mod participant;
-pub mod proxy;
 
-use std::io::{Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rzk_election::{LeaderSelector, SelectorOptions, Session, SessionConfig};
+use rzk_testkit::proxy::Proxy;
+use rzk_testkit::tempdir::TempDir;
+use rzk_testkit::zookeeper::{self, ZooKeeper};
+
+pub use rzk_testkit::wait::eventually;
 
 /// Which server a scenario runs against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,147 +41,66 @@ impl Default for Settings {
     }
 }
 
-/// A running server of either kind, stopped on drop.
+/// A running server of either kind, stopped on drop (before its directory is removed).
 pub struct Server {
     pub kind: Kind,
     inner: Inner,
-    dir: PathBuf,
+    dir: TempDir,
     settings: Settings,
 }
 
 enum Inner {
     Rzk(Option<Box<rzk_server::TestServer>>),
-    Zk { child: Option<Child>, port: u16, cfg: PathBuf, settings: Settings },
+    Zk(ZooKeeper),
 }
 
 static SEQ: AtomicU64 = AtomicU64::new(0);
 
-fn temp_dir(prefix: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "{prefix}-{}-{}",
-        std::process::id(),
-        SEQ.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind").local_addr().expect("addr").port()
-}
-
-/// Asserts that the ZooKeeper answering on `port` is the one keeping its data in `data_dir`: a
-/// port picked free can be taken by another process before the server meant for it binds it,
-/// and a test would then talk to that process's server (the scenarios of one binary are
-/// serialised, so it would not be one of ours).
-pub fn assert_served_by(port: u16, data_dir: &Path) {
-    let conf = four_letter(port, "conf").unwrap_or_default();
-    assert!(
-        conf.contains(&format!("dataDir={}", data_dir.display())),
-        "port {port} is served by another server, not the ZooKeeper of {}:\n{conf}",
-        data_dir.display()
-    );
-}
-
-/// Sends a four-letter word and returns the answer.
-pub fn four_letter(port: u16, word: &str) -> std::io::Result<String> {
-    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(1))?;
-    s.set_read_timeout(Some(Duration::from_secs(2)))?;
-    s.write_all(word.as_bytes())?;
-    let mut out = String::new();
-    s.read_to_string(&mut out)?;
-    Ok(out)
-}
-
-fn spawn_zookeeper(cfg: &Path, dir: &Path, settings: &Settings) -> Child {
-    let log = std::fs::File::create(dir.join("server.log")).expect("log");
-    Command::new("java")
-        .arg("-Xmx256m")
-        .arg("-XX:+UseSerialGC")
-        .arg("-XX:TieredStopAtLevel=1")
-        .arg("-Dzookeeper.extendedTypesEnabled=true")
-        .arg(format!("-Dznode.container.checkIntervalMs={}", settings.container_check_ms))
-        .arg("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn")
-        .arg("-cp")
-        .arg("/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar")
-        .arg("org.apache.zookeeper.server.ZooKeeperServerMain")
-        .arg(cfg)
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().expect("log"))
-        .stderr(log)
-        .spawn()
-        .expect("start java (is the Debian zookeeper package installed?)")
-}
-
-fn wait_ready(port: u16, child: &mut Child, dir: &Path) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while Instant::now() < deadline {
-        if let Ok(Some(status)) = child.try_wait() {
-            let log = std::fs::read_to_string(dir.join("server.log")).unwrap_or_default();
-            panic!("ZooKeeper exited with {status} before it was ready:\n{log}");
-        }
-        if four_letter(port, "srvr").is_ok_and(|o| o.contains("Mode:")) {
-            assert_served_by(port, &dir.join("data"));
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
+fn start_rzk(settings: &Settings, dir: &Path, bind: Option<std::net::SocketAddr>) -> Inner {
+    let mut b = rzk_server::TestServer::builder()
+        .tick_ms(settings.tick_ms)
+        .container_check_interval_ms(settings.container_check_ms);
+    if let Some(addr) = bind {
+        b = b.config(|c| c.bind = addr);
     }
-    panic!("ZooKeeper on port {port} not ready after 60 s");
+    if settings.durable {
+        b = b.data_dir(dir.join("data"));
+    }
+    Inner::Rzk(Some(Box::new(b.start().expect("start rzk test server"))))
 }
 
 impl Server {
     /// Starts a server of `kind`.
     pub fn start(kind: Kind, settings: Settings) -> Server {
-        match kind {
+        let (inner, dir) = match kind {
             Kind::Rzk => {
-                let dir = temp_dir("rzk-election-rzk");
-                let mut b = rzk_server::TestServer::builder()
-                    .tick_ms(settings.tick_ms)
-                    .container_check_interval_ms(settings.container_check_ms);
-                if settings.durable {
-                    b = b.data_dir(dir.join("data"));
-                }
-                let server = b.start().expect("start rzk test server");
-                Server { kind, inner: Inner::Rzk(Some(Box::new(server))), dir, settings }
+                let dir = TempDir::new("rzk-election-rzk");
+                (start_rzk(&settings, dir.path(), None), dir)
             }
             Kind::ZooKeeper => {
-                let dir = temp_dir("rzk-election-zk");
-                let port = free_port();
-                let cfg = dir.join("zoo.cfg");
-                let text = format!(
-                    "tickTime={}\ndataDir={}\nclientPort={port}\nclientPortAddress=127.0.0.1\n\
-                     maxClientCnxns=0\nadmin.enableServer=false\n4lw.commands.whitelist=*\n\
-                     extendedTypesEnabled=true\n",
-                    settings.tick_ms,
-                    dir.join("data").display()
-                );
-                std::fs::write(&cfg, text).expect("zoo.cfg");
-                let mut child = spawn_zookeeper(&cfg, &dir, &settings);
-                wait_ready(port, &mut child, &dir);
-                Server {
-                    kind,
-                    inner: Inner::Zk { child: Some(child), port, cfg, settings: settings.clone() },
-                    dir,
-                    settings,
-                }
+                let dir = TempDir::new("rzk-election-zk");
+                let zk_settings = zookeeper::Settings {
+                    tick_ms: settings.tick_ms,
+                    container_check_ms: settings.container_check_ms,
+                };
+                (Inner::Zk(ZooKeeper::start(dir.path(), &zk_settings)), dir)
             }
-        }
+        };
+        Server { kind, inner, dir, settings }
     }
 
     /// The connect string.
     pub fn hosts(&self) -> String {
         match &self.inner {
             Inner::Rzk(s) => s.as_ref().expect("running").connect_string(),
-            Inner::Zk { port, .. } => format!("127.0.0.1:{port}"),
+            Inner::Zk(zk) => zk.hosts(),
         }
     }
 
     pub fn port(&self) -> u16 {
         match &self.inner {
             Inner::Rzk(s) => s.as_ref().expect("running").addr().port(),
-            Inner::Zk { port, .. } => *port,
+            Inner::Zk(zk) => zk.port(),
         }
     }
 
@@ -187,20 +109,10 @@ impl Server {
     pub fn restart(&mut self) {
         match &mut self.inner {
             Inner::Rzk(s) => s.as_mut().expect("running").restart().expect("restart rzk"),
-            Inner::Zk { child, port, cfg, settings } => {
-                if let Some(mut c) = child.take() {
-                    let _ = c.kill();
-                    let _ = c.wait();
-                }
-                let mut c = spawn_zookeeper(cfg, &self.dir, settings);
-                wait_ready(*port, &mut c, &self.dir);
-                *child = Some(c);
-            }
+            Inner::Zk(zk) => zk.restart(),
         }
     }
-}
 
-impl Server {
     /// Stops the server, waits `downtime`, and starts it again on the same port with its data
     /// (rzk must be durable for that; ZooKeeper always is).
     pub fn restart_after(&mut self, downtime: Duration) {
@@ -210,37 +122,14 @@ impl Server {
                 let addr = old.addr();
                 old.stop();
                 std::thread::sleep(downtime);
-                let settings = self.settings.clone();
-                let mut b = rzk_server::TestServer::builder()
-                    .tick_ms(settings.tick_ms)
-                    .container_check_interval_ms(settings.container_check_ms)
-                    .config(|c| c.bind = addr);
-                if settings.durable {
-                    b = b.data_dir(self.dir.join("data"));
-                }
-                *s = Some(Box::new(b.start().expect("restart rzk on the same port")));
+                self.inner = start_rzk(&self.settings, self.dir.path(), Some(addr));
             }
-            Inner::Zk { child, port, cfg, settings } => {
-                if let Some(mut c) = child.take() {
-                    let _ = c.kill();
-                    let _ = c.wait();
-                }
+            Inner::Zk(zk) => {
+                zk.stop();
                 std::thread::sleep(downtime);
-                let mut c = spawn_zookeeper(cfg, &self.dir, settings);
-                wait_ready(*port, &mut c, &self.dir);
-                *child = Some(c);
+                zk.resume();
             }
         }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Inner::Zk { child: Some(c), .. } = &mut self.inner {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -286,24 +175,10 @@ pub async fn delete_all(client: &zookeeper_client::Client, path: &str) {
     panic!("could not delete {path}");
 }
 
-/// Waits until `f` holds, polling every 5 ms, or panics with `what` after `within`.
-pub async fn eventually(within: Duration, what: &str, mut f: impl FnMut() -> bool) -> Duration {
-    let start = Instant::now();
-    loop {
-        if f() {
-            return start.elapsed();
-        }
-        if start.elapsed() > within {
-            panic!("timed out after {within:?} waiting for: {what}");
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
-
 /// Expires `session`'s current ZooKeeper session on the server (docs/election.md §4.5 t82d):
 /// cut the participant's proxy so that it cannot reconnect, attach a second client to the
 /// session and close it, then heal. The participant reconnects to a dead session.
-pub async fn force_expire(server: &Server, session: &Session, proxy: &proxy::Proxy) {
+pub async fn force_expire(server: &Server, session: &Session, proxy: &Proxy) {
     let info = session.session_info().expect("session info");
     proxy.cut();
     let other = zookeeper_client::Client::connector()
@@ -325,8 +200,8 @@ pub async fn force_expire(server: &Server, session: &Session, proxy: &proxy::Pro
 }
 
 /// A managed session that connects through its own proxy.
-pub async fn session_via_proxy(server: &Server) -> (Session, proxy::Proxy) {
-    let p = proxy::Proxy::start(server.hosts()).await;
+pub async fn session_via_proxy(server: &Server) -> (Session, Proxy) {
+    let p = Proxy::start(server.hosts());
     let s = Session::connect(SessionConfig::new(p.hosts()).with_session_timeout(T))
         .await
         .expect("connect via proxy");

@@ -1,11 +1,11 @@
 //! A participant process (`src/bin/participant.rs`) and the lines it prints, with their
 //! arrival times.
 
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use rzk_testkit::lines::{Line, Lines};
 
 /// The participant binary (`src/bin/participant.rs`), built by cargo for the tests.
 fn participant_bin() -> PathBuf {
@@ -15,8 +15,7 @@ fn participant_bin() -> PathBuf {
 pub struct Proc {
     pub id: String,
     child: Child,
-    lines: Arc<Mutex<Vec<(Instant, String)>>>,
-    cursor: std::collections::HashMap<String, usize>,
+    lines: Lines,
 }
 
 impl Proc {
@@ -29,37 +28,12 @@ impl Proc {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("spawn participant");
-        let out = child.stdout.take().expect("stdout");
-        let lines: Arc<Mutex<Vec<(Instant, String)>>> = Arc::default();
-        let l = lines.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines() {
-                let Ok(line) = line else { return };
-                l.lock().unwrap().push((Instant::now(), line));
-            }
-        });
-        Proc { id: id.into(), child, lines, cursor: Default::default() }
+        let lines = Lines::capture(id, child.stdout.take().expect("stdout"));
+        Proc { id: id.into(), child, lines }
     }
 
-    pub async fn expect(&mut self, prefix: &str, within: Duration) -> (Instant, String) {
-        let end = Instant::now() + within;
-        loop {
-            {
-                // One cursor per prefix: lines may come in any order ("elected" before
-                // "joined" for a participant that leads at once).
-                let lines = self.lines.lock().unwrap();
-                let cursor = self.cursor.entry(prefix.to_string()).or_insert(0);
-                while *cursor < lines.len() {
-                    let (at, line) = &lines[*cursor];
-                    *cursor += 1;
-                    if let Some(rest) = line.strip_prefix(prefix) {
-                        return (*at, rest.trim().to_string());
-                    }
-                }
-            }
-            assert!(Instant::now() < end, "{}: no {prefix:?} within {within:?}", self.id);
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
+    pub async fn expect(&mut self, prefix: &str, within: Duration) -> Line {
+        self.lines.expect(prefix, within).await
     }
 
     pub fn kill(&mut self) -> Instant {
@@ -73,7 +47,6 @@ impl Proc {
     pub fn writes(&self) -> Vec<(i64, i64)> {
         self.lines
             .lock()
-            .unwrap()
             .iter()
             .filter_map(|(_, l)| {
                 let rest = l.strip_prefix("write ok ")?;
@@ -86,7 +59,7 @@ impl Proc {
     }
 
     pub fn elected_count(&self) -> usize {
-        self.lines.lock().unwrap().iter().filter(|(_, l)| l.starts_with("elected")).count()
+        self.lines.lock().iter().filter(|(_, l)| l.starts_with("elected")).count()
     }
 }
 
@@ -105,8 +78,8 @@ impl Proc {
     }
 
     /// Every line so far, with its arrival time.
-    pub fn lines(&self) -> Vec<(Instant, String)> {
-        self.lines.lock().unwrap().clone()
+    pub fn lines(&self) -> Vec<Line> {
+        self.lines.all()
     }
 }
 

@@ -1,0 +1,162 @@
+//! An Apache ZooKeeper 3.8 ensemble (`QuorumPeerMain`) on loopback, from the Debian jars, each
+//! node's SIGKILL in the test's hands.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::process::Child;
+use std::time::Instant;
+
+use crate::four_letter::four_letter_local;
+use crate::ports::free_ports;
+use crate::tempdir::TempDir;
+use crate::zookeeper::{assert_served_by, spawn, READY_TIMEOUT};
+
+/// How often the nodes are probed while the ensemble forms.
+const READY_POLL: std::time::Duration = std::time::Duration::from_millis(50);
+/// How many of its last lines each node's log contributes to a failure message.
+const LOG_TAIL_LINES: usize = 30;
+
+/// One node of the ensemble.
+struct Node {
+    client_port: u16,
+    dir: PathBuf,
+    child: Option<Child>,
+}
+
+/// An n-node ensemble on 127.0.0.1, every process killed and its directory removed on drop.
+pub struct Ensemble {
+    nodes: Vec<Node>,
+    _dir: TempDir,
+}
+
+/// A node's role, as `srvr` reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Leader,
+    Follower,
+}
+
+impl Ensemble {
+    /// Starts `n` nodes (`tickTime=200`, sessions up to 12 s) and waits until every one
+    /// serves as leader or follower.
+    pub fn start(n: usize) -> Ensemble {
+        let dir = TempDir::new("rzk-testkit-ensemble");
+        let ports = free_ports(3 * n);
+        let servers: String = (0..n)
+            .map(|i| {
+                format!("server.{}=127.0.0.1:{}:{}\n", i + 1, ports[3 * i + 1], ports[3 * i + 2])
+            })
+            .collect();
+        let mut nodes = Vec::new();
+        for i in 0..n {
+            let ndir = dir.join(format!("n{}", i + 1));
+            let data = ndir.join("data");
+            std::fs::create_dir_all(&data).expect("data dir");
+            std::fs::write(data.join("myid"), format!("{}\n", i + 1)).expect("myid");
+            let cfg = ndir.join("zoo.cfg");
+            std::fs::write(
+                &cfg,
+                format!(
+                    "tickTime=200\ninitLimit=20\nsyncLimit=10\ndataDir={}\nclientPort={}\n\
+                     clientPortAddress=127.0.0.1\nmaxClientCnxns=0\nadmin.enableServer=false\n\
+                     4lw.commands.whitelist=*\nextendedTypesEnabled=true\n\
+                     maxSessionTimeout=12000\n{servers}",
+                    data.display(),
+                    ports[3 * i]
+                ),
+            )
+            .expect("zoo.cfg");
+            let main = "org.apache.zookeeper.server.quorum.QuorumPeerMain";
+            let child = spawn(main, &cfg, &ndir.join("server.log"), &[]);
+            nodes.push(Node { client_port: ports[3 * i], dir: ndir, child: Some(child) });
+        }
+        let e = Ensemble { nodes, _dir: dir };
+        let deadline = Instant::now() + READY_TIMEOUT;
+        while !(0..n).all(|i| e.role(i).is_some()) {
+            assert!(
+                Instant::now() < deadline,
+                "ensemble not ready after {READY_TIMEOUT:?}:\n{}",
+                e.logs()
+            );
+            std::thread::sleep(READY_POLL);
+        }
+        for node in &e.nodes {
+            assert_served_by(node.client_port, &node.dir.join("data"));
+        }
+        e
+    }
+
+    /// The connect string naming every node.
+    pub fn hosts(&self) -> String {
+        self.nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.client_port))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// Node `i`'s role while it serves; `None` if it is down or LOOKING.
+    pub fn role(&self, i: usize) -> Option<Role> {
+        self.nodes[i].child.as_ref()?;
+        let out = four_letter_local(self.nodes[i].client_port, "srvr").ok()?;
+        if out.contains("Mode: leader") {
+            Some(Role::Leader)
+        } else if out.contains("Mode: follower") {
+            Some(Role::Follower)
+        } else {
+            None
+        }
+    }
+
+    /// The node serving as leader, if any.
+    pub fn leader(&self) -> Option<usize> {
+        (0..self.nodes.len()).find(|&i| self.role(i) == Some(Role::Leader))
+    }
+
+    /// The session ids (`0x…`) with a connection on node `i` (`cons`).
+    pub fn sessions_on(&self, i: usize) -> HashSet<String> {
+        let out = four_letter_local(self.nodes[i].client_port, "cons").unwrap_or_default();
+        out.split([',', '(', ')'])
+            .filter_map(|f| f.trim().strip_prefix("sid="))
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// The node the session `sid` (`0x…`) is connected to.
+    pub fn node_of(&self, sid: &str) -> Option<usize> {
+        (0..self.nodes.len()).find(|&i| self.sessions_on(i).contains(sid))
+    }
+
+    /// SIGKILL of node `i`.
+    pub fn kill(&mut self, i: usize) {
+        if let Some(mut c) = self.nodes[i].child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// The last lines of every node's log, for a failure message.
+    pub fn logs(&self) -> String {
+        self.nodes
+            .iter()
+            .map(|n| {
+                let log = std::fs::read_to_string(n.dir.join("server.log")).unwrap_or_default();
+                let tail: Vec<&str> = log.lines().rev().take(LOG_TAIL_LINES).collect();
+                format!(
+                    "--- {}:\n{}",
+                    n.dir.display(),
+                    tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+impl Drop for Ensemble {
+    fn drop(&mut self) {
+        for i in 0..self.nodes.len() {
+            self.kill(i);
+        }
+    }
+}

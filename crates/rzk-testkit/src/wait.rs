@@ -1,0 +1,27 @@
+//! Waiting with a deadline: a test that would hang fails instead, naming what it waited for.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+/// How often `eventually` evaluates its condition.
+pub const POLL_INTERVAL: Duration = Duration::from_millis(5);
+
+/// Runs `f` to completion, or panics naming `what` once `limit` has passed.
+pub async fn within<T>(limit: Duration, what: &str, f: impl Future<Output = T>) -> T {
+    tokio::time::timeout(limit, f).await.unwrap_or_else(|_| panic!("timed out waiting for {what}"))
+}
+
+/// Waits until `f` holds, polling every `POLL_INTERVAL`, or panics with `what` after
+/// `limit`. Returns how long it took.
+pub async fn eventually(limit: Duration, what: &str, mut f: impl FnMut() -> bool) -> Duration {
+    let start = Instant::now();
+    loop {
+        if f() {
+            return start.elapsed();
+        }
+        if start.elapsed() > limit {
+            panic!("timed out after {limit:?} waiting for: {what}");
+        }
+        tokio::time::sleep(POLL_INTERVAL).await;
+    }
+}
