@@ -1,4 +1,4 @@
-"""rzk server against Apache ZooKeeper 3.8, side by side in one run (issue 6).
+"""rzk server against Apache ZooKeeper 3.8, side by side in one run (the targets of docs/BENCHMARKS.md).
 
     /usr/bin/python3 -m scripts.bench-compare [--rounds 2] [--duration-s 10] [--workloads LIST]
                                               [--skip-1m] [--markdown] [--json-out FILE]
@@ -21,7 +21,7 @@ recovery: SIGKILL and relaunch on the same data, timed from launch to the first 
 read answered. Start-up time is the same measurement on an empty data directory. "The floor":
 fdatasync latency on the data directory's disk and a loopback TCP round trip, measured in Python.
 
-The election handoff as issue 6 defines it (`handoff-event`, and `handoff-event-idle` with 20 ms
+The election handoff as the benchmark targets define it (`handoff-event`, and `handoff-event-idle` with 20 ms
 idle before each delete) has its own table: p50 and p99 from the leader's delete to its
 successor's event, against ZooKeeper and against the floor (fdatasync + round trip, measured
 just before each handoff run, after the same idle gap for the idle workload), with the target
@@ -52,16 +52,16 @@ from tests.support.machine import (children_cpu_s, cpu_seconds, log, status_kib,
 from tests.support.stats import median
 
 REPO = servers.REPO
-# The election handoff as issue 6 defines it: `rzk bench --workload handoff-event`, from the
+# The election handoff as the benchmark targets define it: `rzk bench --workload handoff-event`, from the
 # leader's delete to its successor's event, back to back and after this many ms idle.
 HANDOFF_GAP_MS = {"handoff-event": 0, "handoff-event-idle": 20}
-# fanout-persistent is not one of issue 6's workloads: the same fan-out on persistent watches
+# fanout-persistent is not one of the targets' workloads: the same fan-out on persistent watches
 # (addWatch), which need no re-arm, for users choosing between the two.
 ALL_WORKLOADS = (["create", "set", "get", "mixed", "churn", "fanout", "fanout-persistent"]
                  + list(HANDOFF_GAP_MS))
 NOT_ISSUE_WORKLOADS = {"fanout-persistent"}
 KINDS = ["zookeeper", "rzk"]
-TARGETS = {  # issue 6, rzk / ZooKeeper
+TARGETS = {  # docs/BENCHMARKS.md, rzk / ZooKeeper
     "throughput": (">=", 2.0),
     "cpu_per_op": ("<=", 0.2),
     "p99": ("<=", 0.5),
@@ -447,7 +447,7 @@ def build_tables(res, args):
                         "rzk peak RSS MiB", "errors ZK / rzk", "max other CPU"], w_rows))
 
     if h_rows:
-        tables.append(("Election handoff as issue 6 defines it, from the leader's delete to its "
+        tables.append(("Election handoff as the targets define it, from the leader's delete to its "
                        "successor's event (`rzk bench --workload handoff-event`, %d participants "
                        "each watching its predecessor; medians of %d rounds)"
                        % (args.participants, args.rounds),
@@ -473,7 +473,7 @@ def build_tables(res, args):
         for name, key in (("throughput", "ops_per_s"), ("cpu_per_op", "server_cpu_us_per_op"),
                           ("p99", "p99_us")):
             r = ratio(m[key][1], m[key][0])
-            held = verdict(name, r) if w not in NOT_ISSUE_WORKLOADS else "(not an issue-6 workload)"
+            held = verdict(name, r) if w not in NOT_ISSUE_WORKLOADS else "(not a target workload)"
             t_rows.append(["%s: %s" % (w, name), fmt_ratio(r), held])
     # Resources.
     r_rows = []
@@ -525,7 +525,7 @@ def build_tables(res, args):
         t_rows.append(["start-up", fmt_ratio(rr), verdict("startup", rr)])
     tables.append(("Server resources", ["measurement", "ZooKeeper", "rzk", "rzk / ZooKeeper"],
                    r_rows))
-    tables.append(("Ratios against the issue-6 targets", ["ratio (rzk / ZooKeeper)", "value",
+    tables.append(("Ratios against the targets", ["ratio (rzk / ZooKeeper)", "value",
                                                          "target"], t_rows))
     fl = res["floor"]
     tables.append(("The floor (each handoff run also measures its own, just before it)",

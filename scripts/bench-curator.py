@@ -1,4 +1,4 @@
-"""Curator 5.4 election benchmarks on Apache ZooKeeper 3.8 (issue 6).
+"""Curator 5.4 election benchmarks on Apache ZooKeeper 3.8 (the targets of docs/BENCHMARKS.md).
 
     /usr/bin/python3 -m scripts.bench-curator [--only latch,selector,crash,herd,predecessor]
         [--latch-n 5,100,1000] [--handoffs 200] [--herd-n 100,1000] [--changes 20]

@@ -148,7 +148,7 @@ def selector_recipe_hands_over_when_the_command_exits(srv):
 
 @suite.test
 def bench_hands_off_at_the_protocol_level(srv):
-    # rzk bench's server-neutral handoffs (issue 6), which the benchmark scripts run on both
+    # rzk bench's server-neutral handoffs, which the benchmark scripts run on both
     # servers: to the successor's event, and on to the list it reads on that event.
     for w in ("handoff-event", "handoff-read"):
         r = rzk(srv, "bench", "--workload", w, "--participants", "3", "--gap-ms", "2",

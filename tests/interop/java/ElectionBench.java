@@ -1,5 +1,5 @@
 // Election benchmarks of Apache Curator 5.4 (and of the plain ZooKeeper 3.8 Java client) against a
-// ZooKeeper-protocol server; issue 6. Started by scripts/bench-curator.py, which starts the
+// ZooKeeper-protocol server (docs/BENCHMARKS.md). Started by scripts/bench-curator.py, which starts the
 // server, compiles this file against Debian's jars and collects the JSON lines it prints.
 //
 //   java -cp build:JARS ElectionBench HOST:PORT latch N HANDOFFS [count] [gap=MS]
