@@ -1,4 +1,4 @@
-//! Mixed elections with Java Curator 5.4 in the same path (docs/election.md §3.6): LeaderLatch
+//! Mixed elections with Java Curator 5.4 in the same path (docs/election.md §3.5): LeaderLatch
 //! with LeaderLatch, LeaderSelector with LeaderSelector. One leader at a time, FIFO across the
 //! languages, and both sides list the same participants in the same order.
 

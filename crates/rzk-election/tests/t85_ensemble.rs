@@ -1,6 +1,6 @@
-//! t85 (docs/election.md §4.8): a 3-node Apache ZooKeeper 3.8 ensemble on loopback, its ZAB
+//! A 3-node Apache ZooKeeper 3.8 ensemble on loopback, its ZAB
 //! leader killed with SIGKILL mid-election, i.e. while a latch term is active and three
-//! followers wait. ZooKeeper only (rzk has no replication).
+//! followers wait. ZooKeeper only (rzk has no replication); docs/election.md §2.4, §3.4.
 //!
 //! The latch leader's client is placed on the ZAB leader (the one that dies); the others land
 //! wherever the client's shuffle puts them (clients on followers are dropped too while the
@@ -12,13 +12,13 @@
 //!   leads in between; a leader exists again within `T` of the kill;
 //! - after the failover, a resignation hands over to the next in node order within 30 s (in
 //!   practice milliseconds) with a larger token;
-//! - a node created after the failover has a larger ZAB epoch (`token >> 32`, t33);
+//! - a node created after the failover has a larger ZAB epoch (`token >> 32`);
 //! - the path holds exactly one node per live participant (no orphans, no duplicates);
 //! - the §4.1 checker (no overlap, token order, token = czxid) and single-leader sampling every
 //!   5 ms throughout (the sampler shares the scenario's task, so it pauses while the harness
 //!   runs its blocking `srvr`/`cons` probes; the checker covers those gaps).
 //!
-//! `t85b` (with t85c folded in): p0 resigns in the same millisecond as the kill, and a fifth
+//! The second scenario: p0 resigns in the same millisecond as the kill, and a fifth
 //! participant joins while the survivors are LOOKING. Exactly one successor (p1) within `T` of
 //! the kill with a larger token, sessions survive, p4 has exactly one node.
 
@@ -180,7 +180,7 @@ async fn close_all(l4: LeaderLatch, latches: Vec<LeaderLatch>) {
     }
 }
 
-/// t85a: steady. The ZAB leader dies while p0 leads and p1..p3 wait.
+/// Steady: The ZAB leader dies while p0 leads and p1..p3 wait.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn t85a_ensemble_leader_killed_mid_election() {
     init_tracing();
@@ -272,7 +272,7 @@ async fn t85a_ensemble_leader_killed_mid_election() {
         eprintln!("handoff after the failover: {:?}", next.started_at().duration_since(t_resign));
         assert!(next.token() > la.token());
 
-        // t33: a node created after the failover carries the new epoch.
+        // A node created after the failover carries the new epoch.
         let s4 = Session::connect(config(&hosts)).await.expect("connect");
         let l4 = LeaderLatch::new(&s4, &path, LatchOptions::default().with_id("p4")).unwrap();
         checker.attach("p4", l4.events(), Some(observer.clone()));
@@ -304,7 +304,7 @@ async fn t85a_ensemble_leader_killed_mid_election() {
     eprintln!("t85a: {:?}", t_test.elapsed());
 }
 
-/// t85b + t85c: mid-handoff and join during failover. p0 resigns and, in the same millisecond,
+/// Mid-handoff and join during failover. p0 resigns and, in the same millisecond,
 /// the ZAB leader is killed; right after the kill, while the survivors are LOOKING, a fifth
 /// participant joins (its create may meet `ConnectionLoss` and go through the protected retry).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -378,7 +378,7 @@ async fn t85b_ensemble_leader_killed_mid_handoff() {
         let p = live(&l4, &["p1", "p2", "p3", "p4"]).await;
         assert!(p.foreign.is_empty());
         assert_eq!(Some(&p.list[3].node), l4.our_path().as_ref());
-        // t33: if p4's node was created after the failover, it carries the new epoch.
+        // If p4.s node was created after the failover, it carries the new epoch.
         eprintln!("epochs: p0 {} p4 {}", la.token().epoch(), p.list[3].token.epoch());
         assert!(p.list[3].token.epoch() >= la.token().epoch());
         tokio::time::sleep(Duration::from_millis(200)).await;

@@ -20,7 +20,7 @@ pub struct TermRecord {
 }
 
 /// Checks a set of intervals; `tolerance` is the overlap allowed (0 except where a leader
-/// can only learn of its loss by a watch, §4.7).
+/// can only learn of its loss by a watch, §4.1).
 pub fn check(records: &[TermRecord], tolerance: Duration) -> Result<(), String> {
     let mut sorted: Vec<&TermRecord> = records.iter().collect();
     sorted.sort_by_key(|r| r.start);

@@ -27,7 +27,7 @@ pub enum Kind {
     ZooKeeper,
 }
 
-/// Server settings shared by the scenarios (docs/election.md §3.0, §4.2).
+/// Server settings shared by the scenarios (docs/election.md §4.2).
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub tick_ms: u32,
@@ -175,7 +175,7 @@ pub async fn delete_all(client: &zookeeper_client::Client, path: &str) {
     panic!("could not delete {path}");
 }
 
-/// Expires `session`'s current ZooKeeper session on the server (docs/election.md §4.5 t82d):
+/// Expires `session`'s current ZooKeeper session on the server (docs/election.md §4.2):
 /// cut the participant's proxy so that it cannot reconnect, attach a second client to the
 /// session and close it, then heal. The participant reconnects to a dead session.
 pub async fn force_expire(server: &Server, session: &Session, proxy: &Proxy) {
@@ -267,7 +267,7 @@ macro_rules! both_servers {
     };
 }
 
-/// The naming check of §3.0: every child is `_c_<uuid>-<lock><10 digits>`.
+/// The naming check (docs/election.md §4.2): every child is `_c_<uuid>-<lock><10 digits>`.
 pub fn assert_curator_name(name: &str, lock: &str) {
     let rest = name.strip_prefix("_c_").unwrap_or_else(|| panic!("no _c_ prefix: {name}"));
     let (uuid, tail) = rest.split_at(36);

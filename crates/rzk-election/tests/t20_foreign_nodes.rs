@@ -1,6 +1,8 @@
-//! Foreign-node refusal (docs/election.md §2.7, §3.7, t31): a path holding children the
-//! recipe cannot order makes it refuse to lead, delete its node and fail with
-//! `Error::ForeignNodes`. It never becomes a second leader.
+//! Foreign-node refusal (docs/election.md §2.7): a kazoo node or a LeaderLatch node in a selector
+//! path, a persistent `config` child in a latch path, a foreign node arriving while we lead, and a
+//! persistent node with a recognized name (the predecessor-owner rule). Each time the recipe
+//! refuses to lead, deletes its node and fails with `Error::ForeignNodes`; a leader loses with
+//! `ForeignNodes` within 100 ms. Nobody ever becomes a second leader.
 
 mod support;
 
@@ -15,11 +17,11 @@ use support::*;
 use zookeeper_client::{Acls, CreateMode};
 
 both_servers! {
-    t70_foreign_kazoo_in_selector => kazoo_in_selector;
-    t71_latch_in_selector_path => latch_in_selector_path;
-    t72_junk_in_latch_path => junk_in_latch_path;
-    t73_foreign_arrives_while_leading => foreign_arrives_while_leading;
-    t31_seed002_persistent_predecessor => persistent_predecessor;
+    t20_kazoo_in_selector => kazoo_in_selector;
+    t20_latch_in_selector_path => latch_in_selector_path;
+    t20_junk_in_latch_path => junk_in_latch_path;
+    t20_foreign_arrives_while_leading => foreign_arrives_while_leading;
+    t20_persistent_predecessor => persistent_predecessor;
 }
 
 const KAZOO: &str = "0123456789abcdef0123456789abcdef__lock__0000000000";
@@ -77,14 +79,14 @@ async fn selector_refuses(
 
 async fn kazoo_in_selector(kind: Kind) {
     let server = Server::start(kind, Settings::default());
-    let path = test_path("t70", kind);
+    let path = test_path("t20", kind);
     let raw = prepare(&server, &path, KAZOO, CreateMode::Ephemeral).await;
     selector_refuses(&server, &path, &raw, KAZOO).await;
 }
 
 async fn latch_in_selector_path(kind: Kind) {
     let server = Server::start(kind, Settings::default());
-    let path = test_path("t71", kind);
+    let path = test_path("t20", kind);
     // A Curator LeaderLatch node (as Java would create it) in a selector path.
     let raw = raw_client(&server).await;
     raw.mkdir(&path, &CreateMode::Persistent.with_acls(Acls::anyone_all())).await.unwrap();
@@ -99,7 +101,7 @@ async fn latch_in_selector_path(kind: Kind) {
 
 async fn junk_in_latch_path(kind: Kind) {
     let server = Server::start(kind, Settings::default());
-    let path = test_path("t72", kind);
+    let path = test_path("t20", kind);
     let raw = prepare(&server, &path, "config", CreateMode::Persistent).await;
     let s = session(&server).await;
     let latch = LeaderLatch::new(&s, &path, LatchOptions::default().with_id("a")).unwrap();
@@ -117,7 +119,7 @@ async fn junk_in_latch_path(kind: Kind) {
 
 async fn foreign_arrives_while_leading(kind: Kind) {
     let server = Server::start(kind, Settings::default());
-    let path = test_path("t73", kind);
+    let path = test_path("t20", kind);
     let raw = raw_client(&server).await;
     let s = session(&server).await;
     let latch = LeaderLatch::new(&s, &path, LatchOptions::default().with_id("a")).unwrap();
@@ -152,7 +154,7 @@ async fn foreign_arrives_while_leading(kind: Kind) {
 /// Curator everyone would wait forever).
 async fn persistent_predecessor(kind: Kind) {
     let server = Server::start(kind, Settings::default());
-    let path = test_path("t31", kind);
+    let path = test_path("t20", kind);
     let raw = raw_client(&server).await;
     raw.mkdir(&path, &CreateMode::Persistent.with_acls(Acls::anyone_all())).await.unwrap();
     let uuid = "0f8e2b9a-5c3d-4e1f-8a7b-6c5d4e3f2a1b";

@@ -1,5 +1,9 @@
-//! Seed 001 (docs/election.md §3.2): LeaderLatch close order, LeaderSelector fair rotation,
-//! requeue and interrupt.
+//! Recipe order (docs/election.md §1.2, §1.4). Five LeaderLatches joined in order close one by
+//! one (NotifyLeader): the oldest open node always leads; only closing leaders emit `Lost`. Three
+//! auto-requeueing LeaderSelectors rotate strictly round-robin with rising tokens. A selector
+//! without auto-requeue leaves the queue; `requeue()` queues it at the tail once;
+//! `interrupt_leadership()` cancels its task (`lost()` = `Interrupted`) and, with auto-requeue on,
+//! queues it again (CURATOR-518).
 
 mod support;
 
@@ -15,9 +19,9 @@ use support::checker::Checker;
 use support::*;
 
 both_servers! {
-    t20_seed001_latch_close_order => latch_close_order;
-    t22_seed001_selector_rotation => selector_rotation;
-    t23_seed001_selector_requeue => selector_requeue;
+    t10_latch_close_order => latch_close_order;
+    t10_selector_rotation => selector_rotation;
+    t10_selector_requeue => selector_requeue;
 }
 
 /// Five latches joined in order; client `i` closes (NotifyLeader) at `2·(i+5)` ticks of
@@ -25,7 +29,7 @@ both_servers! {
 /// until 1.8 s.
 async fn latch_close_order(kind: Kind) {
     let server = Server::start(kind, Settings::default());
-    let path = test_path("t20", kind);
+    let path = test_path("t10", kind);
     let checker = Checker::new();
     let mut latches = Vec::new();
     let mut events = Vec::new();
@@ -85,7 +89,7 @@ fn selector_task(
 
 async fn selector_rotation(kind: Kind) {
     let server = Server::start(kind, Settings::default());
-    let path = test_path("t22", kind);
+    let path = test_path("t10", kind);
     let checker = Checker::new();
     let log: Log = Arc::default();
     let mut selectors = Vec::new();
@@ -132,7 +136,7 @@ async fn wait_joined(sel: &LeaderSelector) {
 
 async fn selector_requeue(kind: Kind) {
     let server = Server::start(kind, Settings::default());
-    let path = test_path("t23", kind);
+    let path = test_path("t10", kind);
     let checker = Checker::new();
     let log: Log = Arc::default();
     let mut sessions = Vec::new();

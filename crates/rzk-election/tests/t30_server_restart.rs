@@ -1,8 +1,8 @@
-//! Server restart (docs/election.md §4.6), against a durable rzk server and Apache ZooKeeper
+//! Server restart (docs/election.md §2.3, §2.4), against a durable rzk server and Apache ZooKeeper
 //! (always durable). A short outage keeps the sessions: the leader steps down on Suspended and
 //! resumes with the same token, nobody else leads. A long outage loses every session: everyone
-//! rejoins on a new one and exactly one leader emerges, with a token above every earlier one
-//! (the server persists zxids).
+//! rejoins on a new one and exactly one leader emerges, with a token above every earlier one (the
+//! server persists zxids).
 
 mod support;
 
@@ -13,8 +13,8 @@ use support::checker::Checker;
 use support::*;
 
 both_servers! {
-    t83_server_restart_short => restart_short;
-    t83_server_restart_long => restart_long;
+    t30_restart_short => restart_short;
+    t30_restart_long => restart_long;
 }
 
 async fn latches(
@@ -53,7 +53,7 @@ async fn restart_short(kind: Kind) {
     // the last acknowledged heartbeat (sent every T/6), so 14.7 s or more after the cut. With
     // T = 8 s (end 5.9 s or more) a JVM slower than ~3.4 s to serve raced that deadline.
     let mut server = Server::start(kind, Settings { tick_ms: 1500, ..durable() });
-    let path = test_path("t83-short", kind);
+    let path = test_path("t30-short", kind);
     let checker = Checker::new();
     let (sessions, latches) = latches(&server, &path, Duration::from_secs(20), &checker).await;
     let la = latches[0].await_leadership().await.unwrap();
@@ -90,7 +90,7 @@ async fn restart_short(kind: Kind) {
 
 async fn restart_long(kind: Kind) {
     let mut server = Server::start(kind, durable());
-    let path = test_path("t83-long", kind);
+    let path = test_path("t30-long", kind);
     let checker = Checker::new();
     let (sessions, latches) = latches(&server, &path, T, &checker).await;
     let la = latches[0].await_leadership().await.unwrap();

@@ -1,5 +1,8 @@
-//! Seed 004 (docs/election.md §3.5): five candidates `候选人-1..5`; the leader works, then
-//! resigns; the next in node order takes over.
+//! Five candidates `候选人-1..5` join in order (docs/election.md §2.5, §2.9): the first leads with
+//! Curator's node name and its id as data; after its work it resigns, its `lost()` resolves before
+//! an observer sees its node deleted, and the next in node order leads with a larger token. Also:
+//! close modes (NotifyLeader emits one `Lost { Closed }`, Silent none; a second close fails) and
+//! concurrent joins (leaders follow node order).
 
 mod support;
 
@@ -12,9 +15,9 @@ use support::checker::Checker;
 use support::*;
 
 both_servers! {
-    t50_seed004_resign_after_work => resign_after_work;
-    t50_seed004_notify_leader_close => notify_leader_close;
-    t50_seed004_concurrent => concurrent;
+    t12_resign_after_work => resign_after_work;
+    t12_notify_leader_close => notify_leader_close;
+    t12_concurrent => concurrent;
 }
 
 struct Candidates {
@@ -157,13 +160,13 @@ async fn resign_after_work(kind: Kind) {
     assert_eq!(checker.leaders(), ["候选人-1", "候选人-2"]);
 }
 
-/// Seed 001 part A's close modes, on the seed 004 setup: closing leaders emit exactly one
+/// Close modes, on the same five candidates: closing leaders emit exactly one
 /// `Lost { Closed }` under NotifyLeader and none under Silent; closing followers never do; the
 /// leader's `lost()` resolves with `Closed` either way. Leaders follow node order.
 async fn notify_leader_close(kind: Kind) {
     let server = Server::start(kind, Settings::default());
     for mode in [CloseMode::NotifyLeader, CloseMode::Silent] {
-        let path = test_path("t50-close", kind);
+        let path = test_path("t12-close", kind);
         let checker = Checker::new();
         let mut c = candidates(&server, &path, &checker, true).await;
         first_leader(&c.latches).await;
@@ -209,7 +212,7 @@ async fn notify_leader_close(kind: Kind) {
 /// in node order.
 async fn concurrent(kind: Kind) {
     let server = Server::start(kind, Settings::default());
-    let path = test_path("t50-concurrent", kind);
+    let path = test_path("t12-concurrent", kind);
     let checker = Checker::new();
     let c = candidates(&server, &path, &checker, false).await;
     let order: Vec<String> =

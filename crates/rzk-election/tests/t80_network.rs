@@ -1,7 +1,9 @@
-//! Network faults through a TCP proxy the test controls (docs/election.md §4.5): short cuts,
-//! long cuts and a blackhole, under both connection-state policies. These exercise the lease
-//! rule and simulated expiry: a leader that cannot reach the server stops before the server
-//! can expire its session.
+//! Network faults through a TCP proxy (docs/election.md §2.2, §2.3). Short cut (1 s): under
+//! StepDownOnSuspended the latch leader steps down at once and resumes with the same token, a
+//! selector's release waits for the heal and B leads after; under StepDownOnLost the leader never
+//! loses its term. Long cut or blackhole (6 s > T): the leader stops before the server expires its
+//! session (under StepDownOnLost no later than `stop_at`), B is elected 3.0-5.5 s after the cut,
+//! and A rejoins on a new session behind B with a larger token.
 
 mod support;
 
@@ -16,12 +18,12 @@ use support::*;
 use zookeeper_client::{Acls, CreateMode};
 
 both_servers! {
-    t82a_short_cut_latch_step_down_on_suspended => short_cut_suspended;
-    t82a_short_cut_latch_step_down_on_lost => short_cut_lost;
-    t82a_short_cut_selector => short_cut_selector;
-    t82b_long_cut_latch_step_down_on_suspended => long_cut_suspended;
-    t82b_long_cut_latch_step_down_on_lost => long_cut_lost;
-    t82c_blackhole_step_down_on_lost => blackhole_lost;
+    t80_short_cut_suspended => short_cut_suspended;
+    t80_short_cut_lost => short_cut_lost;
+    t80_short_cut_selector => short_cut_selector;
+    t80_long_cut_suspended => long_cut_suspended;
+    t80_long_cut_lost => long_cut_lost;
+    t80_blackhole_lost => blackhole_lost;
 }
 
 async fn latch_via_proxy(
@@ -50,7 +52,7 @@ async fn never_leads(b: &LeaderLatch, d: Duration) {
 
 async fn short_cut_suspended(kind: Kind) {
     let server = Server::start(kind, Settings::default());
-    let path = test_path("t82a", kind);
+    let path = test_path("t80", kind);
     let checker = Checker::new();
     let policy = ConnectionPolicy::StepDownOnSuspended;
     let (_sa, a, pa) = latch_via_proxy(&server, &path, "a", policy, &checker).await;
@@ -93,7 +95,7 @@ async fn short_cut_suspended(kind: Kind) {
 
 async fn short_cut_lost(kind: Kind) {
     let server = Server::start(kind, Settings::default());
-    let path = test_path("t82a-lost", kind);
+    let path = test_path("t80-lost", kind);
     let raw = raw_client(&server).await;
     let witness = format!("{path}-witness");
     raw.mkdir(&witness, &CreateMode::Persistent.with_acls(Acls::anyone_all())).await.unwrap();
@@ -129,7 +131,7 @@ async fn short_cut_lost(kind: Kind) {
 
 async fn short_cut_selector(kind: Kind) {
     let server = Server::start(kind, Settings::default());
-    let path = test_path("t82a-sel", kind);
+    let path = test_path("t80-sel", kind);
     let checker = Checker::new();
     let mut selectors = Vec::new();
     let mut proxies = Vec::new();
@@ -192,7 +194,7 @@ async fn blackhole_lost(kind: Kind) {
 /// rejoins at the tail with a larger token.
 async fn long_cut(kind: Kind, policy: ConnectionPolicy, blackhole: bool) {
     let server = Server::start(kind, Settings::default());
-    let path = test_path("t82b", kind);
+    let path = test_path("t80", kind);
     let checker = Checker::new();
     let (sa, a, pa) = latch_via_proxy(&server, &path, "a", policy, &checker).await;
     let (_sb, b, _pb) = latch_via_proxy(&server, &path, "b", policy, &checker).await;

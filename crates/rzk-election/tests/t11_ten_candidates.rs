@@ -1,6 +1,7 @@
-//! Seed 003 (docs/election.md §3.4): ten candidates; the sessions of 0, 1, 3, 4, 2 are closed
-//! in that order; the leaders are 0, 1, 2, 2, 2, 5. Run once per watch strategy, and the
-//! wake-ups counted: one per change for Predecessor, every follower for Herd.
+//! Ten candidates joined in order (docs/election.md §2.8); the sessions of 0, 1, 3, 4 and 2 are
+//! closed in turn, and the leaders are 0, 1, 2, 2, 2, 5: closing a follower leaves the leader's
+//! term untouched. Tokens rise with each new leader. Run per watch strategy: Predecessor wakes
+//! exactly one follower per change (5 in all), Herd every follower (33 or more).
 
 mod support;
 
@@ -11,8 +12,8 @@ use support::checker::{sample_single_leader, Checker};
 use support::*;
 
 both_servers! {
-    t40_seed003_predecessor => predecessor;
-    t40_seed003_herd => herd;
+    t11_predecessor => predecessor;
+    t11_herd => herd;
 }
 
 async fn predecessor(kind: Kind) {
@@ -47,7 +48,7 @@ async fn settle(latches: &[LeaderLatch], alive: &[bool]) {
 
 async fn ten_candidates(kind: Kind, strategy: WatchStrategy) {
     let server = Server::start(kind, Settings::default());
-    let path = test_path("t40", kind);
+    let path = test_path("t11", kind);
     let observer = raw_client(&server).await;
     let checker = Checker::new();
     let mut sessions = Vec::new();

@@ -1,9 +1,9 @@
-//! The leader freezes past its session timeout (docs/election.md §4.4, t81, in-process): the
-//! whole participant (its `zookeeper-client` session task, the session manager, the recipe
-//! driver and the term guardian) runs on one current-thread runtime whose thread the test
-//! blocks for 2·T, as SIGSTOP would. While it is frozen its term must already be invalid (the
-//! synchronous lease check, with nobody running to resolve `lost()`), the server expires its
-//! session and the follower takes over; after the thaw it learns it lost and rejoins.
+//! The leader freezes past its session timeout (docs/election.md §2.2), in-process: the whole
+//! participant (its `zookeeper-client` session task, the session manager, the recipe driver and
+//! the term guardian) runs on one current-thread runtime whose thread the test blocks for 2·T, as
+//! SIGSTOP would. While it is frozen its term must already be invalid (the synchronous lease
+//! check, with nobody running to resolve `lost()`), the server expires its session and the
+//! follower takes over; after the thaw it learns it lost and rejoins.
 
 mod support;
 
@@ -16,7 +16,7 @@ use support::checker::Checker;
 use support::*;
 
 both_servers! {
-    t81_frozen_leader => frozen_leader;
+    t42_frozen_leader => frozen_leader;
 }
 
 enum Cmd {
@@ -26,7 +26,7 @@ enum Cmd {
 
 async fn frozen_leader(kind: Kind) {
     let server = Server::start(kind, Settings::default());
-    let path = test_path("t81", kind);
+    let path = test_path("t42", kind);
     let checker = Checker::new();
     let (lead_tx, lead_rx) = tokio::sync::oneshot::channel::<(Leadership, LeaderLatch, Session)>();
     let (cmd_tx, mut cmd_rx) = tokio::sync::mpsc::unbounded_channel::<Cmd>();

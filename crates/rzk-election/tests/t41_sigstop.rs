@@ -1,7 +1,7 @@
 //! SIGSTOP of the leader's process past its session timeout, then SIGCONT (docs/election.md
-//! §4.4): the follower takes over after the timeout; the stopped leader's lease had run out
-//! before that; after SIGCONT no write of it succeeds, it learns it lost, and it rejoins on a
-//! new session behind the new leader.
+//! §2.2): the follower takes over after the timeout; the stopped leader's lease had run out before
+//! that; after SIGCONT no write of it succeeds, it learns it lost, and it rejoins on a new session
+//! behind the new leader.
 
 mod support;
 
@@ -12,12 +12,12 @@ use support::*;
 use zookeeper_client::{Acls, CreateMode};
 
 both_servers! {
-    t81_sigstop_latch => sigstop_latch;
+    t41_sigstop_latch => sigstop_latch;
 }
 
 async fn sigstop_latch(kind: Kind) {
     let server = Server::start(kind, Settings::default());
-    let path = test_path("t81-stop", kind);
+    let path = test_path("t41-stop", kind);
     let witness = format!("{path}-witness");
     let raw = raw_client(&server).await;
     raw.mkdir(&witness, &CreateMode::Persistent.with_acls(Acls::anyone_all())).await.unwrap();
