@@ -75,8 +75,8 @@ impl Server {
         core_config.reply_bytes_max = core_config.reply_bytes_max.max(config.max_packet_bytes);
         let core = Core::new(core_config, Now { mono_ms: 0, wall_ms: 0 });
         let inner = Arc::new(Inner::new(config, core, origin));
-        // Session ids are seeded from the wall clock, which the placeholder above lacked;
-        // recovered sessions get a full timeout from now to come back.
+        // Session ids are seeded from the wall clock, which the placeholder above lacked.
+        // Recovered sessions wait, without expiring, for `run` to start serving.
         {
             let mut sh = inner.lock();
             let cfg = sh.core.config().clone();
@@ -135,6 +135,11 @@ impl Server {
 
 async fn run(inner: Arc<Inner>, listener: TcpListener) {
     let mut conns = JoinSet::new();
+    // Recovered sessions get their full timeout from the first accept, not from the restore:
+    // a client may count its timeout from when it could first reach the server again. Before
+    // the timer starts, so that nothing expires in between.
+    let now = inner.now();
+    inner.lock().core.start_serving(now);
     let timer = tokio::spawn(timer_loop(inner.clone()));
     loop {
         tokio::select! {

@@ -25,6 +25,19 @@ pub fn ephemerals_have_live_owners(state: &State) -> Result<(), String> {
     Ok(())
 }
 
+/// A session restored by recovery lives a full timeout from the moment the server serves
+/// again: `protected` are the restored sessions alive before a tick whose timeout, counted
+/// from then, had not run out; the tick must not have expired any of them.
+pub fn restored_sessions_keep_their_timeout(
+    protected: &[i64],
+    after_tick: &State,
+) -> Result<(), String> {
+    match protected.iter().find(|id| !after_tick.sessions().contains_key(id)) {
+        None => Ok(()),
+        Some(id) => Err(format!("restored session {id:#x} expired before its full timeout")),
+    }
+}
+
 /// Sequential suffixes increase per parent, in the order clients see them acknowledged.
 pub fn sequence_increases(
     last: &mut HashMap<String, i64>,

@@ -1,6 +1,6 @@
 //! The simulation loop: the shell's job, done deterministically.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
@@ -14,6 +14,9 @@ use crate::{invariants, Rng};
 
 const DIR: &str = "/sim";
 const SEGMENT_BYTES: u64 = 32 * 1024;
+/// The longest a restart spends between recovering the state and accepting connections
+/// (opening the log, binding), comparable to the clients' session timeouts.
+const RECOVERY_TO_SERVING_MS_MAX: u64 = 400;
 
 /// How often each fault happens, in percent per step.
 #[derive(Debug, Clone, Copy)]
@@ -91,6 +94,9 @@ pub struct Sim {
     snapshot: Option<Snapshotting>,
     faults: Faults,
     report: SimReport,
+    /// For each session restored by the last recovery, the earliest moment it may expire: a
+    /// full timeout after the server started serving again.
+    restored_expiry_floor_ms: BTreeMap<i64, u64>,
 }
 
 fn peer() -> SocketAddr {
@@ -111,7 +117,8 @@ impl Sim {
         let log =
             LogWriter::open(Arc::new(storage.clone()), Path::new(DIR), SEGMENT_BYTES, &rec.log_end)
                 .expect("log opens");
-        let core = Core::with_state(config.clone(), rec.state, now);
+        let mut core = Core::with_state(config.clone(), rec.state, now);
+        core.start_serving(now);
         let clients =
             (0..clients).map(|i| SimClient::new(i, 300 + 100 * rng.below(10) as i32)).collect();
         Sim {
@@ -131,6 +138,7 @@ impl Sim {
             snapshot: None,
             faults,
             report: SimReport::default(),
+            restored_expiry_floor_ms: BTreeMap::new(),
         }
     }
 
@@ -192,7 +200,7 @@ impl Sim {
     fn step(&mut self, issue: bool) -> Result<(), String> {
         self.now.mono_ms += self.rng.below(25);
         self.now.wall_ms += 7;
-        self.core.tick(self.now);
+        self.tick()?;
         self.inject_faults()?;
         let n = self.clients.len();
         for _ in 0..(1 + self.rng.below(3)) {
@@ -213,6 +221,21 @@ impl Sim {
         self.deliver()?;
         self.advance_snapshot()?;
         invariants::ephemerals_have_live_owners(self.core.state())
+    }
+
+    /// The timer's tick, checked against the restored sessions' floors.
+    fn tick(&mut self) -> Result<(), String> {
+        let now = self.now.mono_ms;
+        self.restored_expiry_floor_ms.retain(|_, floor| *floor > now);
+        let sessions = self.core.state().sessions();
+        let protected: Vec<i64> = self
+            .restored_expiry_floor_ms
+            .keys()
+            .copied()
+            .filter(|id| sessions.contains_key(id))
+            .collect();
+        self.core.tick(self.now);
+        invariants::restored_sessions_keep_their_timeout(&protected, self.core.state())
     }
 
     fn inject_faults(&mut self) -> Result<(), String> {
@@ -398,6 +421,21 @@ impl Sim {
             LogWriter::open(Arc::new(self.storage.clone()), Path::new(DIR), SEGMENT_BYTES, &end)
                 .map_err(|e| format!("log reopen: {e}"))?;
         self.core = Core::with_state(self.config.clone(), rec.state, self.now);
+        // Until the shell accepts again, the timer may fire but must expire nothing; from then
+        // on each restored session has its full timeout.
+        let recovering_ms = self.rng.below(RECOVERY_TO_SERVING_MS_MAX + 1);
+        self.now.mono_ms += recovering_ms;
+        self.now.wall_ms += recovering_ms as i64;
+        let serving_at = self.now.mono_ms;
+        self.restored_expiry_floor_ms = self
+            .core
+            .state()
+            .sessions()
+            .iter()
+            .map(|(id, s)| (*id, serving_at + s.timeout_ms.max(0) as u64))
+            .collect();
+        self.tick()?;
+        self.core.start_serving(self.now);
         for c in &mut self.clients {
             c.disconnected();
         }

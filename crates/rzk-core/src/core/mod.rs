@@ -72,16 +72,21 @@ pub struct Core {
     next_reap_ms: u64,
     counters: Counters,
     started_mono_ms: u64,
+    /// Whether [`Core::start_serving`] has been called. Until then no session expires: the
+    /// timeouts of restored sessions count from the moment clients can reach the server.
+    serving: bool,
 }
 
 impl Core {
-    /// A core over a fresh tree.
+    /// A core over a fresh tree, serving from `now`: it has no session to restore.
     pub fn new(config: Config, now: Now) -> Core {
-        Core::with_state(config, State::new(), now)
+        let mut core = Core::with_state(config, State::new(), now);
+        core.start_serving(now);
+        core
     }
 
-    /// A core over a recovered state. Every session in it gets a full timeout from `now` to
-    /// reconnect, as ZooKeeper does after a restart.
+    /// A core over a recovered state, not yet serving: the sessions in it do not expire until
+    /// [`Core::start_serving`], which gives each a full timeout from then to reconnect.
     pub fn with_state(config: Config, state: State, now: Now) -> Core {
         let server_bits = i64::from(config.server_id) << 56;
         let time_bits = ((now.wall_ms << 24) as u64 >> 8) as i64;
@@ -107,6 +112,7 @@ impl Core {
             txns: Vec::new(),
             counters: Counters::default(),
             started_mono_ms: now.mono_ms,
+            serving: false,
             state,
         };
         let sessions: Vec<(i64, i32)> =

@@ -21,6 +21,24 @@ impl Core {
         self.expiry.insert((deadline_ms, id));
     }
 
+    /// The shell now accepts connections, at `now`: every session restored by
+    /// [`Core::with_state`] gets a full timeout from `now` to reconnect, and sessions start to
+    /// expire. Counting from the restore instead would charge the time between recovery and
+    /// the first accept (opening the log, binding) to the clients, and a client that came back
+    /// within its timeout of the server's return could find its session gone. Only the first
+    /// call counts; the shell makes it once, just before its first accept.
+    pub fn start_serving(&mut self, now: Now) {
+        if self.serving {
+            return;
+        }
+        self.serving = true;
+        self.expiry.clear();
+        for (id, s) in &mut self.live {
+            s.deadline_ms = s.deadline_ms.max(now.mono_ms + s.timeout_ms.max(0) as u64);
+            self.expiry.insert((s.deadline_ms, *id));
+        }
+    }
+
     /// Pushes a live session's deadline a full timeout past `now`.
     pub(super) fn touch(&mut self, session_id: i64, now: Now) {
         if let Some(s) = self.live.get_mut(&session_id) {

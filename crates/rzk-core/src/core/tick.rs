@@ -7,10 +7,11 @@ use super::interface::{CloseReason, Now};
 use super::Core;
 
 impl Core {
-    /// Expires sessions whose deadline has passed and reaps containers and TTL nodes when
-    /// their interval comes round. Calling it early or twice is harmless.
+    /// Expires sessions whose deadline has passed (once serving, see [`Core::start_serving`])
+    /// and reaps containers and TTL nodes when their interval comes round. Calling it early or
+    /// twice is harmless.
     pub fn tick(&mut self, now: Now) {
-        while let Some(&(deadline, id)) = self.expiry.first() {
+        while let Some(&(deadline, id)) = self.expiry.first().filter(|_| self.serving) {
             if deadline > now.mono_ms {
                 break;
             }
@@ -60,7 +61,7 @@ impl Core {
 
     /// When [`Core::tick`] next has work: the earliest session deadline or reaping time.
     pub fn next_deadline(&self) -> u64 {
-        let session = self.expiry.first().map_or(u64::MAX, |(d, _)| *d);
+        let session = self.expiry.first().filter(|_| self.serving).map_or(u64::MAX, |(d, _)| *d);
         session.min(self.next_reap_ms)
     }
 }
