@@ -160,8 +160,8 @@ impl Demo {
         held: Held,
     ) -> Result<(Duration, Duration), BenchError> {
         println!("\n== 3. a newcomer queues at the tail; the leader's host crashes (network cut)");
-        let proxy = Proxy::start(self.server).await?;
-        let (_crash_session, newcomer) = self.latch(&proxy.addr.to_string(), "newcomer").await?;
+        let proxy = Proxy::start(self.server)?;
+        let (_crash_session, newcomer) = self.latch(&proxy.hosts(), "newcomer").await?;
         newcomer.start().await?;
         let queue = newcomer.participants().await?;
         let ids: Vec<_> = queue.list.iter().map(|p| p.id.as_str()).collect();

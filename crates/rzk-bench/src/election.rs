@@ -283,8 +283,8 @@ pub(crate) async fn failover(cfg: &BenchConfig, hosts: &str) -> Result<ElectionR
     let started = Instant::now();
     for t in 0..cfg.trials.max(1) {
         let path = format!("/bench-election/f{}-{t}", std::process::id());
-        let proxy = Proxy::start(target).await?;
-        let victim = session(&proxy.addr.to_string(), timeout).await?;
+        let proxy = Proxy::start(target)?;
+        let victim = session(&proxy.hosts(), timeout).await?;
         let a = LeaderLatch::new(&victim, &path, LatchOptions::default().with_id("victim"))?;
         a.start().await?;
         a.await_leadership().await?;

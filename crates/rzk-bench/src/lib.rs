@@ -16,8 +16,9 @@
 //! - The workloads: `pipeline` (create, set, get, mixed, churn, populate), `fanout`,
 //!   `handoff_event` (handoff-event, handoff-read), `election` (handoff, selector,
 //!   failover); `runner` picks one.
-//! - [`demo`]: the scenarios of `rzk demo`; [`proxy`]: the TCP proxy that cuts a client off
-//!   the network, for the demo and the failover workload.
+//! - [`demo`]: the scenarios of `rzk demo`; [`proxy`]: the one fault-injecting TCP proxy
+//!   (cut, blackhole, heal), which cuts a client off the network for the demo and the failover
+//!   workload, and serves every test suite's network faults through rzk-testkit.
 //!
 //! # Errors
 //! Everything returns [`BenchError`]; [`BenchError::is_usage`] tells a mistake the user can
