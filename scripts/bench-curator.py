@@ -345,7 +345,7 @@ def comparison(results):
                       "target |", "|---|---|---|---|---|"] + rows)
 
 
-def main():
+def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", default=",".join(ALL))
     ap.add_argument("--latch-n", default="5,100,1000")
@@ -377,17 +377,14 @@ def main():
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--json-out")
     args = ap.parse_args()
-    only = [] if args.rzk_only else args.only.split(",")
     args.rzk = args.rzk or args.rzk_only
-    try:
-        java.compile_harness("ElectionBench", 300)
-    except java.JavaError as e:
-        sys.exit(str(e))
+    return args
+
+
+def latch_handoffs(args, only, latch_n):
+    """The LeaderLatch handoffs of Curator, rzk-election and the protocol floors, per gap and N."""
     results = []
-    latch_n = [int(x) for x in args.latch_n.split(",")]
     gaps = sorted({0, args.gap_ms})
-    if args.rzk:
-        os.environ["RZK_BIN"] = args.rzk_bin
     # The LeaderLatch handoffs side by side: at each gap and N, every round measures Curator,
     # rzk-election and both servers' protocol floors one after another, the order reversed in
     # odd rounds, so that a slow spell of the machine (an idle fdatasync's cost drifts by tens
@@ -414,6 +411,12 @@ def main():
                     r = step()
                     r["round"] = rnd
                     results.append(r)
+    return results
+
+
+def curator_measurements(args, only):
+    """Curator's LeaderSelector, crash failover, herd and predecessor notifications."""
+    results = []
     if "selector" in only:
         results.append(run(args, "selector", [args.selector_s], args.selector_s + 300))
     if "crash" in only:
@@ -424,26 +427,47 @@ def main():
             results.append(run(args, "herd", [n, args.changes], 1200))
         if "predecessor" in only:
             results.append(run(args, "latch", [n, args.changes, "count"], 900))
-    if args.rzk:
-        for n in [int(x) for x in args.rzk_alone_n.split(",") if x]:
-            # One session per 10 participants: 10,000 sessions would also work, but the
-            # harness's file descriptors are the limit then, not the election.
+    return results
+
+
+def rzk_measurements(args, latch_n):
+    """rzk-election on rzk alone: large N, the floor, selector, failover, herd and predecessor."""
+    results = []
+    for n in [int(x) for x in args.rzk_alone_n.split(",") if x]:
+        # One session per 10 participants: 10,000 sessions would also work, but the
+        # harness's file descriptors are the limit then, not the election.
+        results.append(run_bench(args, "handoff", [
+            "--participants", n, "--participant-sessions", max(1, n // 10),
+            "--duration-s", args.rzk_duration_s], 1800, {"gap_ms": 0}))
+    results.append(floor_row())
+    results.append(run_bench(args, "selector", ["--participants", 3, "--duration-s",
+                                                args.selector_s], args.selector_s + 300))
+    results.append(run_bench(args, "failover", ["--session-timeout-ms", args.session_ms,
+                                                "--trials", args.crash_trials],
+                             args.crash_trials * (args.session_ms * 4 / 1000.0 + 30) + 120))
+    for n in [int(x) for x in args.herd_n.split(",")]:
+        for strategy in ("herd", "predecessor"):
+            if strategy == "predecessor" and n in latch_n:
+                continue  # measured above
             results.append(run_bench(args, "handoff", [
-                "--participants", n, "--participant-sessions", max(1, n // 10),
-                "--duration-s", args.rzk_duration_s], 1800, {"gap_ms": 0}))
-        results.append(floor_row())
-        results.append(run_bench(args, "selector", ["--participants", 3, "--duration-s",
-                                                    args.selector_s], args.selector_s + 300))
-        results.append(run_bench(args, "failover", ["--session-timeout-ms", args.session_ms,
-                                                    "--trials", args.crash_trials],
-                                 args.crash_trials * (args.session_ms * 4 / 1000.0 + 30) + 120))
-        for n in [int(x) for x in args.herd_n.split(",")]:
-            for strategy in ("herd", "predecessor"):
-                if strategy == "predecessor" and n in latch_n:
-                    continue  # measured above
-                results.append(run_bench(args, "handoff", [
-                    "--participants", n, "--strategy", strategy,
-                    "--duration-s", args.rzk_duration_s], 1200, {"gap_ms": 0}))
+                "--participants", n, "--strategy", strategy,
+                "--duration-s", args.rzk_duration_s], 1200, {"gap_ms": 0}))
+    return results
+
+
+def main():
+    args = parse_args()
+    only = [] if args.rzk_only else args.only.split(",")
+    try:
+        java.compile_harness("ElectionBench", 300)
+    except java.JavaError as e:
+        sys.exit(str(e))
+    latch_n = [int(x) for x in args.latch_n.split(",")]
+    if args.rzk:
+        os.environ["RZK_BIN"] = args.rzk_bin
+    results = latch_handoffs(args, only, latch_n) + curator_measurements(args, only)
+    if args.rzk:
+        results += rzk_measurements(args, latch_n)
     if args.json_out:
         with open(args.json_out, "w") as fo:
             json.dump(results, fo, indent=1)

@@ -74,6 +74,10 @@ class Suite:
         self.tests.append(fn)
         return fn
 
+    def include(self, fns):
+        """Registers tests defined in another module, to run next in the order given."""
+        self.tests.extend(fns)
+
     def _watchdog(self):
         sys.stdout.write("\n%s: WATCHDOG: suite exceeded %ds, killing server and exiting\n"
                          % (self.name, self.overall_timeout_s))

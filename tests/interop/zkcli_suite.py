@@ -120,7 +120,10 @@ def with_stat(head_check=None, **fields):
 # Each step: (command, output check, watch events this command must cause, in order).
 
 def steps():
-    E = lambda t, p: (t, p)
+    return node_steps() + watch_steps() + config_and_acl_steps()
+
+
+def node_steps():
     return [
         # create / get / set / stat
         ("create /zc hello", exact("Created /zc"), []),
@@ -166,6 +169,12 @@ def steps():
         ("delete -v 0 /zc/b", exact(), []),
         ("get /zc/b", exact("Node does not exist: /zc/b"), []),
         ("delete /zc/b", exact("Node does not exist: /zc/b"), []),
+    ]
+
+
+def watch_steps():
+    E = lambda t, p: (t, p)
+    return [
         # persistent recursive watch (addWatch's default mode), on a path that does not exist yet
         ("addWatch /zw", exact(), []),
         ("create /zw a", exact("Created /zw"), [E("NodeCreated", "/zw")]),
@@ -194,6 +203,11 @@ def steps():
         ("stat -w /znope", exact("Node does not exist: /znope"), []),
         ("create /znope", exact("Created /znope"), [E("NodeCreated", "/znope")]),
         ("delete /znope", exact(), []),
+    ]
+
+
+def config_and_acl_steps():
+    return [
         # config (standalone: /zookeeper/config is empty), sync, whoami
         ("config", exact(), []),
         ("config -s", with_stat(dataLength="0", numChildren="0"), []),

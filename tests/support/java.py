@@ -32,17 +32,20 @@ def classpath(*dirs):
 
 
 def compile_harness(name, timeout_s):
-    """Compiles tests/interop/java/<name>.java into BUILD, when the source is newer than the
-    class."""
+    """Compiles tests/interop/java/<name>.java, and the classes of that directory it uses, into
+    BUILD, when a source there is newer than the class."""
     for j in jars():
         if not os.path.exists(j):
             raise JavaError("missing jar %s (run scripts/install-deps.sh)" % j)
     src = os.path.join(HARNESS_DIR, name + ".java")
     cls = os.path.join(BUILD, name + ".class")
-    if os.path.exists(cls) and os.path.getmtime(cls) >= os.path.getmtime(src):
+    newest = max(os.path.getmtime(os.path.join(HARNESS_DIR, f))
+                 for f in os.listdir(HARNESS_DIR) if f.endswith(".java"))
+    if os.path.exists(cls) and os.path.getmtime(cls) >= newest:
         return
     os.makedirs(BUILD, exist_ok=True)
-    p = subprocess.run(["javac", "-nowarn", "-d", BUILD, "-cp", classpath(), src],
+    p = subprocess.run(["javac", "-nowarn", "-d", BUILD, "-cp", classpath(), "-sourcepath",
+                        HARNESS_DIR, src],
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                        timeout=timeout_s)
     if p.returncode != 0:

@@ -7,7 +7,7 @@ mod support;
 
 use std::time::Duration;
 
-use rzk_election::{LatchOptions, LeaderLatch, Status, WatchStrategy};
+use rzk_election::{LatchOptions, LeaderLatch, Session, Status, WatchStrategy};
 use support::checker::{sample_single_leader, Checker};
 use support::*;
 
@@ -46,18 +46,22 @@ async fn settle(latches: &[LeaderLatch], alive: &[bool]) {
     }
 }
 
-async fn ten_candidates(kind: Kind, strategy: WatchStrategy) {
-    let server = Server::start(kind, Settings::default());
-    let path = test_path("t11", kind);
-    let observer = raw_client(&server).await;
-    let checker = Checker::new();
+/// Joins ten candidates, 0 to 9, each on its own session; checks Curator's names for their
+/// nodes and the participants' order.
+async fn join_in_order(
+    server: &Server,
+    path: &str,
+    observer: &zookeeper_client::Client,
+    checker: &Checker,
+    strategy: WatchStrategy,
+) -> (Vec<Option<Session>>, Vec<LeaderLatch>) {
     let mut sessions = Vec::new();
     let mut latches: Vec<LeaderLatch> = Vec::new();
     for i in 0..10 {
-        let s = session(&server).await;
+        let s = session(server).await;
         let latch = LeaderLatch::new(
             &s,
-            &path,
+            path,
             LatchOptions::default().with_id(i.to_string()).with_strategy(strategy),
         )
         .unwrap();
@@ -68,7 +72,7 @@ async fn ten_candidates(kind: Kind, strategy: WatchStrategy) {
         latches.push(latch);
     }
     // Naming: Curator's protected names, the id as data.
-    let children = observer.list_children(&path).await.unwrap();
+    let children = observer.list_children(path).await.unwrap();
     assert_eq!(children.len(), 10);
     for c in &children {
         assert_curator_name(c, "latch-");
@@ -77,6 +81,41 @@ async fn ten_candidates(kind: Kind, strategy: WatchStrategy) {
     let ids: Vec<&str> = participants.list.iter().map(|p| p.id.as_str()).collect();
     assert_eq!(ids, ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"]);
     assert!(participants.list[0].is_leader && participants.foreign.is_empty());
+    (sessions, latches)
+}
+
+/// Checks who woke up when `k` closed, per watch strategy.
+fn assert_woken(
+    strategy: WatchStrategy,
+    k: usize,
+    woken: &[usize],
+    delta: u64,
+    alive: &[bool],
+    leader: usize,
+) {
+    match strategy {
+        WatchStrategy::Predecessor => {
+            // The live successor of k, and only it, wakes once.
+            let successor = (k + 1..10).find(|&i| alive[i]).unwrap();
+            assert_eq!(woken, vec![successor], "close {k}");
+            assert_eq!(delta, 1, "close {k}");
+        }
+        _ => {
+            // Every live follower wakes (at least once); the leader does not count.
+            for f in (0..10).filter(|&i| alive[i] && i != leader) {
+                assert!(woken.contains(&f), "close {k}: follower {f} not woken");
+            }
+        }
+    }
+}
+
+async fn ten_candidates(kind: Kind, strategy: WatchStrategy) {
+    let server = Server::start(kind, Settings::default());
+    let path = test_path("t11", kind);
+    let observer = raw_client(&server).await;
+    let checker = Checker::new();
+    let (mut sessions, latches) =
+        join_in_order(&server, &path, &observer, &checker, strategy).await;
 
     let mut alive = [true; 10];
     eventually(Duration::from_secs(2), "0 leads", || latches[0].has_leadership()).await;
@@ -127,20 +166,7 @@ async fn ten_candidates(kind: Kind, strategy: WatchStrategy) {
             (0..10).filter(|&i| latches[i].metrics().wakeups > before[i]).collect();
         let delta: u64 = (0..10).map(|i| latches[i].metrics().wakeups - before[i]).sum();
         total_wakeups += delta;
-        match strategy {
-            WatchStrategy::Predecessor => {
-                // The live successor of k, and only it, wakes once.
-                let successor = (k + 1..10).find(|&i| alive[i]).unwrap();
-                assert_eq!(woken, vec![successor], "close {k}");
-                assert_eq!(delta, 1, "close {k}");
-            }
-            _ => {
-                // Every live follower wakes (at least once); the leader does not count.
-                for f in (0..10).filter(|&i| alive[i] && i != leader) {
-                    assert!(woken.contains(&f), "close {k}: follower {f} not woken");
-                }
-            }
-        }
+        assert_woken(strategy, k, &woken, delta, &alive, leader);
         leader = expected;
     }
     if strategy == WatchStrategy::Predecessor {

@@ -169,6 +169,60 @@ async fn live(latch: &LeaderLatch, want: &[&str]) -> rzk_election::Participants 
     }
 }
 
+/// The fifth participant p4, on a session of its own, attached to the checker; not started.
+async fn p4(
+    hosts: &str,
+    path: &str,
+    checker: &Checker,
+    observer: &zookeeper_client::Client,
+) -> (Session, LeaderLatch) {
+    let s4 = Session::connect(config(hosts)).await.expect("connect");
+    let l4 = LeaderLatch::new(&s4, path, LatchOptions::default().with_id("p4")).unwrap();
+    checker.attach("p4", l4.events(), Some(observer.clone()));
+    (s4, l4)
+}
+
+/// Single-leader sampling every 5 ms until `stop`: at most one of `latches` believes it leads.
+async fn sample_until_stopped(latches: &[&LeaderLatch], stop: &AtomicBool, samples: &AtomicUsize) {
+    while !stop.load(Ordering::Acquire) {
+        let n = latches.iter().filter(|l| l.has_leadership()).count();
+        assert!(n <= 1, "{n} latches believe they lead");
+        samples.fetch_add(1, Ordering::Relaxed);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Waits until the leadership `la` is lost, within `T` of the kill.
+async fn stepped_down(la: &rzk_election::Leadership, t_kill: Instant) {
+    let lost_at = loop {
+        if let Some(at) = la.lost_at() {
+            break at;
+        }
+        assert!(t_kill.elapsed() < T, "p0 never stepped down");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    eprintln!(
+        "p0 stepped down {:?} after the kill ({:?})",
+        lost_at.duration_since(t_kill),
+        la.loss_reason()
+    );
+}
+
+/// Waits until p0 (`latches[0]`) holds a valid term again, within `T` of the kill, while no
+/// other participant leads; returns that term.
+async fn p0_back(latches: &[LeaderLatch], t_kill: Instant) -> rzk_election::Leadership {
+    let again = loop {
+        if let Some(l) = latches[0].current().filter(|l| l.is_valid()) {
+            break l;
+        }
+        assert!(latches[1..].iter().all(|l| !l.has_leadership()), "another participant leads");
+        assert!(t_kill.elapsed() < T, "p0 not back within T of the kill");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    eprintln!("p0 resumed {:?} after the kill", again.started_at().duration_since(t_kill));
+    again
+}
+
 /// Closes the latches from the back of the queue, so that no closing hands over a term.
 async fn close_all(l4: LeaderLatch, latches: Vec<LeaderLatch>) {
     l4.close().await.unwrap();
@@ -203,14 +257,8 @@ async fn t85a_ensemble_leader_killed_mid_election() {
     // Single-leader sampling every 5 ms for the whole failover and handoff.
     let stop = AtomicBool::new(false);
     let samples = AtomicUsize::new(0);
-    let sampler = async {
-        while !stop.load(Ordering::Acquire) {
-            let n = latches.iter().filter(|l| l.has_leadership()).count();
-            assert!(n <= 1, "{n} latches believe they lead");
-            samples.fetch_add(1, Ordering::Relaxed);
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    };
+    let sampled: Vec<&LeaderLatch> = latches.iter().collect();
+    let sampler = sample_until_stopped(&sampled, &stop, &samples);
 
     let scenario = async {
         // Mid-election: p0's term is active, p1..p3 wait on their predecessors.
@@ -224,18 +272,7 @@ async fn t85a_ensemble_leader_killed_mid_election() {
         new_zab_leader(&ens, zab0, t_kill).await;
 
         // p0 learnt of the disconnect and stepped down (default policy: on Suspended).
-        let lost_at = loop {
-            if let Some(at) = la.lost_at() {
-                break at;
-            }
-            assert!(t_kill.elapsed() < T, "p0 never stepped down");
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        };
-        eprintln!(
-            "p0 stepped down {:?} after the kill ({:?})",
-            lost_at.duration_since(t_kill),
-            la.loss_reason()
-        );
+        stepped_down(&la, t_kill).await;
 
         // Every client fails over to a survivor, on its old session.
         failed_over(&ens, zab0, &sessions.iter().collect::<Vec<_>>(), t_kill).await;
@@ -243,15 +280,7 @@ async fn t85a_ensemble_leader_killed_mid_election() {
         assert_eq!(ids_after, ids_before, "every session survived the failover");
 
         // p0 resumes with the same token within T of the kill; nobody else led.
-        let again = loop {
-            if let Some(l) = latches[0].current().filter(|l| l.is_valid()) {
-                break l;
-            }
-            assert!(latches[1..].iter().all(|l| !l.has_leadership()), "another participant leads");
-            assert!(t_kill.elapsed() < T, "p0 not back within T of the kill");
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        };
-        eprintln!("p0 resumed {:?} after the kill", again.started_at().duration_since(t_kill));
+        let again = p0_back(&latches, t_kill).await;
         assert!(again.resumed());
         assert_eq!(again.token(), la.token());
         let after = latches[3].participants().await.unwrap();
@@ -273,9 +302,7 @@ async fn t85a_ensemble_leader_killed_mid_election() {
         assert!(next.token() > la.token());
 
         // A node created after the failover carries the new epoch.
-        let s4 = Session::connect(config(&hosts)).await.expect("connect");
-        let l4 = LeaderLatch::new(&s4, &path, LatchOptions::default().with_id("p4")).unwrap();
-        checker.attach("p4", l4.events(), Some(observer.clone()));
+        let (s4, l4) = p4(&hosts, &path, &checker, &observer).await;
         l4.start().await.unwrap();
         let p = live(&l4, &["p1", "p2", "p3", "p4"]).await;
         assert!(p.foreign.is_empty());
@@ -325,20 +352,12 @@ async fn t85b_ensemble_leader_killed_mid_handoff() {
         la,
         before: _,
     } = setup("t85b").await;
-    let s4 = Session::connect(config(&hosts)).await.expect("connect");
-    let l4 = LeaderLatch::new(&s4, &path, LatchOptions::default().with_id("p4")).unwrap();
-    checker.attach("p4", l4.events(), Some(observer.clone()));
+    let (s4, l4) = p4(&hosts, &path, &checker, &observer).await;
 
     let stop = AtomicBool::new(false);
     let samples = AtomicUsize::new(0);
-    let sampler = async {
-        while !stop.load(Ordering::Acquire) {
-            let n = latches.iter().chain([&l4]).filter(|l| l.has_leadership()).count();
-            assert!(n <= 1, "{n} latches believe they lead");
-            samples.fetch_add(1, Ordering::Relaxed);
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    };
+    let sampled: Vec<&LeaderLatch> = latches.iter().chain([&l4]).collect();
+    let sampler = sample_until_stopped(&sampled, &stop, &samples);
     let scenario = async {
         tokio::time::sleep(Duration::from_millis(300)).await;
         assert!(la.is_valid());

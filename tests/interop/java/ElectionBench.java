@@ -8,10 +8,10 @@
 //   java -cp build:JARS ElectionBench HOST:PORT herd N CHANGES
 //   java -cp build:JARS ElectionBench HOST:PORT participant PATH SESSION_MS   (crash's child JVM)
 //
-// Every measurement prints ONE line of JSON on stdout (progress goes to stderr). All
-// participants of a measurement live in this one JVM, each with its own CuratorFramework (or
-// ZooKeeper handle), i.e. its own TCP connection and session, except in `crash`, where the
-// leader is a child JVM that is killed with SIGKILL (Process.destroyForcibly).
+// Every measurement prints ONE line of JSON on stdout (see BenchReport.java; progress goes to
+// stderr). All participants of a measurement live in this one JVM, each with its own
+// CuratorFramework (or ZooKeeper handle), i.e. its own TCP connection and session, except in
+// `crash`, where the leader is a child JVM that is killed with SIGKILL (Process.destroyForcibly).
 //
 // Watch notifications are counted on the server: the deltas of ZooKeeper's `mntr` summaries
 // zk_sum_node_{created,deleted,changed,children}_watch_count (watchers triggered = notifications
@@ -90,61 +90,6 @@ public class ElectionBench {
 
     static double ms(long nanos) {
         return nanos / 1e6;
-    }
-
-    static double pct(List<Double> xs, double q) {
-        if (xs.isEmpty()) return Double.NaN;
-        List<Double> s = new ArrayList<>(xs);
-        Collections.sort(s);
-        return s.get(Math.min(s.size() - 1, (int) (q * s.size())));
-    }
-
-    static double mean(List<Double> xs) {
-        double t = 0;
-        for (double x : xs) t += x;
-        return xs.isEmpty() ? Double.NaN : t / xs.size();
-    }
-
-    static void putStats(Map<String, Object> out, String prefix, List<Double> xs) {
-        out.put(prefix + "p50", pct(xs, 0.50));
-        out.put(prefix + "p99", pct(xs, 0.99));
-        out.put(prefix + "mean", mean(xs));
-        out.put(prefix + "min", xs.isEmpty() ? Double.NaN : Collections.min(xs));
-        out.put(prefix + "max", xs.isEmpty() ? Double.NaN : Collections.max(xs));
-    }
-
-    static String json(Map<String, Object> m) {
-        StringBuilder b = new StringBuilder("{");
-        boolean first = true;
-        for (Map.Entry<String, Object> e : m.entrySet()) {
-            if (!first) b.append(", ");
-            first = false;
-            b.append('"').append(e.getKey()).append("\": ");
-            Object v = e.getValue();
-            if (v instanceof Double) {
-                double d = (Double) v;
-                b.append(Double.isNaN(d) ? "null" : String.format(Locale.ROOT, "%.4f", d));
-            } else if (v instanceof Number || v instanceof Boolean) {
-                b.append(v);
-            } else if (v instanceof List) {
-                b.append('[');
-                List<?> l = (List<?>) v;
-                for (int i = 0; i < l.size(); i++) {
-                    if (i > 0) b.append(", ");
-                    Object x = l.get(i);
-                    b.append(x instanceof Double ? String.format(Locale.ROOT, "%.4f", (Double) x) : x);
-                }
-                b.append(']');
-            } else {
-                b.append('"').append(String.valueOf(v).replace("\"", "'")).append('"');
-            }
-        }
-        return b.append('}').toString();
-    }
-
-    static void emit(Map<String, Object> m) {
-        System.out.println(json(m));
-        System.out.flush();
     }
 
     /** Watch notifications the server has sent so far (sum of the four mntr summaries). */
@@ -258,11 +203,11 @@ public class ElectionBench {
         out.put("handoffs", handoffs);
         out.put("warmup_handoffs", warm);
         out.put("gap_ms", gapMs);
-        putStats(out, "handoff_ms_", lat);
+        BenchReport.putStats(out, "handoff_ms_", lat);
         if (count) {
             List<Double> nd = new ArrayList<>();
             for (long x : notes) nd.add((double) x);
-            out.put("notifications_per_change_mean", mean(nd));
+            out.put("notifications_per_change_mean", BenchReport.mean(nd));
             out.put("notifications_per_change_max", Collections.max(nd));
             out.put("notifications_per_change_min", Collections.min(nd));
         }
@@ -278,7 +223,7 @@ public class ElectionBench {
             cur = nextLeader(leaders);
         }
         out.put("drain_all_ms", ms(System.nanoTime() - td));
-        emit(out);
+        BenchReport.emit(out);
         // No close() of the clients: main() exits and the server is stopped right after.
     }
 
@@ -328,9 +273,9 @@ public class ElectionBench {
         out.put("seconds", ms(window[1] - window[0]) / 1000.0);
         out.put("leaderships", count.get());
         out.put("leaderships_per_s", count.get() / (ms(window[1] - window[0]) / 1000.0));
-        putStats(out, "handoff_ms_", new ArrayList<>(handoff));
+        BenchReport.putStats(out, "handoff_ms_", new ArrayList<>(handoff));
         out.put("same_leader_twice_in_a_row", sameTwice.get());
-        emit(out);
+        BenchReport.emit(out);
         for (LeaderSelector s : sels) s.close();
         for (CuratorFramework c : cs) c.close();
     }
@@ -421,10 +366,10 @@ public class ElectionBench {
         out.put("trials", trials);
         out.put("session_timeout_ms", sessionMs);
         out.put("granted_session_timeout_ms", granted);
-        putStats(out, "ratio_", ratios);
-        putStats(out, "failover_ms_", failMs);
+        BenchReport.putStats(out, "ratio_", ratios);
+        BenchReport.putStats(out, "failover_ms_", failMs);
         out.put("ratios", ratios);
-        emit(out);
+        BenchReport.emit(out);
     }
 
     // ---------------------------------------------------------------------------------------
@@ -565,12 +510,13 @@ public class ElectionBench {
         out.put("recipe", "plain ZooKeeper API, every participant watches the parent's children");
         out.put("n", n);
         out.put("changes", changes);
-        putStats(out, "handoff_ms_", lat);
-        out.put("notifications_on_delete_mean", mean(onDelete));
-        out.put("notifications_on_rejoin_mean", mean(onRejoin));
-        out.put("notifications_per_change_mean", mean(onDelete) + mean(onRejoin));
-        out.put("client_events_per_change_mean", mean(clientSeen));
-        emit(out);
+        BenchReport.putStats(out, "handoff_ms_", lat);
+        out.put("notifications_on_delete_mean", BenchReport.mean(onDelete));
+        out.put("notifications_on_rejoin_mean", BenchReport.mean(onRejoin));
+        out.put("notifications_per_change_mean",
+                BenchReport.mean(onDelete) + BenchReport.mean(onRejoin));
+        out.put("client_events_per_change_mean", BenchReport.mean(clientSeen));
+        BenchReport.emit(out);
     }
 
     // ---------------------------------------------------------------------------------------
