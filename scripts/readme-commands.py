@@ -138,9 +138,15 @@ def flag(args, name, default=None):
     return args[args.index(name) + 1] if name in args else default
 
 
+def leads(candidate):
+    """Whether the candidate's command has printed its line (cargo's "Running" line and rzk
+    elect's "starting" line quote the command, so only a whole line counts)."""
+    return re.search(r"^leading with \d+$", read(candidate[2]), re.M) is not None
+
+
 def check_election(run, candidates):
-    """Exactly one candidate leads, `rzk leader --json` agrees; stop it, the other takes over."""
-    leading = lambda: [c for c in candidates if "leading with" in read(c[2])]
+    """Exactly one candidate leads, and `rzk leader --json` agrees."""
+    leading = lambda: [c for c in candidates if leads(c)]
     run.wait_for("a candidate to lead", lambda: leading(), 300)
     time.sleep(1)  # a second leader, if there were one, would show by now
     if len(leading()) != 1:
@@ -159,8 +165,7 @@ def check_election(run, candidates):
 def check_takeover(run, candidates, leader):
     follower = [c for c in candidates if c is not leader][0]
     run.stop(leader[1], signal.SIGINT)  # Ctrl-C
-    run.wait_for("the other candidate to take over",
-                 lambda: "leading with" in read(follower[2]), 30)
+    run.wait_for("the other candidate to take over", lambda: leads(follower), 30)
     print("  after Ctrl-C on the leader, the other candidate leads")
 
 
