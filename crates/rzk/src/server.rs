@@ -131,6 +131,13 @@ fn build_config(args: ServerArgs) -> anyhow::Result<ServerConfig> {
     if let Some(ms) = args.container_check_interval_ms.or(file.container_check_interval_ms) {
         config.core.container_check_interval_ms = ms;
     }
+    if let Some(per_minute) = file.container_reaps_per_minute {
+        // The core bounds reaps per check; ZooKeeper's limit is per minute.
+        let per_check =
+            u128::from(per_minute) * u128::from(config.core.container_check_interval_ms) / 60_000;
+        config.core.container_reaps_per_check_max =
+            usize::try_from(per_check.max(1)).unwrap_or(usize::MAX);
+    }
     // Two std hashers keyed from the OS's randomness: 128 secret bits for session passwords.
     let random = || std::collections::hash_map::RandomState::new().hash_one(0u8);
     config.core.seed = (u128::from(random()) << 64) | u128::from(random());

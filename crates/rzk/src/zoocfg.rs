@@ -33,6 +33,7 @@ pub(crate) struct ZooCfg {
     pub prealloc_kb: Option<u64>,
     pub super_digest: Option<String>,
     pub container_check_interval_ms: Option<u64>,
+    pub container_reaps_per_minute: Option<u64>,
     /// `zookeeper.datadir.autocreate`: when false, a missing data directory stops the server.
     pub datadir_autocreate: Option<bool>,
     /// The one `server.N` line, when there is exactly one: rzk runs standalone.
@@ -175,6 +176,9 @@ fn apply(cfg: &mut ZooCfg, f: &str, l: usize, key: &str, v: &str) -> anyhow::Res
         "DigestAuthenticationProvider.superDigest" => cfg.super_digest = Some(v.to_string()),
         "znode.container.checkIntervalMs" => {
             cfg.container_check_interval_ms = Some(parse_value(f, l, key, v)?)
+        }
+        "znode.container.maxPerMinute" => {
+            cfg.container_reaps_per_minute = Some(parse_value(f, l, key, v)?)
         }
         "datadir.autocreate" => cfg.datadir_autocreate = Some(parse_bool(f, l, key, v)?),
         "dynamicConfigFile" => cfg.dynamic_config_file = Some(v.to_string()),

@@ -30,6 +30,7 @@ pub(crate) const HONOURED: &[&str] = &[
     "preAllocSize",
     "DigestAuthenticationProvider.superDigest",
     "znode.container.checkIntervalMs",
+    "znode.container.maxPerMinute",
     "datadir.autocreate",
     "dynamicConfigFile",
 ];
@@ -209,10 +210,6 @@ const IGNORED: &[(&str, Ignored)] = &[
     ("throttled_op_wait_time", Ignored::NotSupported(THROTTLE)),
     ("largeRequestMaxBytes", Ignored::NotSupported(THROTTLE)),
     ("largeRequestThreshold", Ignored::NotSupported(THROTTLE)),
-    (
-        "znode.container.maxPerMinute",
-        Ignored::NotSupported("rzk reaps every due container and TTL node in each pass"),
-    ),
     (
         "znode.container.maxNeverUsedIntervalMs",
         Ignored::NotSupported("rzk keeps a container that never had children"),
