@@ -19,6 +19,10 @@ pub(crate) struct Connect {
     pub connect_timeout_ms: u64,
 }
 
+/// How long a connection may take before the hosts are probed for a refusal. A server that is
+/// up answers well within it, so it sees no probe.
+const PROBE_AFTER: Duration = Duration::from_millis(100);
+
 impl Connect {
     /// A managed election session (rzk-election), or a clear error once the connect timeout
     /// has passed.
@@ -26,69 +30,75 @@ impl Connect {
         &self,
         session_timeout: Option<Duration>,
     ) -> Result<rzk_election::Session, CliError> {
-        self.fail_if_all_refuse().await?;
         let limit = Duration::from_millis(self.connect_timeout_ms);
         let mut config = rzk_election::SessionConfig::new(&self.hosts).with_connect_timeout(limit);
         if let Some(t) = session_timeout {
             config = config.with_session_timeout(t);
         }
-        match tokio::time::timeout(limit, rzk_election::Session::connect(config)).await {
-            Ok(Ok(s)) => Ok(s),
-            Ok(Err(e)) => Err(CliError::usage(format!("cannot connect to {}: {e}", self.hosts))),
-            Err(_) => Err(self.unreachable()),
-        }
-    }
-
-    fn unreachable(&self) -> CliError {
-        CliError::usage(format!(
-            "cannot connect to {} within {} ms (is the server running?)",
-            self.hosts, self.connect_timeout_ms
-        ))
+        self.bounded(rzk_election::Session::connect(config)).await
     }
 
     /// A session, or a clear error once the connect timeout has passed.
     pub(crate) async fn client(&self) -> Result<zk::Client, CliError> {
-        self.fail_if_all_refuse().await?;
         let limit = Duration::from_millis(self.connect_timeout_ms);
         let connecting = zk::Client::connector()
             .with_connection_timeout(limit)
             .with_session_timeout(Duration::from_secs(10))
             .connect(&self.hosts);
-        match tokio::time::timeout(limit, connecting).await {
-            Ok(Ok(c)) => Ok(c),
-            Ok(Err(e)) => Err(CliError::usage(format!("cannot connect to {}: {e}", self.hosts))),
-            Err(_) => Err(self.unreachable()),
-        }
+        self.bounded(connecting).await
     }
 
-    /// Fails at once when every host refuses a TCP connection, as zkCli does, instead of
-    /// letting the client library retry them until the connect timeout. One plain TCP connect
-    /// per host, closed straight away: a server sees a connection that ends before its
-    /// handshake. A host that does not answer at all, or cannot be resolved, is left to the
-    /// client library and the connect timeout.
-    async fn fail_if_all_refuse(&self) -> Result<(), CliError> {
+    /// Awaits `connecting` for at most the connect timeout. The client libraries retry refused
+    /// hosts until then; so if it has not connected after `PROBE_AFTER`, each host gets one
+    /// plain TCP connect, and when every one is refused the command fails at once, as zkCli
+    /// does. A host that does not answer at all, or cannot be resolved, is left to the client
+    /// library and the timeout.
+    async fn bounded<T, E: std::fmt::Display>(
+        &self,
+        connecting: impl std::future::Future<Output = Result<T, E>>,
+    ) -> Result<T, CliError> {
         let limit = Duration::from_millis(self.connect_timeout_ms);
-        let mut probes = tokio::task::JoinSet::new();
-        for host in hosts(&self.hosts) {
-            probes.spawn(async move {
-                let connect = tokio::net::TcpStream::connect(host);
-                matches!(
-                    tokio::time::timeout(limit, connect).await,
-                    Ok(Err(e)) if e.kind() == ErrorKind::ConnectionRefused
-                )
-            });
+        let failed = |e: E| CliError::usage(format!("cannot connect to {}: {e}", self.hosts));
+        tokio::pin!(connecting);
+        if let Ok(done) = tokio::time::timeout(PROBE_AFTER.min(limit), &mut connecting).await {
+            return done.map_err(failed);
         }
-        let mut all_refused = !probes.is_empty();
-        while let Some(refused) = probes.join_next().await {
-            all_refused &= refused.unwrap_or(false);
-        }
-        if all_refused {
-            return Err(CliError::usage(format!(
+        let rest = limit.saturating_sub(PROBE_AFTER);
+        tokio::select! {
+            done = tokio::time::timeout(rest, &mut connecting) => match done {
+                Ok(done) => done.map_err(failed),
+                Err(_) => Err(CliError::usage(format!(
+                    "cannot connect to {} within {} ms (is the server running?)",
+                    self.hosts, self.connect_timeout_ms
+                ))),
+            },
+            () = all_refuse(hosts(&self.hosts), limit) => Err(CliError::usage(format!(
                 "cannot connect to {}: connection refused (is the server running?)",
                 self.hosts
-            )));
+            ))),
         }
-        Ok(())
+    }
+}
+
+/// Completes only if every host refuses a TCP connection (each closed straight away);
+/// otherwise never.
+async fn all_refuse(hosts: Vec<String>, limit: Duration) {
+    let mut probes = tokio::task::JoinSet::new();
+    for host in hosts {
+        probes.spawn(async move {
+            let connect = tokio::net::TcpStream::connect(host);
+            matches!(
+                tokio::time::timeout(limit, connect).await,
+                Ok(Err(e)) if e.kind() == ErrorKind::ConnectionRefused
+            )
+        });
+    }
+    let mut all_refused = !probes.is_empty();
+    while let Some(refused) = probes.join_next().await {
+        all_refused &= refused.unwrap_or(false);
+    }
+    if !all_refused {
+        std::future::pending::<()>().await;
     }
 }
 
