@@ -106,19 +106,36 @@ class Run:
         raise Failed("timed out waiting for %s" % what)
 
     def stop(self, p, sig=signal.SIGTERM):
-        if p.poll() is None:
-            try:
-                os.killpg(p.pid, sig)
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
+        """Signals the command's process group (`cargo run` and the rzk it runs) and waits for
+        the whole group, so that `rzk elect` has stopped its command before the server goes."""
+        end = time.monotonic() + 10
+        try:
+            os.killpg(p.pid, sig)
+            while group_alive(p.pid) and time.monotonic() < end:
+                p.poll()
+                time.sleep(0.05)
+            if group_alive(p.pid):
                 os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
-            except ProcessLookupError:
-                pass
+        except ProcessLookupError:
+            pass
+        p.wait()
 
     def stop_all(self):
         for _, p, _ in reversed(self.background):
             self.stop(p)
+
+
+def group_alive(pgid):
+    """Whether any process of the group is still running (zombies do not count)."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/stat" % pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return False
 
 
 def read(path):
