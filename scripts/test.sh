@@ -9,13 +9,15 @@
 #   2. rustfmt, clippy -D warnings;
 #   3. cargo test: codec golden bytes, core unit tests, the zookeeper-client tour and the
 #      bad-input/limit tests against in-process servers;
-#   4. interop suites with unmodified clients (kazoo, zkCli, Curator, C client) against rzk and,
+#   4. the README's set-up and quickstart commands, run verbatim in a fresh clone of HEAD
+#      (scripts/readme-commands.py; the README's server needs port 2181 free);
+#   5. interop suites with unmodified clients (kazoo, zkCli, Curator, C client) against rzk and,
 #      to keep the suites honest, against Apache ZooKeeper;
-#   5. the differential test: one scripted scenario, rzk vs Apache ZooKeeper, byte for byte
+#   6. the differential test: one scripted scenario, rzk vs Apache ZooKeeper, byte for byte
 #      modulo masked ids and times;
-#   6. a fuzz smoke run of every fuzz target ($RZK_FUZZ_SECONDS per target, default 30);
-#   7. every criterion micro-benchmark run once (`-- --test`), so they keep building and working;
-#   8. a coarse benchmark guard: a release rzk server must serve get, set, create and ephemeral
+#   7. a fuzz smoke run of every fuzz target ($RZK_FUZZ_SECONDS per target, default 30);
+#   8. every criterion micro-benchmark run once (`-- --test`), so they keep building and working;
+#   9. a coarse benchmark guard: a release rzk server must serve get, set, create and ephemeral
 #      churn at 1.5x Apache ZooKeeper's throughput or more, measured side by side in this run
 #      (the target is 2x; full runs measure about 3-18x on them, docs/BENCHMARKS.md). It catches
 #      a server that has become several times slower, not a few percent. The same run hands off
@@ -36,6 +38,9 @@ cargo clippy --workspace --all-targets -- -D warnings
 step "cargo test"
 cargo build --workspace
 cargo test --workspace
+
+step "README commands, verbatim, in a fresh clone"
+/usr/bin/python3 -m scripts.readme-commands
 
 step "interop suites against rzk"
 tests/interop/run_all.sh --server rzk

@@ -12,6 +12,7 @@ mod demo;
 mod elect;
 mod error;
 mod leader;
+mod logging;
 mod node;
 mod server;
 mod zoocfg;
@@ -44,14 +45,6 @@ enum Command {
     Node(node::NodeCommand),
 }
 
-fn init_logging() {
-    let level = std::env::var("RZK_LOG")
-        .ok()
-        .and_then(|l| l.parse::<tracing::Level>().ok())
-        .unwrap_or(tracing::Level::INFO);
-    tracing_subscriber::fmt().with_max_level(level).with_writer(std::io::stderr).init();
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let mut builder = tokio::runtime::Builder::new_multi_thread();
@@ -66,7 +59,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Server(args) => {
-            init_logging();
+            logging::init();
             rt.block_on(server::run(args)).map_err(error::CliError::from)
         }
         Command::Node(cmd) => rt.block_on(node::run(&cli.connect, cmd)),

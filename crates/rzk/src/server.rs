@@ -104,9 +104,7 @@ fn build_config(args: ServerArgs) -> anyhow::Result<ServerConfig> {
         Some(p) => zoocfg::load(p)?,
         None => zoocfg::ZooCfg::default(),
     };
-    for key in &file.unknown {
-        tracing::warn!("zoo.cfg: ignoring unknown or unsupported key {key:?}");
-    }
+    file.report();
     let port = args.port.or(file.client_port).unwrap_or(2181);
     let bind = args.bind.or(file.client_port_address).unwrap_or(IpAddr::from([0, 0, 0, 0]));
     let tick_ms = args.tick_ms.or(file.tick_ms).unwrap_or(2000);
@@ -129,9 +127,16 @@ fn build_config(args: ServerArgs) -> anyhow::Result<ServerConfig> {
     config.core.four_letter_words =
         words.split(',').map(|w| w.trim().to_string()).filter(|w| !w.is_empty()).collect();
     config.core.extended_types_enabled = args.extended_types || file.extended_types == Some(true);
-    config.core.super_digest = args.super_digest;
-    if let Some(ms) = args.container_check_interval_ms {
+    config.core.super_digest = args.super_digest.or(file.super_digest);
+    if let Some(ms) = args.container_check_interval_ms.or(file.container_check_interval_ms) {
         config.core.container_check_interval_ms = ms;
+    }
+    if let Some(per_minute) = file.container_reaps_per_minute {
+        // The core bounds reaps per check; ZooKeeper's limit is per minute.
+        let per_check =
+            u128::from(per_minute) * u128::from(config.core.container_check_interval_ms) / 60_000;
+        config.core.container_reaps_per_check_max =
+            usize::try_from(per_check.max(1)).unwrap_or(usize::MAX);
     }
     // Two std hashers keyed from the OS's randomness: 128 secret bits for session passwords.
     let random = || std::collections::hash_map::RandomState::new().hash_one(0u8);
@@ -147,6 +152,15 @@ fn build_config(args: ServerArgs) -> anyhow::Result<ServerConfig> {
             args.data_dir.or(file.data_dir.map(PathBuf::from)).unwrap_or_else(default_data_dir);
         let log_dir =
             args.data_log_dir.or(file.data_log_dir.map(PathBuf::from)).unwrap_or(data_dir.clone());
+        if file.datadir_autocreate == Some(false) {
+            for dir in [&data_dir, &log_dir] {
+                anyhow::ensure!(
+                    dir.is_dir(),
+                    "{} does not exist, and zookeeper.datadir.autocreate=false forbids creating it",
+                    dir.display()
+                );
+            }
+        }
         let mut disk = DiskConfig::new(&data_dir);
         disk.log_dir = log_dir;
         if let Some(n) = args.snap_count.or(file.snap_count) {

@@ -1,9 +1,17 @@
-//! Reading ZooKeeper's `zoo.cfg` (a Java properties file of `key=value` lines).
+//! Reading ZooKeeper's `zoo.cfg` (a Java properties file of `key=value` lines). Every key of
+//! ZooKeeper's administrator's guide is either applied, refused (when ignoring it would be
+//! unsafe), or reported as not applying to rzk; anything else is reported as unknown.
+
+mod ensemble;
+mod keys;
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{bail, Context as _};
+
+use ensemble::ServerLine;
+use keys::Ignored;
 
 /// Settings from a `zoo.cfg`, validated. `None` means "not in the file".
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -23,8 +31,50 @@ pub(crate) struct ZooCfg {
     pub extended_types: Option<bool>,
     pub snap_count: Option<u64>,
     pub prealloc_kb: Option<u64>,
-    /// Keys we do not know, reported as warnings.
-    pub unknown: Vec<String>,
+    pub super_digest: Option<String>,
+    pub container_check_interval_ms: Option<u64>,
+    pub container_reaps_per_minute: Option<u64>,
+    /// `zookeeper.datadir.autocreate`: when false, a missing data directory stops the server.
+    pub datadir_autocreate: Option<bool>,
+    /// The one `server.N` line, when there is exactly one: rzk runs standalone.
+    pub standalone: Option<ServerLine>,
+    /// Documented ZooKeeper keys rzk does not apply, with why.
+    pub ignored: Vec<(String, Ignored)>,
+    /// Keys we do not know, each with the closest known key if one is near.
+    pub unknown: Vec<(String, Option<String>)>,
+    /// `server.N` lines of `zoo.cfg` and of its `dynamicConfigFile`.
+    servers: Vec<ServerLine>,
+    dynamic_config_file: Option<String>,
+}
+
+impl ZooCfg {
+    /// Logs what rzk does not apply, so a typo stands out from a key that is fine to ignore.
+    pub(crate) fn report(&self) {
+        if let Some(s) = &self.standalone {
+            tracing::info!(
+                "zoo.cfg: {}={} names a single server: rzk runs it standalone, as ZooKeeper \
+                 does with standaloneEnabled",
+                s.key,
+                s.value
+            );
+        }
+        for (key, why) in &self.ignored {
+            match why {
+                Ignored::NotApplicable(why) => tracing::info!("zoo.cfg: {key}: {why}"),
+                Ignored::NotSupported(why) => {
+                    tracing::warn!("zoo.cfg: {key}: not supported, ignored: {why}")
+                }
+            }
+        }
+        for (key, hint) in &self.unknown {
+            match hint {
+                Some(k) => {
+                    tracing::warn!("zoo.cfg: ignoring unknown key {key:?} (did you mean {k}?)")
+                }
+                None => tracing::warn!("zoo.cfg: ignoring unknown key {key:?}"),
+            }
+        }
+    }
 }
 
 fn parse_value<T: std::str::FromStr>(
@@ -47,8 +97,16 @@ fn parse_bool(file: &str, line: usize, key: &str, v: &str) -> anyhow::Result<boo
     }
 }
 
-/// Parses `zoo.cfg` text. `file` names it in errors.
-pub(crate) fn parse(file: &str, text: &str) -> anyhow::Result<ZooCfg> {
+/// Parses `zoo.cfg` text (without reading a `dynamicConfigFile`). `file` names it in errors.
+#[cfg(test)]
+fn parse(file: &str, text: &str) -> anyhow::Result<ZooCfg> {
+    let mut cfg = ZooCfg::default();
+    read_into(&mut cfg, file, text)?;
+    finish(cfg, file)
+}
+
+/// The `key=value` lines of a properties file, by key, with their line numbers.
+fn entries(file: &str, text: &str) -> anyhow::Result<BTreeMap<String, (usize, String)>> {
     let mut raw = BTreeMap::new();
     for (i, line) in text.lines().enumerate() {
         let line_no = i + 1;
@@ -61,42 +119,87 @@ pub(crate) fn parse(file: &str, text: &str) -> anyhow::Result<ZooCfg> {
         };
         raw.insert(k.trim().to_string(), (line_no, v.trim().to_string()));
     }
-    let mut cfg = ZooCfg::default();
-    for (key, (line, v)) in &raw {
+    Ok(raw)
+}
+
+/// Applies one file's keys to `cfg`; refuses every key that rzk cannot safely ignore.
+fn read_into(cfg: &mut ZooCfg, file: &str, text: &str) -> anyhow::Result<()> {
+    let mut refused = Vec::new();
+    for (key, (line, v)) in &entries(file, text)? {
         // ZooKeeper turns unknown zoo.cfg keys into `zookeeper.<key>` system properties, so
         // both spellings of the system-property settings are accepted.
         let k = key.strip_prefix("zookeeper.").unwrap_or(key);
-        let (f, l) = (file, *line);
-        match k {
-            "tickTime" => cfg.tick_ms = Some(parse_value(f, l, key, v)?),
-            "dataDir" => cfg.data_dir = Some(v.clone()),
-            "dataLogDir" => cfg.data_log_dir = Some(v.clone()),
-            "clientPort" => cfg.client_port = Some(parse_value(f, l, key, v)?),
-            "clientPortAddress" => cfg.client_port_address = Some(parse_value(f, l, key, v)?),
-            "maxClientCnxns" => cfg.max_client_cnxns = Some(parse_value(f, l, key, v)?),
-            "minSessionTimeout" => cfg.min_session_timeout_ms = Some(parse_value(f, l, key, v)?),
-            "maxSessionTimeout" => cfg.max_session_timeout_ms = Some(parse_value(f, l, key, v)?),
-            "autopurge.snapRetainCount" => cfg.snap_retain_count = Some(parse_value(f, l, key, v)?),
-            "autopurge.purgeInterval" => {
-                cfg.purge_interval_hours = Some(parse_value(f, l, key, v)?)
+        if let Some(why) = keys::refusal(k, v) {
+            refused.push(format!("{file}:{line}: {key}={v}: {why}"));
+        } else if keys::numbered(k, "server.").is_some() {
+            let place = format!("{file}:{line}");
+            cfg.servers.push(ServerLine { place, key: key.clone(), value: v.clone() });
+        } else if !apply(cfg, file, *line, key, v)? {
+            match keys::ignored(k) {
+                Some(why) => cfg.ignored.push((key.clone(), why)),
+                None => cfg.unknown.push((key.clone(), keys::closest(k))),
             }
-            "4lw.commands.whitelist" => cfg.four_letter_words = Some(v.clone()),
-            "jute.maxbuffer" => {
-                let s = v.trim_start_matches("0x");
-                let n = if v.starts_with("0x") {
-                    usize::from_str_radix(s, 16)
-                        .map_err(|e| anyhow::anyhow!("{f}:{l}: bad value {v:?} for {key}: {e}"))?
-                } else {
-                    parse_value(f, l, key, v)?
-                };
-                cfg.max_packet_bytes = Some(n);
-            }
-            "extendedTypesEnabled" => cfg.extended_types = Some(parse_bool(f, l, key, v)?),
-            "snapCount" => cfg.snap_count = Some(parse_value(f, l, key, v)?),
-            "preAllocSize" => cfg.prealloc_kb = Some(parse_value(f, l, key, v)?),
-            _ => cfg.unknown.push(key.clone()),
         }
     }
+    if !refused.is_empty() {
+        bail!("refusing to start: {}", refused.join("; "));
+    }
+    Ok(())
+}
+
+/// Applies a key rzk honours; false if it is not one of them.
+fn apply(cfg: &mut ZooCfg, f: &str, l: usize, key: &str, v: &str) -> anyhow::Result<bool> {
+    let k = key.strip_prefix("zookeeper.").unwrap_or(key);
+    match k {
+        "tickTime" => cfg.tick_ms = Some(parse_value(f, l, key, v)?),
+        "dataDir" => cfg.data_dir = Some(v.to_string()),
+        "dataLogDir" => cfg.data_log_dir = Some(v.to_string()),
+        "clientPort" => cfg.client_port = Some(parse_value(f, l, key, v)?),
+        "clientPortAddress" => cfg.client_port_address = Some(parse_value(f, l, key, v)?),
+        "maxClientCnxns" => cfg.max_client_cnxns = Some(parse_value(f, l, key, v)?),
+        "minSessionTimeout" => cfg.min_session_timeout_ms = Some(parse_value(f, l, key, v)?),
+        "maxSessionTimeout" => cfg.max_session_timeout_ms = Some(parse_value(f, l, key, v)?),
+        "autopurge.snapRetainCount" => cfg.snap_retain_count = Some(parse_value(f, l, key, v)?),
+        "autopurge.purgeInterval" => cfg.purge_interval_hours = Some(parse_value(f, l, key, v)?),
+        "4lw.commands.whitelist" => cfg.four_letter_words = Some(v.to_string()),
+        "jute.maxbuffer" => {
+            let n = match v.strip_prefix("0x") {
+                Some(hex) => usize::from_str_radix(hex, 16)
+                    .map_err(|e| anyhow::anyhow!("{f}:{l}: bad value {v:?} for {key}: {e}"))?,
+                None => parse_value(f, l, key, v)?,
+            };
+            cfg.max_packet_bytes = Some(n);
+        }
+        "extendedTypesEnabled" => cfg.extended_types = Some(parse_bool(f, l, key, v)?),
+        "snapCount" => cfg.snap_count = Some(parse_value(f, l, key, v)?),
+        "preAllocSize" => cfg.prealloc_kb = Some(parse_value(f, l, key, v)?),
+        "DigestAuthenticationProvider.superDigest" => cfg.super_digest = Some(v.to_string()),
+        "znode.container.checkIntervalMs" => {
+            cfg.container_check_interval_ms = Some(parse_value(f, l, key, v)?)
+        }
+        "znode.container.maxPerMinute" => {
+            cfg.container_reaps_per_minute = Some(parse_value(f, l, key, v)?)
+        }
+        "datadir.autocreate" => cfg.datadir_autocreate = Some(parse_bool(f, l, key, v)?),
+        "dynamicConfigFile" => cfg.dynamic_config_file = Some(v.to_string()),
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// Checks what no single key can: the server lines, and values that must be positive.
+fn finish(mut cfg: ZooCfg, file: &str) -> anyhow::Result<ZooCfg> {
+    let single = ensemble::single_server(&cfg.servers)
+        .with_context(|| format!("refusing to start with {file}"))?
+        .cloned();
+    if let Some(line) = &single {
+        // ZooKeeper 3.5+ may give the client port only on the server line.
+        if let (None, Some((address, port))) = (cfg.client_port, line.client_address()?) {
+            cfg.client_port = Some(port);
+            cfg.client_port_address = cfg.client_port_address.or(address);
+        }
+    }
+    cfg.standalone = single;
     if cfg.tick_ms == Some(0) {
         bail!("{file}: tickTime must be positive");
     }
@@ -106,11 +209,20 @@ pub(crate) fn parse(file: &str, text: &str) -> anyhow::Result<ZooCfg> {
     Ok(cfg)
 }
 
-/// Reads and parses a `zoo.cfg` file.
+/// Reads and parses a `zoo.cfg` file and the `dynamicConfigFile` it names, whose `server.N`
+/// lines count as the static file's do.
 pub(crate) fn load(path: &Path) -> anyhow::Result<ZooCfg> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    parse(&path.display().to_string(), &text)
+    let read =
+        |p: &Path| std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()));
+    let file = path.display().to_string();
+    let mut cfg = ZooCfg::default();
+    read_into(&mut cfg, &file, &read(path)?)?;
+    if let Some(dynamic) = cfg.dynamic_config_file.clone() {
+        let dynamic = Path::new(&dynamic);
+        let text = read(dynamic).with_context(|| format!("dynamicConfigFile in {file}"))?;
+        read_into(&mut cfg, &dynamic.display().to_string(), &text)?;
+    }
+    finish(cfg, &file)
 }
 
 #[cfg(test)]
@@ -134,7 +246,9 @@ mod tests {
         assert_eq!(cfg.purge_interval_hours, Some(1));
         assert_eq!(cfg.extended_types, Some(true));
         assert_eq!(cfg.max_packet_bytes, Some(0xfffff));
-        assert_eq!(cfg.unknown, ["initLimit", "syncLimit"]);
+        assert!(cfg.unknown.is_empty(), "{:?}", cfg.unknown);
+        let ignored: Vec<&str> = cfg.ignored.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(ignored, ["initLimit", "syncLimit"]);
     }
 
     #[test]
@@ -145,5 +259,63 @@ mod tests {
         assert!(err.contains("expected true or false"), "{err}");
         let err = parse("zoo.cfg", "nonsense line\n").unwrap_err().to_string();
         assert!(err.contains("expected key=value"), "{err}");
+    }
+
+    /// A real deployment's ensemble config (three hosts).
+    const ENSEMBLE: &str = "tickTime=2000\ninitLimit=10\nsyncLimit=5\ndataDir=/data/zookeeper\n\
+        clientPort=2181\nserver.1=192.168.1.101:2888:3888\nserver.2=192.168.1.102:2888:3888\n\
+        server.3=192.168.1.103:2888:3888\nautopurge.purgeInterval=24\n";
+
+    #[test]
+    fn an_ensemble_is_refused_naming_its_keys() {
+        let err = format!("{:#}", parse("zoo.cfg", ENSEMBLE).unwrap_err());
+        for needle in
+            ["server.1, server.2, server.3", "replication", "Apache ZooKeeper", "zoo.cfg:6"]
+        {
+            assert!(err.contains(needle), "{needle:?} not in {err}");
+        }
+        // One server line runs standalone, taking its client port from the line if need be.
+        let cfg = parse("zoo.cfg", "server.1=zoo1:2888:3888;127.0.0.1:2191\n").unwrap();
+        assert_eq!(cfg.standalone.map(|s| s.key), Some("server.1".to_string()));
+        assert_eq!(cfg.client_port, Some(2191));
+    }
+
+    #[test]
+    fn unsafe_keys_are_refused_and_typos_get_a_hint() {
+        for text in [
+            "secureClientPort=2281\n",
+            "zookeeper.enforce.auth.enabled=true\n",
+            "sessionRequireClientSASLAuth=true\n",
+            "client.portUnification=true\n",
+        ] {
+            let key = text.split('=').next().unwrap();
+            let err = parse("zoo.cfg", text).unwrap_err().to_string();
+            assert!(err.contains(key) && err.contains("refusing"), "{err}");
+        }
+        let cfg =
+            parse("zoo.cfg", "enforce.auth.enabled=false\ntickTme=100\nreconfigEnabled=true\n")
+                .unwrap();
+        assert_eq!(cfg.unknown, [("tickTme".to_string(), Some("tickTime".to_string()))]);
+        let ignored: Vec<&str> = cfg.ignored.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(ignored, ["enforce.auth.enabled", "reconfigEnabled"]);
+    }
+
+    #[test]
+    fn the_dynamic_file_counts_its_servers() {
+        let dir = std::env::temp_dir().join(format!("rzk-zoocfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let dynamic = dir.join("zoo.cfg.dynamic");
+        let cfg_path = dir.join("zoo.cfg");
+        let write = |p: &Path, t: &str| std::fs::write(p, t).unwrap();
+        write(&cfg_path, &format!("tickTime=2000\ndynamicConfigFile={}\n", dynamic.display()));
+        write(&dynamic, "server.1=zoo1:2888:3888:participant;2181\n");
+        assert_eq!(load(&cfg_path).unwrap().client_port, Some(2181));
+        write(&dynamic, "server.1=zoo1:2888:3888;2181\nserver.2=zoo2:2888:3888;2181\n");
+        let err = format!("{:#}", load(&cfg_path).unwrap_err());
+        assert!(err.contains("server.1, server.2") && err.contains("zoo.cfg.dynamic:2"), "{err}");
+        std::fs::remove_file(&dynamic).unwrap();
+        let err = format!("{:#}", load(&cfg_path).unwrap_err());
+        assert!(err.contains("dynamicConfigFile"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

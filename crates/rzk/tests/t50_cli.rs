@@ -90,6 +90,25 @@ fn an_unreachable_server_is_reported_after_a_bounded_timeout() {
     assert!(stderr(&o).contains(&format!("127.0.0.1:{port}")), "{}", stderr(&o));
 }
 
+#[test]
+fn a_refused_connection_fails_at_once() {
+    // Nothing listens on the port: every client command fails at once, as zkCli does, rather
+    // than after the 5 s connect timeout.
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let cs = format!("127.0.0.1:{port},127.0.0.1:{port}/chroot");
+    for args in [&["ls", "/"][..], &["leader", "/jobs/x"], &["elect", "/jobs/x", "--", "true"]] {
+        let started = Instant::now();
+        let o = rzk(&cs, args);
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "{args:?} took {:?}",
+            started.elapsed()
+        );
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("connection refused"), "{args:?}: {}", stderr(&o));
+    }
+}
+
 /// A `rzk elect` process whose command appends "start <id> <token>" to a shared log and,
 /// when terminated, "stop <id>".
 struct Elect {

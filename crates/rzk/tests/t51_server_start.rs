@@ -1,0 +1,97 @@
+//! `rzk server` at start: what it does with a ZooKeeper `zoo.cfg`, and its log's format.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+fn zoo_cfg(name: &str, text: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("rzk-t51-{name}-{}.cfg", std::process::id()));
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn server(args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rzk"));
+    c.args(["server", "--in-memory", "--bind", "127.0.0.1", "--port", "0"]).args(args);
+    c
+}
+
+/// Runs a server that should refuse to start; one that starts anyway is killed after a bound.
+fn refused(args: &[&str]) -> Output {
+    let mut child = server(args).stderr(Stdio::piped()).spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    child.wait_with_output().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn an_ensemble_config_is_refused() {
+    // A real deployment's three-host config: started on each host, rzk would be three
+    // independent servers behind one connect string.
+    let cfg = zoo_cfg(
+        "ensemble",
+        "tickTime=2000\ninitLimit=10\nsyncLimit=5\nclientPort=2181\n\
+         server.1=192.168.1.101:2888:3888\nserver.2=192.168.1.102:2888:3888\n\
+         server.3=192.168.1.103:2888:3888\n",
+    );
+    let o = refused(&["--config", cfg.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    for needle in ["server.1, server.2, server.3", "replication", "Apache ZooKeeper"] {
+        assert!(err.contains(needle), "{needle:?} not in {err}");
+    }
+    let o = refused(&["--config", zoo_cfg("tls", "secureClientPort=2281\n").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("secureClientPort"), "{}", stderr(&o));
+}
+
+/// Starts a server with stderr on a pipe and returns its log up to "serving on".
+fn log_until_serving(args: &[&str]) -> String {
+    let mut child = server(args).stderr(Stdio::piped()).spawn().unwrap();
+    let mut log = String::new();
+    for line in BufReader::new(child.stderr.take().unwrap()).lines() {
+        let line = line.unwrap();
+        log.push_str(&line);
+        log.push('\n');
+        if line.contains("serving on") {
+            break;
+        }
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    log
+}
+
+#[test]
+fn the_log_is_plain_text_on_a_pipe() {
+    let log = log_until_serving(&[]);
+    assert!(log.contains("serving on"), "{log}");
+    assert!(!log.contains('\x1b'), "colour escapes in a piped log: {log:?}");
+}
+
+#[test]
+fn each_ignored_key_is_explained() {
+    let cfg = zoo_cfg(
+        "single",
+        "tickTime=2000\ninitLimit=10\ntickTme=100\nserver.1=127.0.0.1:2888:3888\n\
+         maxCnxns=10\n",
+    );
+    let log = log_until_serving(&["--config", cfg.to_str().unwrap()]);
+    for needle in [
+        "initLimit: not used by a single-node server",
+        "unknown key \"tickTme\" (did you mean tickTime?)",
+        "server.1=127.0.0.1:2888:3888 names a single server: rzk runs it standalone",
+        "maxCnxns: not supported",
+    ] {
+        assert!(log.contains(needle), "{needle:?} not in {log}");
+    }
+}

@@ -1,0 +1,268 @@
+"""Runs the README's set-up and quickstart commands verbatim, in a fresh clone of HEAD, so the
+README cannot drift from what works.
+
+    /usr/bin/python3 -m scripts.readme-commands [--timeout-s 1200]
+
+Run from the repository root. The commands are the indented code blocks under "## Set-up" and
+"## Quickstart", one per line, each run with `sh -c` exactly as written, from the clone's root:
+
+  * `demo` runs to completion and must succeed;
+  * `scripts/test.sh` is SKIPPED: it is the whole test gate, which runs this script;
+  * `server` starts in the background, and must accept connections on its port (2181: that
+    port must be free);
+  * the `elect` candidates start in the background; exactly one must lead (its command prints
+    "leading with"), `rzk leader --json` must agree, and when the leader is stopped as with
+    Ctrl-C the other must take over, as the README says;
+  * `leader ... --watch` runs for a moment and must print the leader;
+  * a command with `--connect` names hosts that are not here (the ensemble example): it must
+    fail cleanly with "cannot connect", which shows its command line is valid;
+  * any other command fails this check, so that a new README command gets a rule here.
+
+Background processes are stopped at the end (SIGTERM to their process groups, SIGKILL after
+10 s) and the clone is removed. CARGO_TARGET_DIR defaults to this checkout's target/ so the
+clone reuses the built dependencies; the whole run is bounded by --timeout-s.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SECTIONS = ("## Set-up", "## Quickstart")
+# The gate that runs this script: running it here would recurse.
+SKIPPED = {"scripts/test.sh"}
+
+
+class Failed(Exception):
+    pass
+
+
+def readme_commands(text):
+    """The indented (4-space) code lines of the README's set-up and quickstart sections."""
+    out, section = [], None
+    for line in text.splitlines():
+        if line.startswith("## "):
+            section = line.strip() if line.strip() in SECTIONS else None
+        elif section and line.startswith("    ") and line.strip():
+            out.append(line[4:].rstrip())
+    return out
+
+
+def rzk_args(command):
+    """The rzk arguments of a `cargo run --release -- ...` command, or None."""
+    m = re.match(r"cargo run --release -- (.*)$", command)
+    return m.group(1).split() if m else None
+
+
+class Run:
+    """The clone, its environment, its background processes and the run's deadline."""
+
+    def __init__(self, clone, timeout_s):
+        self.clone = clone
+        self.deadline = time.monotonic() + timeout_s
+        self.env = dict(os.environ)
+        self.env.setdefault("CARGO_TARGET_DIR", os.path.join(REPO, "target"))
+        self.env.pop("RZK_CONNECT", None)
+        self.background = []  # (command, Popen, output path)
+
+    def left(self, cap_s):
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise Failed("out of time")
+        return min(left, cap_s)
+
+    def foreground(self, command, cap_s):
+        try:
+            p = subprocess.run(command, shell=True, cwd=self.clone, env=self.env,
+                               stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                               timeout=self.left(cap_s))
+        except subprocess.TimeoutExpired:
+            raise Failed("did not finish in time: %s" % command)
+        return p.returncode, p.stdout + p.stderr
+
+    def start(self, command):
+        out = os.path.join(self.clone, ".readme-%d.out" % len(self.background))
+        with open(out, "w") as f:
+            p = subprocess.Popen(command, shell=True, cwd=self.clone, env=self.env,
+                                 stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT,
+                                 start_new_session=True)
+        self.background.append((command, p, out))
+        return p, out
+
+    def wait_for(self, what, pred, cap_s, interval_s=0.1):
+        end = time.monotonic() + self.left(cap_s)
+        while time.monotonic() < end:
+            if pred():
+                return
+            time.sleep(interval_s)
+        raise Failed("timed out waiting for %s" % what)
+
+    def stop(self, p, sig=signal.SIGTERM):
+        """Signals the command's process group (`cargo run` and the rzk it runs) and waits for
+        the whole group, so that `rzk elect` has stopped its command before the server goes."""
+        end = time.monotonic() + 10
+        try:
+            os.killpg(p.pid, sig)
+            while group_alive(p.pid) and time.monotonic() < end:
+                p.poll()
+                time.sleep(0.05)
+            if group_alive(p.pid):
+                os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        p.wait()
+
+    def stop_all(self):
+        for _, p, _ in reversed(self.background):
+            self.stop(p)
+
+
+def group_alive(pgid):
+    """Whether any process of the group is still running (zombies do not count)."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/stat" % pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return False
+
+
+def read(path):
+    with open(path, errors="replace") as f:
+        return f.read()
+
+
+def port_open(port):
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+        return True
+    except OSError:
+        return False
+
+
+def flag(args, name, default=None):
+    return args[args.index(name) + 1] if name in args else default
+
+
+def leads(candidate):
+    """Whether the candidate's command has printed its line (cargo's "Running" line and rzk
+    elect's "starting" line quote the command, so only a whole line counts)."""
+    return re.search(r"^leading with \d+$", read(candidate[2]), re.M) is not None
+
+
+def check_election(run, candidates):
+    """Exactly one candidate leads, and `rzk leader --json` agrees."""
+    leading = lambda: [c for c in candidates if leads(c)]
+    run.wait_for("a candidate to lead", lambda: leading(), 300)
+    time.sleep(1)  # a second leader, if there were one, would show by now
+    if len(leading()) != 1:
+        raise Failed("%d candidates lead at once" % len(leading()))
+    leader = leading()[0]
+    rzk = os.path.join(run.env["CARGO_TARGET_DIR"], "release", "rzk")
+    path = flag(leader[0].split(), "elect")
+    rc, out = run.foreground("%s leader %s --json" % (rzk, path), 30)
+    view = json.loads(out) if rc == 0 else {}
+    ids = [p["id"] for p in view.get("participants", [])]
+    if view.get("leader", {}).get("id") != flag(leader[0].split(), "--id") or len(ids) != 2:
+        raise Failed("rzk leader --json disagrees (rc %d): %s" % (rc, out))
+    return leader
+
+
+def check_takeover(run, candidates, leader):
+    follower = [c for c in candidates if c is not leader][0]
+    run.stop(leader[1], signal.SIGINT)  # Ctrl-C
+    run.wait_for("the other candidate to take over", lambda: leads(follower), 30)
+    print("  after Ctrl-C on the leader, the other candidate leads")
+
+
+def run_readme(run, commands):
+    candidates = []
+    for command in commands:
+        print("$ " + command, flush=True)
+        args = rzk_args(command)
+        if command in SKIPPED:
+            print("  skipped: the test gate itself, which runs this check")
+        elif args and "--connect" in args:
+            rc, out = run.foreground(command, 600)
+            if rc == 0 or "cannot connect" not in out:
+                raise Failed("expected a clean 'cannot connect' (rc %d): %s" % (rc, out[-2000:]))
+            print("  fails cleanly: those hosts are not here")
+        elif args and args[0] == "demo":
+            rc, out = run.foreground(command, 900)
+            if rc != 0:
+                raise Failed("exit status %d: %s" % (rc, out[-3000:]))
+            print("  ok")
+        elif args and args[0] == "server":
+            port = int(flag(args, "--port", "2181"))
+            if port_open(port):
+                raise Failed("port %d is already in use; the README's server needs it" % port)
+            p, out = run.start(command)
+            run.wait_for("the server on port %d (%s)" % (port, out),
+                         lambda: port_open(port) or p.poll() is not None, 900)
+            if p.poll() is not None:
+                raise Failed("the server exited: %s" % read(out)[-3000:])
+            print("  serving on port %d" % port)
+        elif args and args[0] == "elect":
+            candidates.append((command,) + run.start(command))
+            print("  started")
+        elif args and args[0] == "leader" and "--watch" in args:
+            if len(candidates) != 2:
+                raise Failed("expected two candidates before `leader --watch`")
+            leader = check_election(run, candidates)
+            p, out = run.start(command)
+            want = "leader of %s: %s" % (args[1], flag(leader[0].split(), "--id"))
+            run.wait_for("`leader --watch` to print %r" % want, lambda: want in read(out), 60)
+            run.stop(p)
+            print("  printed %r" % want)
+            check_takeover(run, candidates, leader)
+        else:
+            raise Failed("no rule to run this README command; add one to %s" % __file__)
+
+
+def fresh_clone(clone):
+    """A clone of this checkout's HEAD commit (a linked worktree's HEAD, or a detached one,
+    need not be the default branch the plain clone would check out)."""
+    head = subprocess.run(["git", "-C", REPO, "rev-parse", "HEAD"], check=True,
+                          capture_output=True, text=True).stdout.strip()
+    subprocess.run(["git", "clone", "--quiet", "--no-checkout", REPO, clone], check=True)
+    subprocess.run(["git", "-C", clone, "fetch", "--quiet", REPO, head], check=True)
+    subprocess.run(["git", "-C", clone, "checkout", "--quiet", "--detach", head], check=True)
+    print("fresh clone of %s in %s" % (head[:12], clone))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--timeout-s", type=float, default=1200)
+    a = ap.parse_args()
+    commands = readme_commands(read(os.path.join(REPO, "README.md")))
+    if not commands:
+        sys.exit("no commands found under %s in README.md" % " and ".join(SECTIONS))
+    clone = tempfile.mkdtemp(prefix="rzk-readme-")
+    run = Run(clone, a.timeout_s)
+    try:
+        fresh_clone(clone)
+        run_readme(run, commands)
+    except Failed as e:
+        print("README check FAILED: %s" % e, file=sys.stderr)
+        for command, p, out in run.background:
+            print("---- %s\n%s" % (command, read(out)[-1500:]), file=sys.stderr)
+        sys.exit(1)
+    finally:
+        run.stop_all()
+        shutil.rmtree(clone, ignore_errors=True)
+    print("README commands: all passed")
+
+
+if __name__ == "__main__":
+    main()
