@@ -18,6 +18,7 @@ use crate::loss::LossReason;
 use crate::naming;
 use crate::options::{CloseMode, ElectionOptions};
 use crate::participants::read_participants;
+use crate::rule::Rule;
 use crate::session::Session;
 use crate::shared::RecipeShared;
 use crate::Error;
@@ -64,24 +65,21 @@ impl std::fmt::Debug for Contender {
 }
 
 impl Contender {
-    /// A contender on `path`, not started.
+    /// A contender on `path` whose nodes `rule` names and orders, not started.
     pub(crate) fn new(
         session: &Session,
         path: &str,
         lifecycle: Lifecycle,
+        rule: Rule,
         options: ElectionOptions,
         rejoin_after_step_down: bool,
         auto_requeue: bool,
     ) -> Result<Contender, Error> {
         naming::validate_path(path)?;
-        let lock = match lifecycle {
-            Lifecycle::Latch => naming::LATCH,
-            Lifecycle::Mutex => naming::LOCK,
-        };
         let shared = RecipeShared::new(
             lifecycle,
             path,
-            lock,
+            rule,
             session,
             options.close_mode,
             options.close_timeout,
@@ -120,6 +118,12 @@ impl Contender {
         drop(q);
         let _ = self.core.cmd.send(Command::Wake);
         true
+    }
+
+    /// Where the next join of a [`Lifecycle::Mutex`] recipe creates its node: beside `node`
+    /// (a plain EPHEMERAL node at its sequence, if it still exists then), or queued (`None`).
+    pub(crate) fn set_beside(&self, node: Option<String>) {
+        self.core.shared.queue.lock().expect("poisoned").beside = node;
     }
 
     /// Asks the driver for a fresh decision and waits for it: the current term if our node
@@ -332,7 +336,7 @@ impl Contender {
     /// Safe: read-only.
     pub async fn participants(&self) -> Result<Participants, Error> {
         let shared = &self.core.shared;
-        read_participants(&shared.session, &shared.path, shared.lock).await
+        read_participants(&shared.session, &shared.path, &shared.rule).await
     }
 
     /// The participant whose node sorts first, read from the server (it may disagree with

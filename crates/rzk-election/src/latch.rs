@@ -6,6 +6,7 @@ use crate::contender::Contender;
 use crate::control::Lifecycle;
 use crate::event::JoinInfo;
 use crate::options::{CloseMode, LatchOptions};
+use crate::rule;
 use crate::session::Session;
 use crate::Error;
 
@@ -59,8 +60,15 @@ impl LeaderLatch {
     /// [`Error::BadArguments`] if the path is not absolute, is the root, or ends with `/`.
     pub fn new(session: &Session, path: &str, options: LatchOptions) -> Result<Self, Error> {
         let LatchOptions { common, rejoin_after_step_down } = options;
-        let contender =
-            Contender::new(session, path, Lifecycle::Latch, common, rejoin_after_step_down, false)?;
+        let contender = Contender::new(
+            session,
+            path,
+            Lifecycle::Latch,
+            rule::LATCH,
+            common,
+            rejoin_after_step_down,
+            false,
+        )?;
         Ok(LeaderLatch { contender })
     }
 

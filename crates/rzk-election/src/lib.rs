@@ -12,6 +12,9 @@
 //! - [`LeaderLatch`]: Curator's LeaderLatch. Nodes `_c_<uuid>-latch-<seq>`, the id as data.
 //! - [`LeaderSelector`]: Curator's LeaderSelector on the InterProcessMutex layout
 //!   (`_c_<uuid>-lock-<seq>`); an async task per term, cancelled on loss; requeue.
+//! - [`InterProcessReadWriteLock`]: Curator's read-write lock (`_c_<uuid>-__READ__<seq>`,
+//!   `_c_<uuid>-__WRIT__<seq>` in one order), two [`InterProcessMutex`] sides, and a downgrade
+//!   that lets no queued writer in.
 //! - [`Contender`]: what both recipes share, and dereference to: status, events, metrics, the
 //!   current term, [`Contender::await_leadership`], the participants read from the server.
 //! - [`Leadership`]: one term. [`Leadership::token`] is the czxid of our node, strictly
@@ -67,6 +70,8 @@ mod mutex;
 mod naming;
 mod options;
 mod participants;
+mod rule;
+mod rwlock;
 mod selector;
 mod session;
 mod shared;
@@ -88,6 +93,7 @@ pub use options::{
     CloseMode, ConnectionPolicy, ElectionOptions, LatchOptions, MutexOptions, SelectorOptions,
     WatchStrategy,
 };
+pub use rwlock::InterProcessReadWriteLock;
 pub use selector::LeaderSelector;
 pub use session::{
     ConnectionEvent, ConnectionEvents, ConnectionState, Lease, Session, SessionConfig,

@@ -11,6 +11,7 @@ use crate::guarded::GuardedWrite;
 use crate::leadership::Leadership;
 use crate::loss::Lost;
 use crate::options::MutexOptions;
+use crate::rule::{self, Rule};
 use crate::session::Session;
 use crate::token::FencingToken;
 use crate::Error;
@@ -44,6 +45,10 @@ use crate::Error;
 pub struct InterProcessMutex {
     contender: Contender,
     holds: Arc<Mutex<Holds>>,
+    /// The holds of another lock on the same path: while it holds, our join creates its node
+    /// beside that lock's node instead of queueing (a read-write lock's read side, beside its
+    /// write side).
+    beside: Option<Arc<Mutex<Holds>>>,
 }
 
 /// Who in this handle holds or wants the lock.
@@ -90,9 +95,27 @@ impl InterProcessMutex {
     /// # Errors
     /// [`Error::BadArguments`] for a bad path.
     pub fn new(session: &Session, path: &str, options: MutexOptions) -> Result<Self, Error> {
+        Self::with_rule(session, path, rule::LOCK, options)
+    }
+
+    /// A lock on `path` whose nodes `rule` names and orders.
+    pub(crate) fn with_rule(
+        session: &Session,
+        path: &str,
+        rule: Rule,
+        options: MutexOptions,
+    ) -> Result<Self, Error> {
+        let lifecycle = Lifecycle::Mutex;
         let contender =
-            Contender::new(session, path, Lifecycle::Mutex, options.common, false, false)?;
-        Ok(InterProcessMutex { contender, holds: Arc::default() })
+            Contender::new(session, path, lifecycle, rule, options.common, false, false)?;
+        Ok(InterProcessMutex { contender, holds: Arc::default(), beside: None })
+    }
+
+    /// This lock, joining beside `other`'s node whenever `other` holds (a read-write lock's
+    /// downgrade: the read is granted in the write's place, with no writer queued between).
+    pub(crate) fn beside(mut self, other: &InterProcessMutex) -> Self {
+        self.beside = Some(other.holds.clone());
+        self
     }
 
     /// Waits until this handle holds the lock (at once if it already does: re-entrant).
@@ -136,8 +159,7 @@ impl InterProcessMutex {
     /// True while a guard of this handle holds a valid term (local; no server read; Curator's
     /// `isAcquiredInThisProcess`).
     pub fn is_held(&self) -> bool {
-        let h = self.holds.lock().expect("poisoned");
-        h.count > 0 && h.term.as_ref().is_some_and(|t| t.is_valid())
+        held_node(&self.holds.lock().expect("poisoned")).is_some()
     }
 
     /// Closes the mutex: a held term ends (`lost()` resolves with `Closed`), then the node is
@@ -159,8 +181,14 @@ impl InterProcessMutex {
             return Ok(Some(guard));
         }
         let waiter = Waiter::new(self);
+        let beside = self.beside.as_ref().and_then(|b| held_node(&b.lock().expect("poisoned")));
+        let joins_beside = beside.is_some();
+        self.contender.set_beside(beside);
         if let Err(Error::AlreadyStarted) = self.contender.start(None) {
-            self.contender.requeue();
+            if !self.contender.requeue() && joins_beside {
+                // An attempt already queued: it keeps its place.
+                self.contender.set_beside(None);
+            }
         }
         let leadership = match wait {
             Wait::Forever => Some(self.contender.await_leadership().await?),
@@ -177,6 +205,12 @@ impl InterProcessMutex {
         h.count += 1;
         Some(LockGuard::new(self, term))
     }
+}
+
+/// The node of a valid hold, if the holds have one.
+fn held_node(h: &Holds) -> Option<String> {
+    let term = h.term.as_ref().filter(|t| h.count > 0 && t.is_valid())?;
+    Some(term.node_path().to_string())
 }
 
 /// An acquire in progress. Dropped without [`Waiter::hold`] (a timeout, a cancelled future,

@@ -85,25 +85,6 @@ pub(crate) fn validate_path(path: &str) -> Result<(), crate::Error> {
     Ok(())
 }
 
-/// Children sorted the way Curator's `StandardLockInternalsDriver` sorts recognized names (by the
-/// suffix after the lock name), with the foreign ones apart.
-pub(crate) fn sort_children<'a>(children: &'a [String], lock: &str) -> (Vec<&'a str>, Vec<String>) {
-    // Borrowed, not cloned: at N = 10,000 every join and handoff sorts the whole list.
-    let mut recognized = Vec::with_capacity(children.len());
-    let mut foreign = Vec::new();
-    for c in children {
-        match parse(c, lock) {
-            // Ten digits: the numeric order is the string order Curator sorts by.
-            Some(r) => recognized.push((sequence_number(r.sequence), c.as_str())),
-            None => foreign.push(c.clone()),
-        }
-    }
-    // Names are unique, so the order is total and an unstable sort is exact.
-    recognized.sort_unstable();
-    foreign.sort();
-    (recognized.into_iter().map(|(_, c)| c).collect(), foreign)
-}
-
 /// The value of a ten-digit sequence that `parse` accepted.
 pub(crate) fn sequence_number(digits: &str) -> u64 {
     digits.bytes().fold(0, |n, d| n * 10 + u64::from(d - b'0'))
@@ -149,17 +130,6 @@ mod tests {
         ] {
             assert_eq!(parse(&n, LATCH), None, "{n}");
         }
-    }
-
-    #[test]
-    fn sorts_on_the_suffix() {
-        let a = "_c_ffffffff-5c3d-4e1f-8a7b-6c5d4e3f2a1b-latch-0000000002".to_string();
-        let b = "_c_00000000-5c3d-4e1f-8a7b-6c5d4e3f2a1b-latch-0000000010".to_string();
-        let c = format!("_c_{U}-latch-0000000001");
-        let children = [a.clone(), b.clone(), "junk".into(), c.clone()];
-        let (sorted, foreign) = sort_children(&children, LATCH);
-        assert_eq!(sorted, vec![c, a, b]);
-        assert_eq!(foreign, vec!["junk".to_string()]);
     }
 
     #[test]

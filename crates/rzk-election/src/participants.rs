@@ -4,16 +4,17 @@ use zookeeper_client::SessionId;
 
 use crate::event::{Participant, Participants};
 use crate::naming;
+use crate::rule::Rule;
 use crate::session::Session;
 use crate::token::FencingToken;
 use crate::Error;
 
-/// Reads the participants of `path` whose nodes carry lock name `lock`, in node order, and
-/// the children that are not ours to order.
+/// Reads the participants of `path` whose nodes `rule` orders, in node order, and the
+/// children that are not ours to order.
 pub(crate) async fn read_participants(
     session: &Session,
     path: &str,
-    lock: &str,
+    rule: &Rule,
 ) -> Result<Participants, Error> {
     let client = session.client()?;
     let children = match client.list_children(path).await {
@@ -21,7 +22,7 @@ pub(crate) async fn read_participants(
         Err(zookeeper_client::Error::NoNode) => return Ok(Participants::default()),
         Err(e) => return Err(Error::from_zk(e, path)),
     };
-    let (sorted, foreign) = naming::sort_children(&children, lock);
+    let (sorted, foreign) = rule.sort_children(&children);
     let mut list = Vec::with_capacity(sorted.len());
     if !sorted.is_empty() {
         let mut reader = client.new_multi_reader();

@@ -8,6 +8,7 @@ use crate::control::{BoxError, Lifecycle, Task};
 use crate::leadership::Leadership;
 use crate::loss::LossReason;
 use crate::options::{CloseMode, SelectorOptions};
+use crate::rule;
 use crate::session::Session;
 use crate::Error;
 
@@ -65,8 +66,15 @@ impl LeaderSelector {
     /// [`Error::BadArguments`] for a bad path.
     pub fn new(session: &Session, path: &str, options: SelectorOptions) -> Result<Self, Error> {
         let SelectorOptions { common, auto_requeue } = options;
-        let contender =
-            Contender::new(session, path, Lifecycle::Mutex, common, false, auto_requeue)?;
+        let contender = Contender::new(
+            session,
+            path,
+            Lifecycle::Mutex,
+            rule::LOCK,
+            common,
+            false,
+            auto_requeue,
+        )?;
         Ok(LeaderSelector { contender })
     }
 

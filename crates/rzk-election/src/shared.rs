@@ -11,6 +11,7 @@ use crate::control::{CloseFlags, Lifecycle};
 use crate::event::{ElectionEvent, JoinInfo, MetricCells, Status};
 use crate::leadership::Leadership;
 use crate::options::CloseMode;
+use crate::rule::Rule;
 use crate::session::Session;
 
 /// Events a slow subscriber may fall behind by before it misses some (it is told how many).
@@ -25,13 +26,17 @@ pub(crate) struct Queue {
     /// Leading, and `requeue()` asked for another attempt after the release.
     pub requeue_after: bool,
     pub leading: bool,
+    /// The next join creates a plain EPHEMERAL node at this node's sequence instead of
+    /// queueing, if this node still exists then (the read-write lock's downgrade: a read
+    /// beside the write its handle holds).
+    pub beside: Option<String>,
 }
 
 pub(crate) struct RecipeShared {
     pub lifecycle: Lifecycle,
     pub path: String,
-    /// The lock name in our nodes' names (`latch-`, `lock-`).
-    pub lock: &'static str,
+    /// How the recipe names and orders its nodes.
+    pub rule: Rule,
     pub session: Session,
     pub status: watch::Sender<Status>,
     pub events: broadcast::Sender<ElectionEvent>,
@@ -54,7 +59,7 @@ impl RecipeShared {
     pub fn new(
         lifecycle: Lifecycle,
         path: &str,
-        lock: &'static str,
+        rule: Rule,
         session: &Session,
         close_mode: CloseMode,
         close_timeout: Option<Duration>,
@@ -63,7 +68,7 @@ impl RecipeShared {
         RecipeShared {
             lifecycle,
             path: path.to_string(),
-            lock,
+            rule,
             session: session.clone(),
             status: watch::channel(Status::Latent).0,
             events: broadcast::channel(EVENT_BUFFER_EVENTS).0,

@@ -38,17 +38,6 @@ async fn mutexes(server: &Server, path: &str, n: usize) -> (Vec<Session>, Vec<In
     (sessions, mutexes)
 }
 
-async fn children(client: &zookeeper_client::Client, path: &str) -> Vec<String> {
-    match client.list_children(path).await {
-        Ok(mut c) => {
-            c.sort_by_key(|n| n[n.len() - 10..].to_string());
-            c
-        }
-        Err(zookeeper_client::Error::NoNode) => Vec::new(),
-        Err(e) => panic!("list {path}: {e}"),
-    }
-}
-
 async fn exclusion_and_order(kind: Kind) {
     let server = Server::start(kind, Settings::default());
     let path = test_path("t13", kind);
@@ -157,18 +146,6 @@ async fn no_node_left_behind(kind: Kind) {
     assert!(g.is_valid());
     g.release().await.unwrap();
     wait_children(&observer, &path, 0).await;
-}
-
-async fn wait_children(client: &zookeeper_client::Client, path: &str, n: usize) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    loop {
-        let kids = children(client, path).await;
-        if kids.len() == n {
-            return;
-        }
-        assert!(std::time::Instant::now() < deadline, "expected {n} nodes, have {kids:?}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 /// rust-0 holds; Java queues behind it, then rust-2 behind Java. rust-0 releases: Java holds

@@ -125,7 +125,7 @@ impl Driver {
         listing: Listing,
     ) -> Result<Option<Step>, Stop> {
         let Listing { children, herd_watch, prefetched } = listing;
-        match decide(&children, &own.name, self.shared.lock) {
+        match decide(&children, &own.name, &self.shared.rule) {
             Decision::Foreign(names) => Err(self.refuse(client, generation, names).await),
             Decision::Orphans(names) => {
                 for n in names {

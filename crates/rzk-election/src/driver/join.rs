@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use zookeeper_client::{Client, CreateMode, SessionId};
+use zookeeper_client::{Client, CreateMode, CreateOptions, MultiWriteResult, SessionId, Stat};
 
 use super::{Driver, OwnNode, Step, Stop};
 use crate::event::{ElectionEvent, JoinInfo, MetricCells};
@@ -31,7 +31,8 @@ impl Driver {
         }
         self.cleanup_stale(&client, generation).await?;
         let uuid = uuid::Uuid::new_v4().hyphenated().to_string();
-        match self.create_own(&client, generation, sid, &uuid).await {
+        let beside = self.shared.queue.lock().expect("poisoned").beside.take();
+        match self.create_own(&client, generation, sid, &uuid, beside).await {
             Ok((own, created)) => Ok(self.joined(own, created)),
             Err(stop) => {
                 // Whatever the create did, a node carrying this UUID is not ours to keep.
@@ -43,18 +44,22 @@ impl Driver {
 
     /// Creates `_c_<uuid>-<lock>` EPHEMERAL_SEQUENTIAL until it is known to exist: after a
     /// lost reply, the children are searched for the UUID before creating again, so a create
-    /// that landed is adopted, not doubled. Returns the node and, if this create's reply
-    /// came, its sequence number and czxid.
+    /// that landed is adopted, not doubled. With `beside` (a node path), it first tries the
+    /// plain EPHEMERAL `_c_<uuid>-<lock><that node's sequence>`, created only if that node
+    /// still exists; it queues as usual once it does not. Returns the node and, if this
+    /// create's reply came, its sequence number and czxid.
     async fn create_own(
         &mut self,
         client: &Client,
         generation: u64,
         sid: SessionId,
         uuid: &str,
+        beside: Option<String>,
     ) -> Result<(OwnNode, Option<(i64, i64)>), Stop> {
-        let prefix = naming::create_path(self.path(), uuid, self.shared.lock);
+        let prefix = naming::create_path(self.path(), uuid, self.shared.rule.lock);
         let options = CreateMode::EphemeralSequential.with_acls(self.options.acls);
         let data = self.options.id.clone().into_bytes();
+        let mut beside = beside.and_then(|node| self.beside_sequence(node));
         let mut after_loss = false;
         loop {
             if after_loss {
@@ -64,14 +69,28 @@ impl Driver {
             }
             MetricCells::inc(&self.shared.metrics.creates);
             let sent = Instant::now();
-            match self.wait_op(generation, client.create(&prefix, &data, &options)).await? {
-                Ok((stat, seq)) => {
-                    self.session.shared().ack(generation, sent);
+            let created = match &beside {
+                Some((node, seq)) => {
                     let path = format!("{prefix}{seq}");
+                    let plain = CreateMode::Ephemeral.with_acls(self.options.acls);
+                    let fut = create_beside(client, node, &path, &data, &plain);
+                    let r = self.wait_op(generation, fut).await?;
+                    r.map(|stat| (stat, path, seq.parse().unwrap_or(-1)))
+                }
+                None => {
+                    let r = self.wait_op(generation, client.create(&prefix, &data, &options));
+                    r.await?.map(|(stat, seq)| (stat, format!("{prefix}{seq}"), seq.into_i64()))
+                }
+            };
+            match created {
+                Ok((stat, path, seq)) => {
+                    self.session.shared().ack(generation, sent);
                     let name = naming::name_of(&path).to_string();
                     let own = OwnNode { name, path, generation, session_id: sid };
-                    return Ok((own, Some((seq.into_i64(), stat.czxid))));
+                    return Ok((own, Some((seq, stat.czxid))));
                 }
+                // The node to sit beside is gone (or the whole path is): queue instead.
+                Err(ZkError::NoNode) if beside.is_some() => beside = None,
                 Err(ZkError::NoNode) => self.create_parent(client, generation).await?,
                 Err(e) => {
                     after_loss = true;
@@ -79,6 +98,13 @@ impl Driver {
                 }
             }
         }
+    }
+
+    /// The node path and the sequence digits of a node to create beside; `None` if the
+    /// recipe's rule does not order that node.
+    fn beside_sequence(&self, node: String) -> Option<(String, String)> {
+        let seq = self.shared.rule.parse(naming::name_of(&node))?.0.sequence.to_string();
+        Some((node, seq))
     }
 
     /// Recreates the election path as a container (Curator's `creatingParentContainersIfNeeded`).
@@ -97,8 +123,8 @@ impl Driver {
     /// Publishes our node.
     fn joined(&mut self, own: OwnNode, created: Option<(i64, i64)>) -> Step {
         let (sequence, czxid) = created.unwrap_or_else(|| {
-            let seq = naming::parse(&own.name, self.shared.lock)
-                .and_then(|r| r.sequence.parse().ok())
+            let seq = (self.shared.rule.parse(&own.name))
+                .and_then(|(r, _)| r.sequence.parse().ok())
                 .unwrap_or(-1);
             (seq, -1)
         });
@@ -238,4 +264,25 @@ impl Driver {
         }
         stop
     }
+}
+
+/// Creates the plain node `path` in one multi with a check that `beside` exists.
+async fn create_beside(
+    client: &Client,
+    beside: &str,
+    path: &str,
+    data: &[u8],
+    options: &CreateOptions<'_>,
+) -> Result<Stat, ZkError> {
+    let mut multi = client.new_multi_writer();
+    multi.add_check_version(beside, -1)?;
+    multi.add_create(path, data, options)?;
+    let results = multi.commit().await?;
+    results
+        .into_iter()
+        .find_map(|r| match r {
+            MultiWriteResult::Create { stat, .. } => Some(stat),
+            _ => None,
+        })
+        .ok_or(ZkError::UnexpectedError("a multi create without its result".into()))
 }

@@ -119,7 +119,7 @@ impl Driver {
                     return Ok(Err(None));
                 }
             };
-        match decide(&children, &own.name, self.shared.lock) {
+        match decide(&children, &own.name, &self.shared.rule) {
             Decision::Leader => Ok(Ok(w)),
             Decision::Foreign(names) => Err(self.refuse(client, generation, names).await),
             _ => Ok(Err(None)),

@@ -1,6 +1,6 @@
 // One Apache Curator 5.4 election participant, driven by a Rust test (tests/t60_mixed.rs).
 //
-//   java -cp ... CuratorParticipant HOST:PORT PATH latch|selector|mutex ID [WORK_MS]
+//   java -cp ... CuratorParticipant HOST:PORT PATH latch|selector|mutex|read|write ID [WORK_MS]
 //
 // Prints one line per event on stdout, "<event> <details>":
 //   joined <ourPath or ->       once our node exists
@@ -12,7 +12,8 @@
 // A LeaderLatch closes with CloseMode.NOTIFY_LEADER. A LeaderSelector has autoRequeue() and a
 // takeLeadership() that sleeps WORK_MS (default 200), the LeaderSelectorListenerAdapter policy.
 // A mutex (InterProcessMutex) is acquired once on a thread of its own: "elected" when acquired,
-// held WORK_MS, released, then "lost"; "joined -" once the acquire has started.
+// held WORK_MS, released, then "lost"; "joined -" once the acquire has started. "read" and
+// "write" do the same with the read or the write side of an InterProcessReadWriteLock.
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -24,6 +25,7 @@ import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
 import org.apache.curator.framework.recipes.leader.LeaderSelector;
 import org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter;
@@ -50,8 +52,14 @@ public class CuratorParticipant {
 
         LeaderLatch latch = null;
         LeaderSelector selector = null;
-        if (recipe.equals("mutex")) {
-            InterProcessMutex mutex = new InterProcessMutex(client, path);
+        if (recipe.equals("mutex") || recipe.equals("read") || recipe.equals("write")) {
+            InterProcessMutex mutex;
+            if (recipe.equals("mutex")) {
+                mutex = new InterProcessMutex(client, path);
+            } else {
+                InterProcessReadWriteLock rw = new InterProcessReadWriteLock(client, path);
+                mutex = recipe.equals("read") ? rw.readLock() : rw.writeLock();
+            }
             Thread holder = new Thread(() -> {
                 try {
                     mutex.acquire();

@@ -310,3 +310,28 @@ pub async fn queued_selector(
     eventually(Duration::from_secs(2), "joined", || sel.our_path().is_some()).await;
     sel
 }
+
+/// The children of a lock path in Curator's order (by the ten-digit sequence at the end).
+pub async fn children(client: &zookeeper_client::Client, path: &str) -> Vec<String> {
+    match client.list_children(path).await {
+        Ok(mut c) => {
+            c.sort_by_key(|n| n[n.len() - 10..].to_string());
+            c
+        }
+        Err(zookeeper_client::Error::NoNode) => Vec::new(),
+        Err(e) => panic!("list {path}: {e}"),
+    }
+}
+
+/// Waits until the lock path has `n` children (at most 5 s); returns them in order.
+pub async fn wait_children(client: &zookeeper_client::Client, path: &str, n: usize) -> Vec<String> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let kids = children(client, path).await;
+        if kids.len() == n {
+            return kids;
+        }
+        assert!(std::time::Instant::now() < deadline, "expected {n} nodes, have {kids:?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
