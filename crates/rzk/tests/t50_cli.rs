@@ -94,7 +94,7 @@ fn an_unreachable_server_is_reported_after_a_bounded_timeout() {
 fn a_refused_connection_fails_at_once() {
     // Nothing listens on the port: every client command fails at once, as zkCli does, rather
     // than after the 5 s connect timeout.
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = free_port();
     let cs = format!("127.0.0.1:{port},127.0.0.1:{port}/chroot");
     for args in [&["ls", "/"][..], &["leader", "/jobs/x"], &["elect", "/jobs/x", "--", "true"]] {
         let started = Instant::now();
