@@ -76,9 +76,9 @@ pub(crate) enum Recipe {
 /// What `rzk elect` guarantees about its command, for `--help`.
 const GUARANTEE: &str = "\
 The command runs in a process group of its own under a small watchdog process. The whole
-group is stopped (SIGTERM, SIGKILL after the grace) before the session could expire, within a
-second of rzk elect dying in any way (even SIGKILL), and by the lease deadline if rzk elect
-hangs or is stopped.
+group is stopped (SIGTERM, SIGKILL after the grace) before the session could expire: within a
+second of rzk elect dying in any way, even SIGKILL (the grace is then cut to 500 ms), and by
+the lease deadline if rzk elect hangs or is stopped.
 
 Limits: a process that leaves the group (setsid, a daemon) escapes. If the watchdog alone is
 killed, rzk elect kills the group itself. On a frozen host nothing runs: the session expires

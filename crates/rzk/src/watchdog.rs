@@ -8,7 +8,8 @@
 //! own, and sends the group SIGTERM, then SIGKILL after the grace, when
 //! - the owner asks it to (leadership lost, the owner was told to stop);
 //! - the channel from the owner closes: the owner died, even by SIGKILL, since the kernel
-//!   closes a dead process's end; or a message is malformed;
+//!   closes a dead process's end; or a message is malformed. The grace is then cut to
+//!   [`ORPHAN_GRACE`], so the group is gone within a second;
 //! - the stop time the owner last sent passes without renewal: the owner is hung, stopped
 //!   (SIGSTOP) or starved. The owner sends the lease deadline minus the stop budget, the
 //!   same time at which it would stop the command itself, and moves it forward while the
@@ -56,6 +57,9 @@ const EVENT_QUEUE: usize = 16;
 /// How long after SIGKILL the watchdog waits for the command to exit before giving up on it
 /// (a process in uninterruptible sleep dies only when its system call returns).
 const REAP_LIMIT: Duration = Duration::from_secs(5);
+/// The longest grace the command gets once its owner is gone: no one will wait for it, and the
+/// group must be gone within a second of the owner's death.
+const ORPHAN_GRACE: Duration = Duration::from_millis(500);
 /// The watchdog's exit status when it could not run the command at all.
 const NOT_RUN: u8 = 127;
 
@@ -179,18 +183,19 @@ fn watch_exit(pid: Pid, tx: &SyncSender<Event>) {
 }
 
 fn supervise(child: Child, rx: &Receiver<Event>, mut stop_at_ns: u64, grace: Duration) -> u8 {
-    let why = loop {
+    let (why, grace) = loop {
         match rx.recv_timeout(until_ns(stop_at_ns)) {
             Ok(Event::Message(ToWatchdog::Renew { stop_at_ns: t })) => stop_at_ns = t,
-            Ok(Event::Message(ToWatchdog::Stop)) => break None,
-            Ok(Event::Closed(why)) => break Some(why),
+            Ok(Event::Message(ToWatchdog::Stop)) => break (None, grace),
+            Ok(Event::Closed(why)) => break (Some(why), grace.min(ORPHAN_GRACE)),
             Ok(Event::Exited) => return reap(child),
-            Err(RecvTimeoutError::Timeout) if until_ns(stop_at_ns).is_zero() => break Some(
-                "its deadline passed unrenewed (the process that started it is hung or stopped)",
-            ),
+            Err(RecvTimeoutError::Timeout) if until_ns(stop_at_ns).is_zero() => {
+                let why = "its deadline passed unrenewed (the process that started it is hung or stopped)";
+                break (Some(why), grace);
+            }
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => {
-                break Some("lost track of the process that started it")
+                break (Some("lost track of the process that started it"), grace.min(ORPHAN_GRACE))
             }
         }
     };

@@ -18,6 +18,10 @@ const LEAD_LIMIT: Duration = Duration::from_secs(10);
 /// Writes its own pid and its grandchild's to `$PIDS`, logs "stop <id>" on SIGTERM.
 const COMMAND: &str = r#"trap 'echo "stop $RZK_PARTICIPANT_ID" >> "$LOG"; exit 0' TERM; sleep 1000 & echo "$$ $!" > "$PIDS.tmp"; mv "$PIDS.tmp" "$PIDS"; echo "start $RZK_PARTICIPANT_ID" >> "$LOG"; wait"#;
 
+/// Like [`COMMAND`], but the command and its grandchild ignore SIGTERM.
+const DEAF: &str =
+    r#"trap '' TERM; sleep 1000 & echo "$$ $!" > "$PIDS.tmp"; mv "$PIDS.tmp" "$PIDS"; wait"#;
+
 fn server() -> TestServer {
     TestServer::builder().tick_ms(100).start().unwrap()
 }
@@ -42,16 +46,29 @@ impl Drop for Elect {
         let _ = self.child.wait();
         // Whatever survived (on today's code, everything) must not outlive the test.
         if let Some((cmd, _)) = read_pids(&self.pids) {
-            let _ = Command::new("kill").args(["-KILL", "--", &format!("-{cmd}")]).status();
+            let group = ["-KILL", "--", &format!("-{cmd}")];
+            let _ = Command::new("kill").args(group).stderr(Stdio::null()).status();
         }
     }
 }
 
 fn elect(cs: &str, path: &str, id: &str, session_timeout_ms: &str, log: &Path) -> Elect {
+    elect_with(
+        cs,
+        path,
+        id,
+        &["--session-timeout-ms", session_timeout_ms, "--grace-ms", "100"],
+        COMMAND,
+        log,
+    )
+}
+
+fn elect_with(cs: &str, path: &str, id: &str, flags: &[&str], command: &str, log: &Path) -> Elect {
     let pids = tmp(&format!("pids{}-{id}", path.replace('/', "-")));
     let child = Command::new(env!("CARGO_BIN_EXE_rzk"))
-        .args(["--connect", cs, "elect", path, "--id", id, "--grace-ms", "100"])
-        .args(["--session-timeout-ms", session_timeout_ms, "--", "sh", "-c", COMMAND])
+        .args(["--connect", cs, "elect", path, "--id", id])
+        .args(flags)
+        .args(["--", "sh", "-c", command])
         .env("LOG", log)
         .env("PIDS", &pids)
         .stdin(Stdio::piped())
@@ -63,7 +80,8 @@ fn elect(cs: &str, path: &str, id: &str, session_timeout_ms: &str, log: &Path) -
 }
 
 fn signal(pid: u32, sig: &str) -> bool {
-    Command::new("kill").args([&format!("-{sig}"), &pid.to_string()]).status().unwrap().success()
+    let args = [format!("-{sig}"), pid.to_string()];
+    Command::new("kill").args(args).stderr(Stdio::null()).status().unwrap().success()
 }
 
 fn read_pids(path: &Path) -> Option<(u32, u32)> {
@@ -138,7 +156,9 @@ fn stderr(e: &mut Elect) -> String {
 fn a_sigkilled_elect_takes_its_command_and_grandchild_down_within_a_second() {
     let s = server();
     let log = tmp("sigkill-log");
-    let mut a = elect(&s.connect_string(), "/w/kill", "a", "2000", &log);
+    // A command that ignores SIGTERM, with the longest grace: no one is left to wait for it.
+    let flags = ["--session-timeout-ms", "2000", "--grace-ms", "10000"];
+    let mut a = elect_with(&s.connect_string(), "/w/kill", "a", &flags, DEAF, &log);
     let pids = leading(&a);
     a.child.kill().unwrap();
     a.child.wait().unwrap();
