@@ -93,7 +93,15 @@ def killed_leader_fails_over_and_leader_json_shows_the_queue(srv):
         check(took < 3.0, "failover took %.2fs" % took)
         tokens = [int(l.split()[2]) for l in lines(log) if l.startswith("start")]
         check(tokens == sorted(tokens) and len(set(tokens)) == len(tokens), "tokens grow: %r" % tokens)
-        os.killpg(int(a_pid), signal.SIGKILL)  # the orphaned command of the killed rzk
+        # The watchdog of the killed rzk stopped its command (SIGTERM: "stop a") before b led.
+        order = [l.split()[0] + " " + l.split()[1] for l in lines(log)]
+        check("stop a" in order and order.index("stop a") < order.index("start b"),
+              "a's command stopped before b started: %r" % lines(log))
+        try:
+            os.killpg(int(a_pid), signal.SIGKILL)
+            check(False, "the command of the killed rzk elect still runs")
+        except ProcessLookupError:
+            pass
     finally:
         stop(a)
         stop(b)

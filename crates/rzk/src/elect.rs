@@ -9,22 +9,35 @@
 //! loss, SIGKILL at loss + grace, and the group is reaped within the slack. The grace is
 //! clamped to a third of the negotiated session timeout minus the slack, so the budget always
 //! fits inside the lease.
+//!
+//! # When rzk elect itself cannot keep the rule
+//! A dead, hung or stopped `rzk elect` cannot stop anything, so the command runs under a
+//! watchdog process ([`crate::watchdog`]) that holds the same stop time (the lease deadline
+//! minus the budget), renewed from here every [`RENEW_POLL`] while the lease moves forward. The
+//! watchdog stops the command's group when that time passes unrenewed, when this process
+//! dies (its end of the channel closes), or when told to. Limits, also in `--help`: a process
+//! that leaves the group (setsid, a daemon) escapes; if the watchdog alone is killed, this
+//! process kills the group itself; on a frozen host nothing runs, so only fencing tokens
+//! protect against the stopped but not dead leader.
 
-use std::process::ExitStatus;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
 use rzk_election::{
-    FencingToken, LatchOptions, LeaderLatch, LeaderSelector, Leadership, SelectorOptions, Session,
+    LatchOptions, LeaderLatch, LeaderSelector, Leadership, SelectorOptions, Session,
 };
-use tokio::process::{Child, Command};
 use tokio::signal::unix::{signal, SignalKind};
 
 use crate::connect::Connect;
 use crate::error::CliError;
+use crate::watchdog_handle::Watched;
+use crate::watchdog_proto::status_code;
 
 /// Time allowed between SIGKILL and the child's exit being reaped.
 pub(crate) const KILL_SLACK: Duration = Duration::from_millis(200);
+/// How often the lease deadline is read and, if it moved, sent on to the watchdog. The lease
+/// moves on every acknowledgement, at least once a heartbeat (a sixth of the session timeout).
+const RENEW_POLL: Duration = Duration::from_millis(50);
 
 /// SIGINT and SIGTERM, as one stream of exit statuses (130 and 143, the shell's convention).
 struct StopSignals {
@@ -60,8 +73,21 @@ pub(crate) enum Recipe {
     Selector,
 }
 
+/// What `rzk elect` guarantees about its command, for `--help`.
+const GUARANTEE: &str = "\
+The command runs in a process group of its own under a small watchdog process. The whole
+group is stopped (SIGTERM, SIGKILL after the grace) before the session could expire: within a
+second of rzk elect dying in any way, even SIGKILL (the grace is then cut to 500 ms), and by
+the lease deadline if rzk elect hangs or is stopped.
+
+Limits: a process that leaves the group (setsid, a daemon) escapes. If the watchdog alone is
+killed, rzk elect kills the group itself. On a frozen host nothing runs: the session expires
+and the next leader may act while the old one is stopped but not dead, so pass
+RZK_FENCING_TOKEN to whatever the command writes to.";
+
 /// Flags of `rzk elect`.
 #[derive(Debug, Args)]
+#[command(after_long_help = GUARANTEE)]
 pub(crate) struct ElectArgs {
     /// The election path, shared by every candidate.
     path: String,
@@ -140,44 +166,70 @@ async fn join(
     })
 }
 
-fn spawn(a: &ElectArgs, id: &str, token: FencingToken) -> Result<Child, CliError> {
-    let mut cmd = Command::new(&a.command[0]);
-    cmd.args(&a.command[1..])
-        .env("RZK_FENCING_TOKEN", token.to_string())
-        .env("RZK_ELECTION_PATH", &a.path)
-        .env("RZK_PARTICIPANT_ID", id)
-        .process_group(0)
-        .kill_on_drop(true);
-    cmd.spawn().map_err(|e| CliError::usage(format!("cannot run {:?}: {e}", a.command[0])))
+/// When the watchdog must stop the command unless renewed: the lease deadline minus the budget,
+/// the time at which the election library resolves the loss signal.
+fn stop_at(leadership: &Leadership, budget: Duration) -> Instant {
+    let deadline = leadership.deadline();
+    deadline.checked_sub(budget).unwrap_or(deadline)
 }
 
-fn signal_group(child: &Child, sig: rustix::process::Signal) {
-    if let Some(pid) = child.id().and_then(|p| rustix::process::Pid::from_raw(p as i32)) {
-        let _ = rustix::process::kill_process_group(pid, sig);
-    }
+/// How one term of leadership ended.
+enum TermEnd {
+    /// The command exited with this status.
+    Exited(u8),
+    /// Leadership was lost and the command stopped.
+    Lost,
+    /// A signal told us to stop; exit with this status.
+    Signalled(u8),
 }
 
-/// SIGTERM to the whole group, SIGKILL after the grace, then reap.
-async fn stop(child: &mut Child, grace: Duration) -> Option<ExitStatus> {
-    signal_group(child, rustix::process::Signal::TERM);
-    if let Ok(st) = tokio::time::timeout(grace, child.wait()).await {
-        // The leader process is gone; stragglers in its group must not outlive the term.
-        signal_group(child, rustix::process::Signal::KILL);
-        return st.ok();
-    }
-    signal_group(child, rustix::process::Signal::KILL);
-    child.wait().await.ok()
-}
-
-fn exit_code(st: Option<ExitStatus>) -> u8 {
-    use std::os::unix::process::ExitStatusExt as _;
-    match st {
-        Some(st) => match (st.code(), st.signal()) {
-            (Some(c), _) => c as u8,
-            (None, Some(s)) => (128 + s) as u8,
-            _ => 1,
-        },
-        None => 1,
+/// Runs the command under a watchdog for one term.
+async fn lead(
+    a: &ElectArgs,
+    id: &str,
+    leadership: &Leadership,
+    grace: Duration,
+    stop_signals: &mut StopSignals,
+) -> Result<TermEnd, CliError> {
+    let budget = grace + KILL_SLACK;
+    let token = leadership.token();
+    say(format_args!("leader of {} with token {token}; starting {:?}", a.path, a.command));
+    let envs = [
+        ("RZK_FENCING_TOKEN", token.to_string()),
+        ("RZK_ELECTION_PATH", a.path.clone()),
+        ("RZK_PARTICIPANT_ID", id.to_string()),
+    ];
+    let mut child = Watched::start(&a.command, &envs, grace, stop_at(leadership, budget)).await?;
+    let lost = leadership.lost();
+    tokio::pin!(lost);
+    let mut renew = tokio::time::interval(RENEW_POLL);
+    renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            biased;
+            reason = &mut lost => {
+                say(format_args!("lost leadership ({reason}); stopping the command (grace {} ms)", grace.as_millis()));
+                let st = child.stop_and_wait(grace).await;
+                say(format_args!("command stopped (status {})", status_code(st)));
+                return Ok(TermEnd::Lost);
+            }
+            code = stop_signals.recv() => {
+                child.stop_and_wait(grace).await;
+                return Ok(TermEnd::Signalled(code));
+            }
+            st = child.wait() => {
+                // Stopped by the watchdog at the stop time, which the loss signal reaches at
+                // most one poll later: the term is over, not merely the command.
+                if child.expired() {
+                    if let Ok(reason) = tokio::time::timeout(RENEW_POLL, &mut lost).await {
+                        say(format_args!("lost leadership ({reason}); the watchdog stopped the command (status {})", status_code(st)));
+                        return Ok(TermEnd::Lost);
+                    }
+                }
+                return Ok(TermEnd::Exited(status_code(st)));
+            }
+            _ = renew.tick() => child.renew(stop_at(leadership, budget)),
+        }
     }
 }
 
@@ -217,13 +269,8 @@ pub(crate) async fn run(connect: &Connect, a: ElectArgs) -> Result<u8, CliError>
                     return Ok(code);
                 }
             };
-            let token = leadership.token();
-            say(format_args!("leader of {} with token {token}; starting {:?}", a.path, a.command));
-            let mut child = spawn(&a, &id, token)?;
-            let lost = leadership.lost();
-            tokio::select! {
-                st = child.wait() => {
-                    let code = exit_code(st.ok());
+            match lead(&a, &id, &leadership, grace, &mut stop_signals).await? {
+                TermEnd::Exited(code) => {
                     say(format_args!("command exited with status {code}; resigning"));
                     let _ = leadership.resign().await;
                     contender.close().await;
@@ -232,13 +279,8 @@ pub(crate) async fn run(connect: &Connect, a: ElectArgs) -> Result<u8, CliError>
                     }
                     return Ok(code);
                 }
-                reason = lost => {
-                    say(format_args!("lost leadership ({reason}); stopping the command (grace {} ms)", grace.as_millis()));
-                    let st = stop(&mut child, grace).await;
-                    say(format_args!("command stopped (status {})", exit_code(st)));
-                }
-                code = stop_signals.recv() => {
-                    stop(&mut child, grace).await;
+                TermEnd::Lost => {}
+                TermEnd::Signalled(code) => {
                     let _ = leadership.resign().await;
                     contender.close().await;
                     say("stopped by a signal; command stopped; resigned");

@@ -15,6 +15,9 @@ mod leader;
 mod logging;
 mod node;
 mod server;
+mod watchdog;
+mod watchdog_handle;
+mod watchdog_proto;
 mod zoocfg;
 
 /// ZooKeeper-style coordination in Rust: a ZooKeeper-compatible server, leader election and
@@ -43,10 +46,17 @@ enum Command {
     Bench(bench::BenchArgs),
     #[command(flatten)]
     Node(node::NodeCommand),
+    /// Runs a command for `rzk elect` and stops it when `rzk elect` cannot (internal).
+    #[command(name = watchdog_handle::WATCHDOG_SUBCOMMAND, hide = true)]
+    Watchdog(watchdog::WatchdogArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Watchdog(args) = &cli.command {
+        // Synchronous: it needs no runtime, and starts the command sooner without one.
+        return watchdog::run(args);
+    }
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     if let Command::Server(server::ServerArgs { io_threads: Some(n), .. }) = &cli.command {
         builder.worker_threads(usize::from(*n));
@@ -66,6 +76,7 @@ fn main() -> ExitCode {
         Command::Leader(args) => rt.block_on(leader::run(&cli.connect, args)),
         Command::Demo(args) => rt.block_on(demo::run(args)),
         Command::Bench(args) => rt.block_on(bench::run(&cli.connect, args)),
+        Command::Watchdog(_) => unreachable!("the watchdog returns before the runtime starts"),
         Command::Elect(args) => {
             return match rt.block_on(elect::run(&cli.connect, args)) {
                 Ok(code) => ExitCode::from(code),
