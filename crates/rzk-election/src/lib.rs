@@ -67,7 +67,9 @@ mod mutex;
 mod naming;
 mod options;
 mod participants;
+mod reaper;
 mod selector;
+mod semaphore;
 mod session;
 mod shared;
 mod subscription;
@@ -89,6 +91,7 @@ pub use options::{
     WatchStrategy,
 };
 pub use selector::LeaderSelector;
+pub use semaphore::{InterProcessSemaphore, SemaphoreLease, SemaphoreOptions};
 pub use session::{
     ConnectionEvent, ConnectionEvents, ConnectionState, Lease, Session, SessionConfig,
 };
