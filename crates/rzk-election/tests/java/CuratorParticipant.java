@@ -1,6 +1,6 @@
 // One Apache Curator 5.4 election participant, driven by a Rust test (tests/t60_mixed.rs).
 //
-//   java -cp ... CuratorParticipant HOST:PORT PATH latch|selector|mutex ID [WORK_MS]
+//   java -cp ... CuratorParticipant HOST:PORT PATH latch|selector|mutex|semaphore:N ID [WORK_MS]
 //
 // Prints one line per event on stdout, "<event> <details>":
 //   joined <ourPath or ->       once our node exists
@@ -13,6 +13,7 @@
 // takeLeadership() that sleeps WORK_MS (default 200), the LeaderSelectorListenerAdapter policy.
 // A mutex (InterProcessMutex) is acquired once on a thread of its own: "elected" when acquired,
 // held WORK_MS, released, then "lost"; "joined -" once the acquire has started.
+// A semaphore:N (InterProcessSemaphoreV2 of N leases) takes one lease the same way.
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -24,6 +25,8 @@ import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
 import org.apache.curator.framework.recipes.leader.LeaderSelector;
 import org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter;
@@ -58,6 +61,23 @@ public class CuratorParticipant {
                     say("elected");
                     Thread.sleep(workMs);
                     mutex.release();
+                    say("lost");
+                } catch (Exception e) {
+                    say("error " + e);
+                }
+            });
+            holder.setDaemon(true);
+            holder.start();
+            say("joined -");
+        } else if (recipe.startsWith("semaphore:")) {
+            int maxLeases = Integer.parseInt(recipe.substring("semaphore:".length()));
+            InterProcessSemaphoreV2 semaphore = new InterProcessSemaphoreV2(client, path, maxLeases);
+            Thread holder = new Thread(() -> {
+                try {
+                    Lease lease = semaphore.acquire();
+                    say("elected");
+                    Thread.sleep(workMs);
+                    semaphore.returnLease(lease);
                     say("lost");
                 } catch (Exception e) {
                     say("error " + e);
