@@ -12,6 +12,9 @@
 //! - [`LeaderLatch`]: Curator's LeaderLatch. Nodes `_c_<uuid>-latch-<seq>`, the id as data.
 //! - [`LeaderSelector`]: Curator's LeaderSelector on the InterProcessMutex layout
 //!   (`_c_<uuid>-lock-<seq>`); an async task per term, cancelled on loss; requeue.
+//! - [`InterProcessSemaphore`]: Curator's InterProcessSemaphoreV2 (`locks/`,
+//!   `leases/_c_<uuid>-lease-<seq>`), N leases, each a [`SemaphoreLease`] with a token, a loss
+//!   signal and guarded writes; no lease node is left behind.
 //! - [`Contender`]: what both recipes share, and dereference to: status, events, metrics, the
 //!   current term, [`Contender::await_leadership`], the participants read from the server.
 //! - [`Leadership`]: one term. [`Leadership::token`] is the czxid of our node, strictly
