@@ -4,7 +4,7 @@
 //! - Limit and progress: 2 leases, 5 contenders on 5 sessions, two rounds each; a checker
 //!   counts the holders: never more than 2, at some point exactly 2, and everyone holds. The
 //!   lease node is Curator's `leases/_c_<uuid>-lease-<seq>` with the host's address as data
-//!   and its czxid as the token.
+//!   and its czxid as the token. `acquire_many(2)` takes both leases.
 //! - No lease left behind: a failed `try_acquire`, a timed-out `acquire_timeout` and an
 //!   aborted `acquire` leave no node in `leases` or `locks`; a dropped lease is released.
 //! - Loss: a suspension shorter than the session timeout fires `lost()` and the lease node is
@@ -103,6 +103,14 @@ async fn limit_and_progress(kind: Kind) {
     let data = String::from_utf8(data).unwrap();
     assert!(data.parse::<std::net::IpAddr>().is_ok(), "Curator's default data, got {data:?}");
     lease.release().await.unwrap();
+    wait_children(&observer, &leases, 0).await;
+
+    // Both leases to one handle; nobody else gets one until they are dropped.
+    assert!(sems[0].acquire_many(3).await.is_err(), "more leases than the semaphore has");
+    let many = sems[0].acquire_many(2).await.unwrap();
+    assert_eq!(children(&observer, &leases).await.len(), 2);
+    assert!(sems[1].try_acquire().await.unwrap().is_none(), "both leases are taken");
+    drop(many);
     wait_children(&observer, &leases, 0).await;
 
     let holders = Arc::new(Holders::default());
