@@ -2,7 +2,7 @@
 //! the lease deadline, guarded writes and resignation.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 use zookeeper_client::SessionId;
@@ -165,6 +165,16 @@ impl Leadership {
         match self.resign_now() {
             Some(done) => done.await.unwrap_or(Ok(())),
             None => Ok(()),
+        }
+    }
+
+    /// Resigns, then waits at most `timeout` for our node's delete: [`Error::ConnectionLoss`]
+    /// if it was not confirmed in time (it keeps being retried while the session lives).
+    pub(crate) async fn resign_within(&self, timeout: Duration) -> Result<(), Error> {
+        let Some(done) = self.resign_now() else { return Ok(()) };
+        match tokio::time::timeout(timeout, done).await {
+            Ok(r) => r.unwrap_or(Ok(())),
+            Err(_) => Err(Error::ConnectionLoss),
         }
     }
 

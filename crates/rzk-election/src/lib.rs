@@ -15,6 +15,9 @@
 //! - [`InterProcessReadWriteLock`]: Curator's read-write lock (`_c_<uuid>-__READ__<seq>`,
 //!   `_c_<uuid>-__WRIT__<seq>` in one order), two [`InterProcessMutex`] sides, and a downgrade
 //!   that lets no queued writer in.
+//! - [`InterProcessSemaphore`]: Curator's InterProcessSemaphoreV2 (`locks/`,
+//!   `leases/_c_<uuid>-lease-<seq>`), N leases, each a [`SemaphoreLease`] with a token, a loss
+//!   signal and guarded writes; no lease node is left behind.
 //! - [`Contender`]: what both recipes share, and dereference to: status, events, metrics, the
 //!   current term, [`Contender::await_leadership`], the participants read from the server.
 //! - [`Leadership`]: one term. [`Leadership::token`] is the czxid of our node, strictly
@@ -70,9 +73,11 @@ mod mutex;
 mod naming;
 mod options;
 mod participants;
+mod reaper;
 mod rule;
 mod rwlock;
 mod selector;
+mod semaphore;
 mod session;
 mod shared;
 mod subscription;
@@ -95,6 +100,7 @@ pub use options::{
 };
 pub use rwlock::InterProcessReadWriteLock;
 pub use selector::LeaderSelector;
+pub use semaphore::{InterProcessSemaphore, SemaphoreLease, SemaphoreOptions};
 pub use session::{
     ConnectionEvent, ConnectionEvents, ConnectionState, Lease, Session, SessionConfig,
 };

@@ -6,6 +6,8 @@ pub(crate) const PROTECTED_PREFIX: &str = "_c_";
 pub(crate) const LATCH: &str = "latch-";
 /// The lock name of a LeaderSelector (`LeaderSelector`'s InterProcessMutex).
 pub(crate) const LOCK: &str = "lock-";
+/// The lock name of a semaphore lease (`InterProcessSemaphoreV2.LEASE_BASE_NAME`).
+pub(crate) const LEASE: &str = "lease-";
 
 /// A child name this recipe can order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

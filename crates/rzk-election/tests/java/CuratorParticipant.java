@@ -1,6 +1,6 @@
 // One Apache Curator 5.4 election participant, driven by a Rust test (tests/t60_mixed.rs).
 //
-//   java -cp ... CuratorParticipant HOST:PORT PATH latch|selector|mutex|read|write ID [WORK_MS]
+//   java -cp ... CuratorParticipant HOST:PORT PATH latch|selector|mutex|read|write|semaphore:N ID [WORK_MS]
 //
 // Prints one line per event on stdout, "<event> <details>":
 //   joined <ourPath or ->       once our node exists
@@ -14,6 +14,7 @@
 // A mutex (InterProcessMutex) is acquired once on a thread of its own: "elected" when acquired,
 // held WORK_MS, released, then "lost"; "joined -" once the acquire has started. "read" and
 // "write" do the same with the read or the write side of an InterProcessReadWriteLock.
+// A semaphore:N (InterProcessSemaphoreV2 of N leases) takes one lease the same way.
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -26,6 +27,8 @@ import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
 import org.apache.curator.framework.recipes.leader.LeaderSelector;
 import org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter;
@@ -66,6 +69,23 @@ public class CuratorParticipant {
                     say("elected");
                     Thread.sleep(workMs);
                     mutex.release();
+                    say("lost");
+                } catch (Exception e) {
+                    say("error " + e);
+                }
+            });
+            holder.setDaemon(true);
+            holder.start();
+            say("joined -");
+        } else if (recipe.startsWith("semaphore:")) {
+            int maxLeases = Integer.parseInt(recipe.substring("semaphore:".length()));
+            InterProcessSemaphoreV2 semaphore = new InterProcessSemaphoreV2(client, path, maxLeases);
+            Thread holder = new Thread(() -> {
+                try {
+                    Lease lease = semaphore.acquire();
+                    say("elected");
+                    Thread.sleep(workMs);
+                    semaphore.returnLease(lease);
                     say("lost");
                 } catch (Exception e) {
                     say("error " + e);
