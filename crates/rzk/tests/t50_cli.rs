@@ -131,7 +131,7 @@ impl Drop for Elect {
     }
 }
 
-/// Kills a command's whole process group, for commands orphaned by a SIGKILLed `rzk elect`.
+/// Kills a command's whole process group, in case a killed `rzk elect`'s watchdog has not yet.
 fn kill_group(pid: &str) {
     let _ = Command::new("kill").args(["-KILL", "--", &format!("-{pid}")]).status();
 }
@@ -219,7 +219,8 @@ fn a_killed_leader_is_replaced_within_the_session_timeout() {
     let json = stdout(&o);
     assert!(json.starts_with("{\"leader\":{\"id\":\"a\""), "{json}");
     assert_eq!(json.matches("\"id\":").count(), 4, "leader + 3 participants: {json}");
-    // SIGKILL the leader's rzk: its child is orphaned but its session ends, so b takes over.
+    // SIGKILL the leader's rzk: its watchdog stops the command and its session ends, so b takes
+    // over (t41_elect_watchdog checks the command's end itself).
     let killed = Instant::now();
     procs[0].child.kill().unwrap();
     procs[0].child.wait().unwrap();
@@ -227,8 +228,7 @@ fn a_killed_leader_is_replaced_within_the_session_timeout() {
     assert!(killed.elapsed() < Duration::from_millis(2000), "failover took {:?}", killed.elapsed());
     let t = tokens(&lines);
     assert!(t.windows(2).all(|w| w[0] < w[1]), "tokens grow: {t:?}");
-    // The orphaned command of the killed rzk still runs under its old, smaller token: that is
-    // what RZK_FENCING_TOKEN is for. Clean it up.
+    // Belt and braces: the killed rzk's command group must be gone already.
     let a_pid = lines.iter().find(|l| l.starts_with("start a")).unwrap().split(' ').nth(3).unwrap();
     kill_group(a_pid);
 }
