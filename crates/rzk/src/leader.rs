@@ -68,7 +68,7 @@ pub(crate) fn to_json(p: &Participants) -> String {
     format!("{{\"leader\":{leader},\"participants\":[{}]}}", list.join(","))
 }
 
-fn to_text(path: &str, p: &Participants) -> String {
+pub(crate) fn to_text(path: &str, p: &Participants) -> String {
     let mut out = match p.list.first() {
         Some(l) => format!(
             "leader of {path}: {} (token {}, node {}, session {:#x})\n",

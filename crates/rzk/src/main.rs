@@ -12,9 +12,11 @@ mod demo;
 mod elect;
 mod error;
 mod leader;
+mod lock;
 mod logging;
 mod node;
 mod server;
+mod supervise;
 mod watchdog;
 mod watchdog_handle;
 mod watchdog_proto;
@@ -37,6 +39,9 @@ enum Command {
     Server(server::ServerArgs),
     /// Join an election and run a command only while leading.
     Elect(elect::ElectArgs),
+    /// Run a command only while holding a lock (mutex, read-write lock or semaphore); show
+    /// the holder and the queue with --status.
+    Lock(lock::LockArgs),
     /// Show the leader and the queue of an election (live with --watch).
     Leader(leader::LeaderArgs),
     /// Play leader-election scenarios (handoffs, a crashed leader, a fair rotation) on an
@@ -46,7 +51,7 @@ enum Command {
     Bench(bench::BenchArgs),
     #[command(flatten)]
     Node(node::NodeCommand),
-    /// Runs a command for `rzk elect` and stops it when `rzk elect` cannot (internal).
+    /// Runs a command for `rzk elect` or `rzk lock` and stops it when they cannot (internal).
     #[command(name = watchdog_handle::WATCHDOG_SUBCOMMAND, hide = true)]
     Watchdog(watchdog::WatchdogArgs),
 }
@@ -77,15 +82,19 @@ fn main() -> ExitCode {
         Command::Demo(args) => rt.block_on(demo::run(args)),
         Command::Bench(args) => rt.block_on(bench::run(&cli.connect, args)),
         Command::Watchdog(_) => unreachable!("the watchdog returns before the runtime starts"),
-        Command::Elect(args) => {
-            return match rt.block_on(elect::run(&cli.connect, args)) {
-                Ok(code) => ExitCode::from(code),
-                Err(e) => e.exit(),
-            };
-        }
+        Command::Elect(args) => return status_exit(rt.block_on(elect::run(&cli.connect, args))),
+        Command::Lock(args) => return status_exit(rt.block_on(lock::run(&cli.connect, args))),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) => e.exit(),
+    }
+}
+
+/// The exit of a command that returns its own status (the supervised command's).
+fn status_exit(r: Result<u8, error::CliError>) -> ExitCode {
+    match r {
+        Ok(code) => ExitCode::from(code),
         Err(e) => e.exit(),
     }
 }

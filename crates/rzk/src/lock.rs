@@ -1,0 +1,222 @@
+//! `rzk lock PATH -- CMD`: run a command only while holding a lock (a mutex, one side of a
+//! read-write lock, or a lease of a semaphore), and `rzk lock --status PATH`: who holds it and
+//! who waits.
+//!
+//! The command runs under [`crate::supervise`], as `rzk elect`'s does: the same kill rule,
+//! watchdog and limits.
+
+use std::time::Duration;
+
+use clap::Args;
+use rzk_election::{
+    InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphore, Leadership, LockGuard,
+    MutexOptions, SemaphoreLease, SemaphoreOptions,
+};
+
+use crate::connect::Connect;
+use crate::error::CliError;
+use crate::leader;
+use crate::supervise::{guarantee, SessionFlags, StopSignals, Supervisor, TermEnd};
+
+/// The exit status when `--timeout-ms` passed without the lock.
+pub(crate) const TIMED_OUT: u8 = 3;
+/// The exit status when the lock was lost while the command ran (the command was stopped).
+pub(crate) const LOST: u8 = 4;
+
+/// What `rzk lock` guarantees about its command and how it exits, for `--help`.
+macro_rules! lock_help {
+    () => {
+        concat!(
+            "The command runs only while the lock is held, with RZK_FENCING_TOKEN (the lock node's
+czxid, strictly increasing per path) and RZK_LOCK_PATH in its environment; the lock is released
+when it exits.
+
+",
+            guarantee!("rzk lock", "holder"),
+            "
+
+Exit status: the command's; 3 if --timeout-ms passed without the lock (no node is left); 4 if
+the lock was lost and the command stopped; 130 or 143 on SIGINT or SIGTERM; 2 for a usage or
+connection error."
+        )
+    };
+}
+
+/// Flags of `rzk lock`.
+#[derive(Debug, Args)]
+#[command(after_long_help = lock_help!())]
+pub(crate) struct LockArgs {
+    /// The lock path, shared by every process that takes the lock.
+    path: String,
+    /// Give up after this long without the lock, exit with status 3.
+    #[arg(long)]
+    timeout_ms: Option<u64>,
+    /// Take one of N leases of a semaphore (Curator's InterProcessSemaphoreV2 layout).
+    #[arg(long, value_name = "N", conflicts_with_all = ["read", "write"])]
+    semaphore: Option<u32>,
+    /// Take the read side of a read-write lock (shared with other readers).
+    #[arg(long, conflicts_with = "write")]
+    read: bool,
+    /// Take the write side of a read-write lock (exclusive).
+    #[arg(long)]
+    write: bool,
+    /// Print the holder and the queue (holder first) instead of running a command.
+    #[arg(long, conflicts_with_all = ["semaphore", "timeout_ms", "command"])]
+    status: bool,
+    /// With --status: one JSON object, {"leader": {...} or null, "participants": [...]}.
+    #[arg(long, requires = "status")]
+    json: bool,
+    #[command(flatten)]
+    session: SessionFlags,
+    /// The command and its arguments.
+    #[arg(last = true, required_unless_present = "status", num_args = 1..)]
+    command: Vec<String>,
+}
+
+/// The handle a lock is taken through.
+enum Handle {
+    Mutex(InterProcessMutex),
+    ReadWrite(InterProcessReadWriteLock, bool),
+    Semaphore(InterProcessSemaphore),
+}
+
+/// A held lock: a guard of a mutex (or one side of a read-write lock), or a semaphore lease.
+enum Held {
+    Guard(LockGuard),
+    Lease(SemaphoreLease),
+}
+
+impl Held {
+    fn term(&self) -> &Leadership {
+        match self {
+            Held::Guard(g) => g.leadership(),
+            Held::Lease(l) => l,
+        }
+    }
+
+    async fn release(self) {
+        let _ = match self {
+            Held::Guard(g) => g.release().await,
+            Held::Lease(l) => l.release().await,
+        };
+    }
+}
+
+impl Handle {
+    fn open(
+        session: &rzk_election::Session,
+        a: &LockArgs,
+        budget: Duration,
+    ) -> Result<Handle, CliError> {
+        let bad = |e: rzk_election::Error| CliError::usage(format!("{}: {e}", a.path));
+        let opts = MutexOptions::default().with_stop_budget(budget);
+        Ok(if let Some(n) = a.semaphore {
+            let opts: SemaphoreOptions = opts;
+            Handle::Semaphore(InterProcessSemaphore::new(session, &a.path, n, opts).map_err(bad)?)
+        } else if a.read || a.write {
+            Handle::ReadWrite(
+                InterProcessReadWriteLock::new(session, &a.path, opts).map_err(bad)?,
+                a.read,
+            )
+        } else {
+            Handle::Mutex(InterProcessMutex::new(session, &a.path, opts).map_err(bad)?)
+        })
+    }
+
+    /// The mutex behind a mutex or a read-write lock's side.
+    fn mutex(&self) -> Option<&InterProcessMutex> {
+        match self {
+            Handle::Mutex(m) => Some(m),
+            Handle::ReadWrite(rw, true) => Some(rw.read_lock()),
+            Handle::ReadWrite(rw, false) => Some(rw.write_lock()),
+            Handle::Semaphore(_) => None,
+        }
+    }
+
+    /// Takes the lock, or `None` once `timeout` passed.
+    async fn acquire(
+        &self,
+        timeout: Option<Duration>,
+    ) -> Result<Option<Held>, rzk_election::Error> {
+        match (self, timeout) {
+            (Handle::Semaphore(s), None) => s.acquire().await.map(|l| Some(Held::Lease(l))),
+            (Handle::Semaphore(s), Some(t)) => Ok(s.acquire_timeout(t).await?.map(Held::Lease)),
+            (_, None) => {
+                self.mutex().expect("a mutex").acquire().await.map(|g| Some(Held::Guard(g)))
+            }
+            (_, Some(t)) => {
+                Ok(self.mutex().expect("a mutex").acquire_timeout(t).await?.map(Held::Guard))
+            }
+        }
+    }
+
+    async fn close(self) {
+        let _ = match self {
+            Handle::Mutex(m) => m.close().await,
+            Handle::ReadWrite(rw, _) => rw.close().await,
+            Handle::Semaphore(_) => Ok(()),
+        };
+    }
+}
+
+/// Runs `rzk lock`; returns the exit status.
+pub(crate) async fn run(connect: &Connect, a: LockArgs) -> Result<u8, CliError> {
+    if a.status {
+        return status(connect, &a).await.map(|()| 0);
+    }
+    let sup = Supervisor::open("rzk lock", connect, &a.session).await?;
+    let handle = Handle::open(&sup.session, &a, sup.budget())?;
+    let mut stop_signals = StopSignals::new()?;
+    let timeout = a.timeout_ms.map(Duration::from_millis);
+    let held = tokio::select! {
+        h = handle.acquire(timeout) => h.map_err(|e| CliError::usage(format!("lock {}: {e}", a.path)))?,
+        code = stop_signals.recv() => {
+            handle.close().await;
+            sup.say("stopped by a signal before holding the lock");
+            return Ok(code);
+        }
+    };
+    let Some(held) = held else {
+        handle.close().await;
+        sup.say(format_args!("{} not acquired within {} ms", a.path, a.timeout_ms.unwrap_or(0)));
+        return Ok(TIMED_OUT);
+    };
+    let token = held.term().token();
+    sup.say(format_args!("holding {} with token {token}; starting {:?}", a.path, a.command));
+    let envs = [("RZK_FENCING_TOKEN", token.to_string()), ("RZK_LOCK_PATH", a.path.clone())];
+    let end = sup.run_term(&a.command, &envs, held.term(), "the lock", &mut stop_signals).await?;
+    held.release().await;
+    handle.close().await;
+    Ok(match end {
+        TermEnd::Exited(code) => {
+            sup.say(format_args!("command exited with status {code}; released"));
+            code
+        }
+        TermEnd::Lost => LOST,
+        TermEnd::Signalled(code) => {
+            sup.say("stopped by a signal; command stopped; released");
+            code
+        }
+    })
+}
+
+/// `rzk lock --status`: the holder and the queue, one participant per node, holder first.
+async fn status(connect: &Connect, a: &LockArgs) -> Result<(), CliError> {
+    let session = connect.election_session(None).await?;
+    // A handle that never acquires only reads.
+    let handle = Handle::open(&session, a, Duration::ZERO)?;
+    let mutex = handle.mutex().expect("--status conflicts with --semaphore");
+    let view = match mutex.participants().await {
+        Ok(v) => v,
+        Err(rzk_election::Error::NoNode { .. }) => {
+            return Err(CliError::usage(format!("node {} does not exist", a.path)))
+        }
+        Err(e) => return Err(CliError::usage(format!("{}: {e}", a.path))),
+    };
+    if a.json {
+        println!("{}", leader::to_json(&view));
+    } else {
+        print!("{}", leader::to_text(&a.path, &view));
+    }
+    Ok(())
+}
