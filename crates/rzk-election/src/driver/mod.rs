@@ -244,9 +244,9 @@ impl Driver {
                         self.closing = true;
                         self.close_waiters.push(done);
                     }
-                    Lifecycle::Mutex if current && self.own.is_some() => {
-                        self.resign_waiters.push(done)
-                    }
+                    // The current term's release answers once its node is deleted, also when
+                    // the release is already under way (our node taken, its delete in flight).
+                    Lifecycle::Mutex if current => self.resign_waiters.push(done),
                     Lifecycle::Mutex => {
                         let _ = done.send(Ok(()));
                     }
