@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 
-use crate::control::{Command, Lifecycle, Task};
+use crate::control::{confirmed, Command, Lifecycle, Task};
 use crate::driver::{Driver, DriverConfig};
 use crate::event::{ElectionEvent, Events, JoinInfo, Metrics, Participant, Participants, Status};
 use crate::leadership::Leadership;
@@ -228,11 +228,7 @@ impl Contender {
             shared.set_status(Status::Closed);
             return Ok(());
         }
-        match tokio::time::timeout(shared.close_timeout(), rx).await {
-            Ok(Ok(r)) => r,
-            Ok(Err(_)) => Ok(()),
-            Err(_) => Err(Error::ConnectionLoss),
-        }
+        confirmed(rx, shared.close_timeout()).await
     }
 
     /// Waits until this participant leads; returns the current term at once if it does.

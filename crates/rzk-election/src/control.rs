@@ -4,6 +4,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use tokio::sync::oneshot;
 
@@ -28,6 +29,20 @@ pub(crate) enum Command {
     ReleaseCurrent,
     /// Read the children again and decide afresh (a `try_acquire` wants a current answer).
     Evaluate,
+}
+
+/// Waits at most `within` for the driver to confirm a delete it was asked for (a close, a
+/// resignation, a release): the driver's answer, `Ok` if it went away without one (the recipe
+/// is gone), [`Error::ConnectionLoss`] if the delete was not confirmed in time (it keeps being
+/// retried while the session lives).
+pub(crate) async fn confirmed(
+    done: oneshot::Receiver<Result<(), Error>>,
+    within: Duration,
+) -> Result<(), Error> {
+    match tokio::time::timeout(within, done).await {
+        Ok(answer) => answer.unwrap_or(Ok(())),
+        Err(_) => Err(Error::ConnectionLoss),
+    }
 }
 
 /// How a term ends, and what follows it.

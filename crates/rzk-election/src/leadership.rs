@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 use zookeeper_client::SessionId;
 
-use crate::control::{Command, Lifecycle};
+use crate::control::{confirmed, Command, Lifecycle};
 use crate::guarded::GuardedWrite;
 use crate::loss::{LossReason, Lost};
 use crate::term::Term;
@@ -172,10 +172,7 @@ impl Leadership {
     /// if it was not confirmed in time (it keeps being retried while the session lives).
     pub(crate) async fn resign_within(&self, timeout: Duration) -> Result<(), Error> {
         let Some(done) = self.resign_now() else { return Ok(()) };
-        match tokio::time::timeout(timeout, done).await {
-            Ok(r) => r.unwrap_or(Ok(())),
-            Err(_) => Err(Error::ConnectionLoss),
-        }
+        confirmed(done, timeout).await
     }
 
     /// Starts the resignation synchronously; the receiver answers once our node is deleted

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::contender::Contender;
-use crate::control::Lifecycle;
+use crate::control::{confirmed, Lifecycle};
 use crate::guarded::GuardedWrite;
 use crate::leadership::Leadership;
 use crate::loss::Lost;
@@ -330,11 +330,7 @@ impl LockGuard {
     pub async fn release(mut self) -> Result<(), Error> {
         self.released = true;
         let Some(done) = self.release_now() else { return Ok(()) };
-        let timeout = self.contender.shared().close_timeout();
-        match tokio::time::timeout(timeout, done).await {
-            Ok(r) => r.unwrap_or(Ok(())),
-            Err(_) => Err(Error::ConnectionLoss),
-        }
+        confirmed(done, self.contender.shared().close_timeout()).await
     }
 
     /// Counts this hold out; the last one of its term resigns the term.

@@ -81,6 +81,12 @@ impl ElectionOptions {
         }
     }
 
+    /// How long a close or release waits for its delete, for a session of timeout
+    /// `session_timeout`.
+    pub(crate) fn close_timeout_for(&self, session_timeout: Duration) -> Duration {
+        self.close_timeout.unwrap_or(session_timeout)
+    }
+
     /// The stop budget for a session of timeout `session_timeout`.
     pub(crate) fn stop_budget_for(&self, session_timeout: Duration) -> Duration {
         self.stop_budget.unwrap_or(session_timeout / 5)

@@ -384,7 +384,7 @@ impl InterProcessSemaphore {
 impl Inner {
     /// How long a release or an abandoned attempt waits for its delete (default `T`).
     fn close_timeout(&self) -> Duration {
-        self.options.close_timeout.unwrap_or_else(|| self.session.negotiated_timeout())
+        self.options.close_timeout_for(self.session.negotiated_timeout())
     }
 }
 

@@ -41,6 +41,37 @@ public class CuratorParticipant {
         System.out.flush();
     }
 
+    /** Releases what an {@link Acquire} took. */
+    interface Release {
+        void release() throws Exception;
+    }
+
+    /** Blocks until held; returns how to let go. */
+    interface Acquire {
+        Release acquire() throws Exception;
+    }
+
+    /**
+     * Acquires once on a thread of its own: "elected" when held, held workMs, released, then
+     * "lost"; says "joined -" once the acquire has started.
+     */
+    static void holdOnce(Acquire acquire, long workMs) {
+        Thread holder = new Thread(() -> {
+            try {
+                Release release = acquire.acquire();
+                say("elected");
+                Thread.sleep(workMs);
+                release.release();
+                say("lost");
+            } catch (Exception e) {
+                say("error " + e);
+            }
+        });
+        holder.setDaemon(true);
+        holder.start();
+        say("joined -");
+    }
+
     public static void main(String[] args) throws Exception {
         String connect = args[0], path = args[1], recipe = args[2], id = args[3];
         long workMs = args.length > 4 ? Long.parseLong(args[4]) : 200;
@@ -63,37 +94,17 @@ public class CuratorParticipant {
                 InterProcessReadWriteLock rw = new InterProcessReadWriteLock(client, path);
                 mutex = recipe.equals("read") ? rw.readLock() : rw.writeLock();
             }
-            Thread holder = new Thread(() -> {
-                try {
-                    mutex.acquire();
-                    say("elected");
-                    Thread.sleep(workMs);
-                    mutex.release();
-                    say("lost");
-                } catch (Exception e) {
-                    say("error " + e);
-                }
-            });
-            holder.setDaemon(true);
-            holder.start();
-            say("joined -");
+            holdOnce(() -> {
+                mutex.acquire();
+                return mutex::release;
+            }, workMs);
         } else if (recipe.startsWith("semaphore:")) {
             int maxLeases = Integer.parseInt(recipe.substring("semaphore:".length()));
             InterProcessSemaphoreV2 semaphore = new InterProcessSemaphoreV2(client, path, maxLeases);
-            Thread holder = new Thread(() -> {
-                try {
-                    Lease lease = semaphore.acquire();
-                    say("elected");
-                    Thread.sleep(workMs);
-                    semaphore.returnLease(lease);
-                    say("lost");
-                } catch (Exception e) {
-                    say("error " + e);
-                }
-            });
-            holder.setDaemon(true);
-            holder.start();
-            say("joined -");
+            holdOnce(() -> {
+                Lease lease = semaphore.acquire();
+                return () -> semaphore.returnLease(lease);
+            }, workMs);
         } else if (recipe.equals("latch")) {
             latch = new LeaderLatch(client, path, id, LeaderLatch.CloseMode.NOTIFY_LEADER);
             latch.addListener(new LeaderLatchListener() {
