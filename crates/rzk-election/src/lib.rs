@@ -68,6 +68,7 @@ mod event;
 mod guarded;
 mod latch;
 mod leadership;
+mod lock_status;
 mod loss;
 mod mutex;
 mod naming;
@@ -92,6 +93,7 @@ pub use event::{ElectionEvent, Events, JoinInfo, Metrics, Participant, Participa
 pub use guarded::GuardedWrite;
 pub use latch::LeaderLatch;
 pub use leadership::Leadership;
+pub use lock_status::{LockEntry, LockKind, LockLayout, LockStatus};
 pub use loss::{LossReason, Lost};
 pub use mutex::{InterProcessMutex, LockGuard};
 pub use options::{

@@ -30,6 +30,8 @@ pub(crate) struct Rule {
 pub(crate) const LATCH: Rule = Rule::queue(&[naming::LATCH]);
 /// InterProcessMutex and LeaderSelector: `lock-` nodes, a plain queue.
 pub(crate) const LOCK: Rule = Rule::queue(&[naming::LOCK]);
+/// InterProcessSemaphoreV2's lease nodes: `lease-` nodes in one order.
+pub(crate) const LEASE: Rule = Rule::queue(&[naming::LEASE]);
 /// The read side of InterProcessReadWriteLock: only a write node before ours blocks it.
 pub(crate) const READ: Rule = Rule {
     lock: READ_MARKER,

@@ -27,9 +27,9 @@ use crate::Error;
 pub type SemaphoreOptions = MutexOptions;
 
 /// Curator's `InterProcessSemaphoreV2.LOCK_PARENT`: the internal mutex's path.
-const LOCKS: &str = "locks";
+pub(crate) const LOCKS: &str = "locks";
 /// Curator's `InterProcessSemaphoreV2.LEASE_PARENT`: the lease nodes' parent.
-const LEASES: &str = "leases";
+pub(crate) const LEASES: &str = "leases";
 /// Pause before another attempt after one that could not finish (a connection loss, the
 /// internal mutex lost, our lease node gone with its session).
 const RETRY_PAUSE: Duration = Duration::from_millis(100);

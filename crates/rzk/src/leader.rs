@@ -24,7 +24,7 @@ pub(crate) struct LeaderArgs {
     json: bool,
 }
 
-fn json_str(s: &str) -> String {
+pub(crate) fn json_str(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {

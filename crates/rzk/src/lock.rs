@@ -1,6 +1,5 @@
 //! `rzk lock PATH -- CMD`: run a command only while holding a lock (a mutex, one side of a
-//! read-write lock, or a lease of a semaphore), and `rzk lock --status PATH`: who holds it and
-//! who waits.
+//! read-write lock, or a lease of a semaphore). `rzk lock --status` is [`crate::lock_status`].
 //!
 //! The command runs under [`crate::supervise`], as `rzk elect`'s does: the same kill rule,
 //! watchdog and limits.
@@ -10,12 +9,12 @@ use std::time::Duration;
 use clap::Args;
 use rzk_election::{
     InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphore, Leadership, LockGuard,
-    MutexOptions, SemaphoreLease, SemaphoreOptions,
+    LockLayout, MutexOptions, SemaphoreLease, SemaphoreOptions,
 };
 
 use crate::connect::Connect;
 use crate::error::CliError;
-use crate::leader;
+use crate::lock_status;
 use crate::supervise::{guarantee, SessionFlags, StopSignals, Supervisor, TermEnd};
 
 /// The exit status when `--timeout-ms` passed without the lock.
@@ -51,7 +50,8 @@ pub(crate) struct LockArgs {
     /// Give up after this long without the lock, exit with status 3.
     #[arg(long)]
     timeout_ms: Option<u64>,
-    /// Take one of N leases of a semaphore (Curator's InterProcessSemaphoreV2 layout).
+    /// Take one of N leases of a semaphore (Curator's InterProcessSemaphoreV2 layout); with
+    /// --status, the first N lease nodes are the holders.
     #[arg(long, value_name = "N", conflicts_with_all = ["read", "write"])]
     semaphore: Option<u32>,
     /// Take the read side of a read-write lock (shared with other readers).
@@ -60,10 +60,13 @@ pub(crate) struct LockArgs {
     /// Take the write side of a read-write lock (exclusive).
     #[arg(long)]
     write: bool,
-    /// Print the holder and the queue (holder first) instead of running a command.
-    #[arg(long, conflicts_with_all = ["semaphore", "timeout_ms", "command"])]
+    /// Print who holds the lock and who waits, instead of running a command. The layout (mutex,
+    /// read-write lock, semaphore) is read from the path's nodes unless a flag names it.
+    #[arg(long, conflicts_with_all = ["timeout_ms", "command"])]
     status: bool,
-    /// With --status: one JSON object, {"leader": {...} or null, "participants": [...]}.
+    /// With --status: one JSON object, {"path", "layout", "max_leases", "holders": [...],
+    /// "waiters": [...], "foreign": [...]}, each holder and waiter {"kind", "id", "token",
+    /// "node", "session"}.
     #[arg(long, requires = "status")]
     json: bool,
     #[command(flatten)]
@@ -162,7 +165,7 @@ impl Handle {
 /// Runs `rzk lock`; returns the exit status.
 pub(crate) async fn run(connect: &Connect, a: LockArgs) -> Result<u8, CliError> {
     if a.status {
-        return status(connect, &a).await.map(|()| 0);
+        return lock_status::print(connect, &a.path, named_layout(&a), a.json).await.map(|()| 0);
     }
     let sup = Supervisor::open("rzk lock", connect, &a.session).await?;
     let handle = Handle::open(&sup.session, &a, sup.budget())?;
@@ -200,23 +203,13 @@ pub(crate) async fn run(connect: &Connect, a: LockArgs) -> Result<u8, CliError> 
     })
 }
 
-/// `rzk lock --status`: the holder and the queue, one participant per node, holder first.
-async fn status(connect: &Connect, a: &LockArgs) -> Result<(), CliError> {
-    let session = connect.election_session(None).await?;
-    // A handle that never acquires only reads.
-    let handle = Handle::open(&session, a, Duration::ZERO)?;
-    let mutex = handle.mutex().expect("--status conflicts with --semaphore");
-    let view = match mutex.participants().await {
-        Ok(v) => v,
-        Err(rzk_election::Error::NoNode { .. }) => {
-            return Err(CliError::usage(format!("node {} does not exist", a.path)))
-        }
-        Err(e) => return Err(CliError::usage(format!("{}: {e}", a.path))),
-    };
-    if a.json {
-        println!("{}", leader::to_json(&view));
+/// The layout the flags name, if any.
+fn named_layout(a: &LockArgs) -> Option<LockLayout> {
+    if let Some(n) = a.semaphore {
+        Some(LockLayout::Semaphore { max_leases: Some(n) })
+    } else if a.read || a.write {
+        Some(LockLayout::ReadWrite)
     } else {
-        print!("{}", leader::to_text(&a.path, &view));
+        None
     }
-    Ok(())
 }

@@ -13,6 +13,7 @@ mod elect;
 mod error;
 mod leader;
 mod lock;
+mod lock_status;
 mod logging;
 mod node;
 mod server;
@@ -40,7 +41,7 @@ enum Command {
     /// Join an election and run a command only while leading.
     Elect(elect::ElectArgs),
     /// Run a command only while holding a lock (mutex, read-write lock or semaphore); show
-    /// the holder and the queue with --status.
+    /// its holders and waiters with --status.
     Lock(lock::LockArgs),
     /// Show the leader and the queue of an election (live with --watch).
     Leader(leader::LeaderArgs),

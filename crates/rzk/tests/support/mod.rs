@@ -1,0 +1,73 @@
+//! CLI test support: a server of either kind (the in-process rzk server, or Apache ZooKeeper
+//! 3.8 from rzk-testkit's launcher) and `both_servers!`, which runs a scenario against each.
+#![allow(dead_code)]
+
+use rzk_testkit::tempdir::TempDir;
+use rzk_testkit::zookeeper::{self, ZooKeeper};
+
+/// Which server a scenario runs against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Rzk,
+    ZooKeeper,
+}
+
+/// The tick of either server: sessions of 200 ms to 2 s, as the CLI tests ask for.
+pub const TICK_MS: u32 = 100;
+
+/// A running server, stopped on drop (before its directory is removed).
+pub enum Server {
+    Rzk(Box<rzk_server::TestServer>),
+    ZooKeeper(ZooKeeper, TempDir),
+}
+
+impl Server {
+    pub fn start(kind: Kind) -> Server {
+        match kind {
+            Kind::Rzk => Server::Rzk(Box::new(
+                rzk_server::TestServer::builder().tick_ms(TICK_MS).start().expect("start rzk"),
+            )),
+            Kind::ZooKeeper => {
+                let dir = TempDir::new("rzk-cli-zk");
+                let settings = zookeeper::Settings { tick_ms: TICK_MS, container_check_ms: 500 };
+                Server::ZooKeeper(ZooKeeper::start(dir.path(), &settings), dir)
+            }
+        }
+    }
+
+    /// The connect string.
+    pub fn hosts(&self) -> String {
+        match self {
+            Server::Rzk(s) => s.connect_string(),
+            Server::ZooKeeper(zk, _) => zk.hosts(),
+        }
+    }
+}
+
+/// Serialises the scenarios of one test binary: the machine has 2 cores, a ZooKeeper JVM is
+/// heavy, and the scenarios have time bounds.
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Defines `#[test]`s `<name>::rzk` and `<name>::zookeeper` running `scenario(kind)`.
+#[macro_export]
+macro_rules! both_servers {
+    ($($name:ident => $scenario:ident;)*) => {
+        $(
+            mod $name {
+                #[test]
+                fn rzk() {
+                    let _g = $crate::support::serial();
+                    super::$scenario($crate::support::Kind::Rzk);
+                }
+                #[test]
+                fn zookeeper() {
+                    let _g = $crate::support::serial();
+                    super::$scenario($crate::support::Kind::ZooKeeper);
+                }
+            }
+        )*
+    };
+}
