@@ -14,6 +14,10 @@ Run from the repository root. The commands are the indented code blocks under "#
     "leading with"), `rzk leader --json` must agree, and when the leader is stopped as with
     Ctrl-C the other must take over, as the README says;
   * `leader ... --watch` runs for a moment and must print the leader;
+  * the `lock ... -- CMD` holders start in the background; `lock --status` runs once both
+    have queued: exactly one must hold (its command prints "holding with <token>"), the status
+    (as written, then `--json`) must show it holding and the other waiting, and when the holder
+    is stopped as with Ctrl-C the other must hold, with a greater token;
   * a command with `--connect` names hosts that are not here (the ensemble example): it must
     fail cleanly with "cannot connect", which shows its command line is valid;
   * any other command fails this check, so that a new README command gets a rule here.
@@ -179,6 +183,48 @@ def check_election(run, candidates):
     return leader
 
 
+def holds(locker):
+    """The fencing token the locker's command printed once it holds, or None."""
+    m = re.search(r"^holding with (\d+)$", read(locker[2]), re.M)
+    return int(m.group(1)) if m else None
+
+
+def check_lock(run, lockers, command):
+    """Exactly one locker holds, `rzk lock --status` (as written, then with --json) shows it
+    holding and the other waiting, and after Ctrl-C on the holder the other holds."""
+    if len(lockers) != 2:
+        raise Failed("expected two lock holders before `lock --status`")
+    holding = lambda: [l for l in lockers if holds(l) is not None]
+    run.wait_for("a lock holder", lambda: holding(), 300)
+    path = flag(lockers[0][0].split(), "lock")
+    want = "%s (mutex): 1 holding, 1 waiting" % path
+    shown = []
+
+    def queued():
+        rc, out = run.foreground(command, 30)
+        shown[:] = [rc, out]
+        return rc == 0 and want in out
+
+    run.wait_for("`lock --status` to print %r" % want, queued, 120, interval_s=0.5)
+    if len(holding()) != 1:
+        raise Failed("%d lock holders at once" % len(holding()))
+    holder = holding()[0]
+    token = holds(holder)
+    rzk = os.path.join(run.env["CARGO_TARGET_DIR"], "release", "rzk")
+    rc, out = run.foreground("%s lock --status --json %s" % (rzk, path), 30)
+    view = json.loads(out) if rc == 0 else {}
+    held = [h["token"] for h in view.get("holders", [])]
+    if held != [token] or len(view.get("waiters", [])) != 1:
+        raise Failed("rzk lock --status --json disagrees (token %d, rc %d): %s" % (token, rc, out))
+    print("  printed %r; --json agrees on token %d" % (want, token))
+    other = [l for l in lockers if l is not holder][0]
+    run.stop(holder[1], signal.SIGINT)  # Ctrl-C
+    run.wait_for("the other lock holder to hold", lambda: holds(other) is not None, 30)
+    if holds(other) <= token:
+        raise Failed("token %d after %d" % (holds(other), token))
+    print("  after Ctrl-C on the holder, the other holds with token %d" % holds(other))
+
+
 def check_takeover(run, candidates, leader):
     follower = [c for c in candidates if c is not leader][0]
     run.stop(leader[1], signal.SIGINT)  # Ctrl-C
@@ -187,7 +233,7 @@ def check_takeover(run, candidates, leader):
 
 
 def run_readme(run, commands):
-    candidates = []
+    candidates, lockers = [], []
     for command in commands:
         print("$ " + command, flush=True)
         args = rzk_args(command)
@@ -226,6 +272,11 @@ def run_readme(run, commands):
             run.stop(p)
             print("  printed %r" % want)
             check_takeover(run, candidates, leader)
+        elif args and args[0] == "lock" and "--status" in args:
+            check_lock(run, lockers, command)
+        elif args and args[0] == "lock" and "--" in args:
+            lockers.append((command,) + run.start(command))
+            print("  started")
         else:
             raise Failed("no rule to run this README command; add one to %s" % __file__)
 
