@@ -66,6 +66,7 @@ mod driver;
 mod error;
 mod event;
 mod guarded;
+mod issuer;
 mod latch;
 mod leadership;
 mod lock_status;

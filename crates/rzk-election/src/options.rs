@@ -81,16 +81,20 @@ impl ElectionOptions {
         }
     }
 
-    /// How long a close or release waits for its delete, for a session of timeout
-    /// `session_timeout`.
-    pub(crate) fn close_timeout_for(&self, session_timeout: Duration) -> Duration {
-        self.close_timeout.unwrap_or(session_timeout)
-    }
-
     /// The stop budget for a session of timeout `session_timeout`.
     pub(crate) fn stop_budget_for(&self, session_timeout: Duration) -> Duration {
         self.stop_budget.unwrap_or(session_timeout / 5)
     }
+}
+
+/// How long a close or a release waits for its delete to be confirmed: the configured
+/// [`ElectionOptions::close_timeout`], else the session timeout `session_timeout`. The one
+/// rule for every recipe.
+pub(crate) fn close_timeout_for(
+    configured: Option<Duration>,
+    session_timeout: Duration,
+) -> Duration {
+    configured.unwrap_or(session_timeout)
 }
 
 impl Default for ElectionOptions {

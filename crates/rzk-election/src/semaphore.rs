@@ -5,19 +5,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::watch;
 use zookeeper_client::{Client, CreateMode, EventType};
 
 use crate::control::{CloseFlags, Lifecycle};
+use crate::issuer::{HeldNode, Issuer};
 use crate::leadership::Leadership;
 use crate::loss::LossReason;
 use crate::mutex::{InterProcessMutex, LockGuard};
 use crate::naming;
-use crate::options::MutexOptions;
+use crate::options::{close_timeout_for, MutexOptions};
 use crate::reaper::{Reaper, Target};
 use crate::session::{sleep_until, Session};
 use crate::term::{guard, Term};
-use crate::token::FencingToken;
 use crate::zk_error::{classify, Class, ZkError};
 use crate::Error;
 
@@ -345,22 +344,15 @@ impl InterProcessSemaphore {
         node.armed = false;
         let number = inner.terms.fetch_add(1, Ordering::Relaxed) + 1;
         inner.reaper.hold(number, &path, generation);
-        let (lost, _) = watch::channel(None);
-        let term = Arc::new(Term {
-            token: FencingToken(czxid),
-            node_path: path,
+        let issuer = Issuer {
             participant_id: inner.options.id.clone(),
-            session_id: client.session_id(),
-            generation,
-            term: number,
-            resumed: false,
-            started_at: Instant::now(),
             session: inner.session.shared().clone(),
-            lost,
             cmd: inner.reaper.commands(),
             lifecycle: Lifecycle::Mutex,
             close: Arc::new(CloseFlags::default()),
-        });
+        };
+        let held = HeldNode { path, czxid, session_id: client.session_id(), generation };
+        let term = issuer.issue(held, number, false);
         let suspensions = inner.session.shared().snap.borrow().suspensions;
         let budget = inner.options.stop_budget_for(inner.session.negotiated_timeout());
         let policy = inner.options.policy;
@@ -384,7 +376,7 @@ impl InterProcessSemaphore {
 impl Inner {
     /// How long a release or an abandoned attempt waits for its delete (default `T`).
     fn close_timeout(&self) -> Duration {
-        self.options.close_timeout_for(self.session.negotiated_timeout())
+        close_timeout_for(self.options.close_timeout, self.session.negotiated_timeout())
     }
 }
 

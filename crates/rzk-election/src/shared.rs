@@ -10,7 +10,7 @@ use tokio::sync::{broadcast, watch};
 use crate::control::{CloseFlags, Lifecycle};
 use crate::event::{ElectionEvent, JoinInfo, MetricCells, Status};
 use crate::leadership::Leadership;
-use crate::options::CloseMode;
+use crate::options::{close_timeout_for, CloseMode};
 use crate::rule::Rule;
 use crate::session::Session;
 
@@ -50,6 +50,7 @@ pub(crate) struct RecipeShared {
     pub decisions: watch::Sender<u64>,
     pub queue: Mutex<Queue>,
     pub close_mode: CloseMode,
+    /// The configured close timeout; [`close_timeout_for`] applies the default.
     pub close_timeout: Option<Duration>,
     pub close: Arc<CloseFlags>,
     pub started: AtomicBool,
@@ -116,6 +117,6 @@ impl RecipeShared {
     }
 
     pub fn close_timeout(&self) -> Duration {
-        self.close_timeout.unwrap_or_else(|| self.session.negotiated_timeout())
+        close_timeout_for(self.close_timeout, self.session.negotiated_timeout())
     }
 }

@@ -3,11 +3,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::watch;
-
 use super::{Driver, OwnNode, Step, Stop};
 use crate::control::Lifecycle;
 use crate::event::ElectionEvent;
+use crate::issuer::{HeldNode, Issuer};
 use crate::leadership::Leadership;
 use crate::loss::LossReason;
 use crate::options::ConnectionPolicy;
@@ -33,22 +32,20 @@ impl Driver {
     /// Publishes a new term on `own` with fencing token `token` and starts its guard.
     pub(super) fn issue_term(&mut self, own: &OwnNode, token: i64, resumed: bool) -> Arc<Term> {
         self.terms_issued += 1;
-        let (lost, _) = watch::channel(None);
-        let term = Arc::new(Term {
-            token: FencingToken(token),
-            node_path: own.path.clone(),
+        let issuer = Issuer {
             participant_id: self.options.id.clone(),
-            session_id: own.session_id,
-            generation: own.generation,
-            term: self.terms_issued,
-            resumed,
-            started_at: Instant::now(),
             session: self.session.shared().clone(),
-            lost,
             cmd: self.cmd_tx.clone(),
             lifecycle: self.shared.lifecycle,
             close: self.shared.close.clone(),
-        });
+        };
+        let node = HeldNode {
+            path: own.path.clone(),
+            czxid: token,
+            session_id: own.session_id,
+            generation: own.generation,
+        };
+        let term = issuer.issue(node, self.terms_issued, resumed);
         let suspensions = self.snap.borrow().suspensions;
         let shared = self.shared.clone();
         let t = term.clone();

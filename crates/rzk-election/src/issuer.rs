@@ -1,0 +1,56 @@
+//! The one constructor of a [`Term`]: what every term of one recipe handle shares (its
+//! issuer), and the node one term is held on.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio::sync::{mpsc, watch};
+use zookeeper_client::SessionId;
+
+use crate::control::{CloseFlags, Command, Lifecycle};
+use crate::session::Shared;
+use crate::term::Term;
+use crate::token::FencingToken;
+
+/// What every term of one recipe handle shares: the queue driver's for a latch, a selector or
+/// a mutex side, the semaphore's (its reaper takes the resignations) for a lease.
+pub(crate) struct Issuer {
+    pub participant_id: String,
+    pub session: Arc<Shared>,
+    /// Where the term's resignation goes.
+    pub cmd: mpsc::UnboundedSender<Command>,
+    pub lifecycle: Lifecycle,
+    pub close: Arc<CloseFlags>,
+}
+
+/// The node one term is held on.
+pub(crate) struct HeldNode {
+    pub path: String,
+    /// Its czxid: the term's fencing token.
+    pub czxid: i64,
+    /// The session that owns it, and that session's generation.
+    pub session_id: SessionId,
+    pub generation: u64,
+}
+
+impl Issuer {
+    /// Term number `number` on `node`, started now and not lost; its guard is the caller's.
+    pub fn issue(self, node: HeldNode, number: u64, resumed: bool) -> Arc<Term> {
+        let (lost, _) = watch::channel(None);
+        Arc::new(Term {
+            token: FencingToken(node.czxid),
+            node_path: node.path,
+            participant_id: self.participant_id,
+            session_id: node.session_id,
+            generation: node.generation,
+            term: number,
+            resumed,
+            started_at: Instant::now(),
+            session: self.session,
+            lost,
+            cmd: self.cmd,
+            lifecycle: self.lifecycle,
+            close: self.close,
+        })
+    }
+}
