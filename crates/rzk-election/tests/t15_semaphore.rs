@@ -48,26 +48,6 @@ async fn semaphores(
     (sessions, semaphores)
 }
 
-async fn children(client: &zookeeper_client::Client, path: &str) -> Vec<String> {
-    match client.list_children(path).await {
-        Ok(c) => c,
-        Err(zookeeper_client::Error::NoNode) => Vec::new(),
-        Err(e) => panic!("list {path}: {e}"),
-    }
-}
-
-async fn wait_children(client: &zookeeper_client::Client, path: &str, n: usize) {
-    let deadline = Instant::now() + Duration::from_secs(8);
-    loop {
-        let kids = children(client, path).await;
-        if kids.len() == n {
-            return;
-        }
-        assert!(Instant::now() < deadline, "expected {n} nodes in {path}, have {kids:?}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
 /// Counts concurrent holders and remembers the most.
 #[derive(Default)]
 struct Holders {

@@ -323,15 +323,22 @@ pub async fn children(client: &zookeeper_client::Client, path: &str) -> Vec<Stri
     }
 }
 
-/// Waits until the lock path has `n` children (at most 5 s); returns them in order.
+/// How long [`wait_children`] waits for a lock path's children to settle on a loaded machine.
+pub const CHILDREN_LIMIT: Duration = Duration::from_secs(8);
+
+/// Waits until the lock path has `n` children (at most [`CHILDREN_LIMIT`]); returns them in
+/// order.
 pub async fn wait_children(client: &zookeeper_client::Client, path: &str, n: usize) -> Vec<String> {
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let deadline = std::time::Instant::now() + CHILDREN_LIMIT;
     loop {
         let kids = children(client, path).await;
         if kids.len() == n {
             return kids;
         }
-        assert!(std::time::Instant::now() < deadline, "expected {n} nodes, have {kids:?}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "expected {n} nodes in {path}, have {kids:?}"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
