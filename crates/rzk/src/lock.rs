@@ -126,30 +126,25 @@ impl Handle {
         })
     }
 
-    /// The mutex behind a mutex or a read-write lock's side.
-    fn mutex(&self) -> Option<&InterProcessMutex> {
-        match self {
-            Handle::Mutex(m) => Some(m),
-            Handle::ReadWrite(rw, true) => Some(rw.read_lock()),
-            Handle::ReadWrite(rw, false) => Some(rw.write_lock()),
-            Handle::Semaphore(_) => None,
-        }
-    }
-
     /// Takes the lock, or `None` once `timeout` passed.
     async fn acquire(
         &self,
         timeout: Option<Duration>,
     ) -> Result<Option<Held>, rzk_election::Error> {
-        match (self, timeout) {
-            (Handle::Semaphore(s), None) => s.acquire().await.map(|l| Some(Held::Lease(l))),
-            (Handle::Semaphore(s), Some(t)) => Ok(s.acquire_timeout(t).await?.map(Held::Lease)),
-            (_, None) => {
-                self.mutex().expect("a mutex").acquire().await.map(|g| Some(Held::Guard(g)))
+        let mutex = match self {
+            Handle::Semaphore(s) => {
+                return match timeout {
+                    None => s.acquire().await.map(|l| Some(Held::Lease(l))),
+                    Some(t) => Ok(s.acquire_timeout(t).await?.map(Held::Lease)),
+                }
             }
-            (_, Some(t)) => {
-                Ok(self.mutex().expect("a mutex").acquire_timeout(t).await?.map(Held::Guard))
-            }
+            Handle::Mutex(m) => m,
+            Handle::ReadWrite(rw, true) => rw.read_lock(),
+            Handle::ReadWrite(rw, false) => rw.write_lock(),
+        };
+        match timeout {
+            None => mutex.acquire().await.map(|g| Some(Held::Guard(g))),
+            Some(t) => Ok(mutex.acquire_timeout(t).await?.map(Held::Guard)),
         }
     }
 
