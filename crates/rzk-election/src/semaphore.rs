@@ -16,7 +16,7 @@ use crate::naming;
 use crate::options::MutexOptions;
 use crate::reaper::{Reaper, Target};
 use crate::session::{sleep_until, Session};
-use crate::term::{guard, Term};
+use crate::term::{guard, Fence, Term};
 use crate::token::FencingToken;
 use crate::zk_error::{classify, Class, ZkError};
 use crate::Error;
@@ -348,6 +348,7 @@ impl InterProcessSemaphore {
         let (lost, _) = watch::channel(None);
         let term = Arc::new(Term {
             token: FencingToken(czxid),
+            fence: Fence::node(&path),
             node_path: path,
             participant_id: inner.options.id.clone(),
             session_id: client.session_id(),

@@ -37,6 +37,7 @@ impl Driver {
         let term = Arc::new(Term {
             token: FencingToken(token),
             node_path: own.path.clone(),
+            fence: own.fence.clone(),
             participant_id: self.options.id.clone(),
             session_id: own.session_id,
             generation: own.generation,
