@@ -156,6 +156,9 @@ pub(crate) struct Driver {
     stale_paths: Vec<String>,
     /// Race nodes of older sessions, deleted once a new session is up only if still ours.
     stale_fenced: Vec<OwnNode>,
+    /// A winning multi was sent and neither its reply nor a read of the node has told whether
+    /// it landed: a close must look before it ends.
+    race_unsettled: bool,
     /// The latest term issued (kept after its loss, to detect a resumption).
     term: Option<Arc<Term>>,
     terms_issued: u64,
@@ -194,6 +197,7 @@ impl Driver {
             stale_uuids: Vec::new(),
             stale_paths: Vec::new(),
             stale_fenced: Vec::new(),
+            race_unsettled: false,
             term: None,
             terms_issued: 0,
             task,

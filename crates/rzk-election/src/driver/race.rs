@@ -91,7 +91,12 @@ impl Driver {
             multi.add_set_data(&epoch, &data, None)?;
             multi.commit().await
         };
-        let e = match self.wait(generation, won).await? {
+        self.race_unsettled = true;
+        let reply = self.wait(generation, won).await?;
+        if !matches!(reply, Err(MultiWriteError::RequestFailed { .. })) {
+            self.race_unsettled = false;
+        }
+        let (e, at) = match reply {
             Ok(results) => {
                 self.session.shared().ack(generation, sent);
                 // The epoch's new version is our fence. (Without the reply's stat, the look
@@ -119,7 +124,6 @@ impl Driver {
             Err(MultiWriteError::OperationFailed { source, .. }) => (source, path),
             Err(MultiWriteError::RequestFailed { source }) => (normalize(source), path),
         };
-        let (e, at) = e;
         if classify(&e) == Class::ConnectionLoss {
             // Whether it landed is unknown: look once connected (a node our session owns
             // whose epoch moved at its czxid is ours).
@@ -148,8 +152,14 @@ impl Driver {
     async fn look(&mut self, client: &Client, generation: u64, sid: i64) -> Result<Found, Stop> {
         let path = self.path().to_string();
         let sent = Instant::now();
-        let (stat, watch) = match self.wait_op(generation, client.get_and_watch_data(&path)).await?
-        {
+        let read = self.wait_op(generation, client.get_and_watch_data(&path)).await?;
+        // Whatever an unsettled multi did, this read shows it: no node, another's, or ours
+        // (settled once adopted, or deleted).
+        let ours = matches!(&read, Ok((_, stat, _)) if stat.ephemeral_owner == sid);
+        if !ours && matches!(read, Ok(_) | Err(ZkError::NoNode)) {
+            self.race_unsettled = false;
+        }
+        let (stat, watch) = match read {
             Ok((_, stat, w)) => (stat, watch_future(w)),
             Err(ZkError::NoNode) => {
                 self.race_node_gone();
@@ -176,6 +186,7 @@ impl Driver {
                 None => return Ok(Found::Race),
             },
         };
+        self.race_unsettled = false;
         Ok(Found::Ours(own, stat.czxid, watch))
     }
 
@@ -214,6 +225,9 @@ impl Driver {
     /// whose reply was lost) may have landed. A node our session owns whose epoch moved at its
     /// czxid is deleted, fenced.
     pub(super) async fn release_unseen_win(&mut self) -> Result<(), Stop> {
+        if !std::mem::take(&mut self.race_unsettled) {
+            return Ok(());
+        }
         let (client, generation, sid) = {
             let s = self.snap.borrow();
             match (&s.client, s.session_id) {
