@@ -18,6 +18,7 @@ both_servers! {
     t16_race_round => race_round;
     t16_race_admin_delete => admin_delete;
     t16_race_release_fenced => release_fenced;
+    t16_race_epoch_moved => epoch_moved;
 }
 
 /// Generous bounds for "it happened at all".
@@ -112,7 +113,9 @@ async fn race_round(kind: Kind) {
     let witness = format!("{path}-witness");
     let mut w = new.guarded().unwrap();
     w.create(&witness, b"new", &CreateMode::Persistent.with_acls(Acls::anyone_all())).unwrap();
-    w.commit().await.expect("the new leader's guarded write");
+    let results = w.commit().await.expect("the new leader's guarded write");
+    // One result per operation the caller added: the fence's checks are not among them.
+    assert!(matches!(results[..], [zookeeper_client::MultiWriteResult::Create { .. }]));
 
     for r in races {
         r.close().await.unwrap();
@@ -148,6 +151,47 @@ async fn admin_delete(kind: Kind) {
     // The leader learns of the delete by a watch, as the next winner does: they may overlap
     // by that delivery (docs/election.md §4.1), never by more.
     checker.assert_ok_with(Duration::from_secs(1));
+}
+
+/// The epoch moves under a leader (a client that does not race by the protocol, or an
+/// admin): nothing tells the leader, but its next guarded write is refused by the server,
+/// its term ends, and it races again (deleting its own node) for a fresh term.
+async fn epoch_moved(kind: Kind) {
+    let server = Server::start(kind, Settings::default());
+    let path = test_path("t16", kind);
+    let raw = raw_client(&server).await;
+    let checker = Checker::new();
+    let (_sa, a) = candidate(&server, &path, "a", &checker).await;
+    let la = a.await_leadership().await.unwrap();
+    let witness = format!("{path}-witness");
+    let mut w = la.guarded().unwrap();
+    w.create(&witness, b"1", &CreateMode::Persistent.with_acls(Acls::anyone_all())).unwrap();
+    w.commit().await.unwrap();
+    raw.set_data(&a.epoch_path(), b"admin", None).await.unwrap();
+    assert!(la.is_valid(), "nothing has told the leader");
+    let mut w = la.guarded().unwrap();
+    w.set_data(&witness, b"2", None).unwrap();
+    let e = w.commit().await.unwrap_err();
+    assert!(e.is_not_leader(), "{e:?}");
+    assert_eq!(la.loss_reason(), Some(LossReason::NodeDeleted));
+    assert_eq!(raw.get_data(&witness).await.unwrap().0, b"1", "the refused write left nothing");
+    let again = tokio::time::timeout(WITHIN, async {
+        loop {
+            match a.current() {
+                Some(l) if l.token() > la.token() => return l,
+                _ => tokio::time::sleep(Duration::from_millis(10)).await,
+            }
+        }
+    })
+    .await
+    .expect("a fresh term");
+    let (_, mzxid) = epoch_version(&raw, &a).await;
+    assert_eq!(mzxid, again.token().0, "won by the protocol again");
+    let mut w = again.guarded().unwrap();
+    w.set_data(&witness, b"3", None).unwrap();
+    w.commit().await.expect("the fresh term writes");
+    a.close().await.unwrap();
+    checker.assert_ok();
 }
 
 /// A leader cut off from the server loses its node to an admin's delete and the race to B;

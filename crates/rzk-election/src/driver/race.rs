@@ -301,7 +301,16 @@ impl Driver {
             };
             match wake {
                 Wake::Command(cmd) => self.on_command(cmd),
-                Wake::Lost(reason) => return self.on_lost(&own, generation, reason, [watch]).await,
+                Wake::Lost(reason) => {
+                    if reason == LossReason::NodeDeleted {
+                        // A fence check failed (a guarded write's): the node may still be
+                        // ours while the epoch moved on. Forget it; the next look adopts it
+                        // only if the epoch still proves it ours, else deletes it and races.
+                        self.own = None;
+                        self.race_unsettled = true;
+                    }
+                    return self.on_lost(&own, generation, reason, [watch]).await;
+                }
                 Wake::Own(ev) => {
                     MetricCells::inc(&self.shared.metrics.leader_watch_events);
                     return match ev.event_type {
