@@ -19,6 +19,7 @@ both_servers! {
     t16_race_admin_delete => admin_delete;
     t16_race_release_fenced => release_fenced;
     t16_race_epoch_moved => epoch_moved;
+    t16_race_unseen_win => unseen_win;
 }
 
 /// Generous bounds for "it happened at all".
@@ -192,6 +193,44 @@ async fn epoch_moved(kind: Kind) {
     w.commit().await.expect("the fresh term writes");
     a.close().await.unwrap();
     checker.assert_ok();
+}
+
+/// A winning multi whose reply was lost leaves a node the candidate's own session holds. It
+/// is adopted when the epoch moved at its czxid (the multi landed whole); a node the session
+/// created otherwise (a plain create) is not a win by the protocol: it is deleted and the race
+/// won afresh.
+async fn unseen_win(kind: Kind) {
+    let server = Server::start(kind, Settings::default());
+    let path = test_path("t16", kind);
+    let raw = raw_client(&server).await;
+    let parent = path.rsplit_once('/').unwrap().0;
+    let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    let ephemeral = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
+    raw.mkdir(parent, &persistent).await.unwrap();
+    let epoch = format!("{path}_epoch");
+    raw.create(&epoch, b"", &persistent).await.unwrap();
+    for whole in [true, false] {
+        let s = session(&server).await;
+        let own = s.client().unwrap();
+        let mut multi = own.new_multi_writer();
+        multi.add_create(&path, b"a", &ephemeral).unwrap();
+        if whole {
+            multi.add_set_data(&epoch, b"a", None).unwrap();
+        }
+        multi.commit().await.unwrap();
+        let (_, node) = raw.get_data(&path).await.unwrap();
+        let r = RaceElection::new(&s, &path, RaceOptions::default().with_id("a")).unwrap();
+        r.start().await.unwrap();
+        let l = tokio::time::timeout(WITHIN, r.await_leadership()).await.unwrap().unwrap();
+        if whole {
+            assert_eq!(l.token().0, node.czxid, "the landed win is adopted");
+        } else {
+            assert!(l.token().0 > node.czxid, "the plain node is not taken as a win");
+        }
+        assert_eq!(epoch_version(&raw, &r).await.1, l.token().0);
+        r.close().await.unwrap();
+        assert!(raw.check_stat(&path).await.unwrap().is_none(), "released");
+    }
 }
 
 /// A leader cut off from the server loses its node to an admin's delete and the race to B;
