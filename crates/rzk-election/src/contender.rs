@@ -18,7 +18,7 @@ use crate::loss::LossReason;
 use crate::naming;
 use crate::options::{CloseMode, ElectionOptions};
 use crate::participants::read_participants;
-use crate::rule::Rule;
+use crate::rule::{self, Rule};
 use crate::session::Session;
 use crate::shared::RecipeShared;
 use crate::Error;
@@ -86,9 +86,24 @@ impl Contender {
             auto_requeue,
         );
         let (cmd, cmd_rx) = mpsc::unbounded_channel();
-        let config = DriverConfig { options, rejoin_after_step_down };
+        let config = DriverConfig { options, rejoin_after_step_down, race_epoch: None };
         let core = Core { shared: Arc::new(shared), cmd, seed: Mutex::new(Some((cmd_rx, config))) };
         Ok(Contender { core: Arc::new(core) })
+    }
+
+    /// A race election's contender on `path` (the fixed node), not started: a latch's
+    /// lifecycle, driven by the race step with the epoch node beside `path`.
+    pub(crate) fn new_race(
+        session: &Session,
+        path: &str,
+        options: ElectionOptions,
+    ) -> Result<Contender, Error> {
+        let c =
+            Contender::new(session, path, Lifecycle::Latch, rule::LATCH, options, false, false)?;
+        if let Some((_, config)) = c.core.seed.lock().expect("poisoned").as_mut() {
+            config.race_epoch = Some(naming::race_epoch_path(path));
+        }
+        Ok(c)
     }
 
     pub(crate) fn shared(&self) -> &RecipeShared {
@@ -203,6 +218,27 @@ impl Contender {
             }
             tokio::select! {
                 r = joined.changed() => if r.is_err() { return Err(Error::Closed) },
+                r = status.changed() => if r.is_err() { return Err(Error::Closed) },
+            }
+        }
+    }
+
+    /// Waits until the driver has decided once (leads or waits), or the recipe ends.
+    pub(crate) async fn first_decision(&self) -> Result<(), Error> {
+        let shared = &self.core.shared;
+        let mut decisions = shared.decisions.subscribe();
+        let mut status = shared.status.subscribe();
+        loop {
+            if *decisions.borrow_and_update() > 0 {
+                return Ok(());
+            }
+            match status.borrow_and_update().clone() {
+                Status::Failed(e) => return Err(e),
+                Status::Closed => return Err(Error::Closed),
+                _ => {}
+            }
+            tokio::select! {
+                r = decisions.changed() => if r.is_err() { return Err(Error::Closed) },
                 r = status.changed() => if r.is_err() { return Err(Error::Closed) },
             }
         }

@@ -117,6 +117,16 @@ pub enum Error {
         /// The foreign children.
         names: Vec<String>,
     },
+    /// A race election's node exists and is not ephemeral: no session's end can free it, so
+    /// waiting for it would never end.
+    #[error(
+        "node {path} exists and is not ephemeral: no candidate can ever win it; delete it or \
+         race at another path"
+    )]
+    NotEphemeral {
+        /// The race node.
+        path: String,
+    },
     /// The recipe or the session is closed (Curator's `EOFException` / `IllegalStateException`).
     #[error("closed")]
     Closed,

@@ -1,4 +1,5 @@
-//! Guarded writes: a multi whose first operation checks that the holder's node still exists.
+//! Guarded writes: a multi whose first operations check the term's fence (the holder's node
+//! still exists; for a race leader, the epoch node is still at its version too).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -27,7 +28,9 @@ impl Op {
     }
 }
 
-/// A multi guarded by a check on the leader's own node. Build it with the `create`, `set_data`,
+/// A multi guarded by the term's fence: a check that the leader's own node exists (and, for a
+/// [`RaceElection`](crate::RaceElection), that the epoch node is still at the version its win
+/// gave it). Build it with the `create`, `set_data`,
 /// `delete` and `check` methods, then [`GuardedWrite::commit`].
 pub struct GuardedWrite {
     term: Arc<Term>,
@@ -101,12 +104,12 @@ impl GuardedWrite {
         Ok(self)
     }
 
-    /// Sends the multi `[check(our node), ops...]` and returns one result per added operation.
+    /// Sends the multi `[fence checks..., ops...]` and returns one result per added operation.
     ///
     /// # Errors
     /// - [`Error::NotLeader`]: refused locally (the term is lost or its lease passed), or the
-    ///   server found our node gone (then the term's `lost()` resolves with `NodeDeleted`) or
-    ///   our session expired. Not applied.
+    ///   server found our node gone or (race) the epoch moved on (then the term's `lost()`
+    ///   resolves with `NodeDeleted`), or our session expired. Not applied.
     /// - [`Error::OperationFailed`]: an operation failed after the check passed. Not applied.
     /// - [`Error::ConnectionLoss`]: **unknown** whether it was applied; find out before
     ///   retrying. The crate never retries a guarded write.
@@ -120,9 +123,14 @@ impl GuardedWrite {
         let term = self.term;
         term.gate()?;
         let node = term.node_path.clone();
+        let (first, more) = term.fence.checks().split_first().expect("a fence is never empty");
         let sent = Instant::now();
         let fut = {
-            let mut w = self.client.new_check_writer(&node, None).map_err(Error::from)?;
+            let mut w =
+                self.client.new_check_writer(&first.0, Some(first.1)).map_err(Error::from)?;
+            for (path, version) in more {
+                w.add_check_version(path, *version).map_err(|e| Error::from_zk(e, path))?;
+            }
             for op in &self.ops {
                 let r = match op {
                     Op::Create { path, data, options } => w.add_create(path, data, options),
@@ -134,12 +142,16 @@ impl GuardedWrite {
             }
             w.commit()
         };
+        let fenced = |source: &zookeeper_client::Error| {
+            matches!(source, zookeeper_client::Error::NoNode | zookeeper_client::Error::BadVersion)
+        };
         match fut.await {
-            Ok(results) => {
+            Ok(mut results) => {
                 term.session.ack(term.generation, sent);
+                results.drain(..more.len());
                 Ok(results)
             }
-            Err(CheckWriteError::CheckFailed { source: zookeeper_client::Error::NoNode }) => {
+            Err(CheckWriteError::CheckFailed { source }) if fenced(&source) => {
                 term.lose(LossReason::NodeDeleted);
                 Err(term.not_leader(LossReason::NodeDeleted))
             }
@@ -154,7 +166,16 @@ impl GuardedWrite {
                 Err(term.not_leader(LossReason::SessionExpired))
             }
             Err(CheckWriteError::RequestFailed { source }) => Err(Error::from_zk(source, "")),
+            // The fence's later checks are operations to the library.
+            Err(CheckWriteError::OperationFailed { index, source }) if index < more.len() => {
+                if !fenced(&source) {
+                    return Err(Error::from_zk(source, &more[index].0));
+                }
+                term.lose(LossReason::NodeDeleted);
+                Err(term.not_leader(LossReason::NodeDeleted))
+            }
             Err(CheckWriteError::OperationFailed { index, source }) => {
+                let index = index - more.len();
                 let path = self.ops.get(index).map(|o| o.path()).unwrap_or("");
                 term.session.ack(term.generation, sent);
                 Err(Error::OperationFailed {

@@ -9,7 +9,7 @@ use zookeeper_client::SessionId;
 
 use crate::control::{CloseFlags, Command, Lifecycle};
 use crate::session::Shared;
-use crate::term::Term;
+use crate::term::{Fence, Term};
 use crate::token::FencingToken;
 
 /// What every term of one recipe handle shares: the queue driver's for a latch, a selector or
@@ -26,6 +26,8 @@ pub(crate) struct Issuer {
 /// The node one term is held on.
 pub(crate) struct HeldNode {
     pub path: String,
+    /// What a guarded write checks first: that the node is still ours.
+    pub fence: Fence,
     /// Its czxid: the term's fencing token.
     pub czxid: i64,
     /// The session that owns it, and that session's generation.
@@ -40,6 +42,7 @@ impl Issuer {
         Arc::new(Term {
             token: FencingToken(node.czxid),
             node_path: node.path,
+            fence: node.fence,
             participant_id: self.participant_id,
             session_id: node.session_id,
             generation: node.generation,

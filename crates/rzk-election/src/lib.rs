@@ -18,6 +18,8 @@
 //! - [`InterProcessSemaphore`]: Curator's InterProcessSemaphoreV2 (`locks/`,
 //!   `leases/_c_<uuid>-lease-<seq>`), N leases, each a [`SemaphoreLease`] with a token, a loss
 //!   signal and guarded writes; no lease node is left behind.
+//! - [`RaceElection`]: the non-fair race for one fixed EPHEMERAL node (Kafka's `/controller`),
+//!   with an epoch node beside it that fences the winner's guarded writes and release.
 //! - [`Contender`]: what both recipes share, and dereference to: status, events, metrics, the
 //!   current term, [`Contender::await_leadership`], the participants read from the server.
 //! - [`Leadership`]: one term. [`Leadership::token`] is the czxid of our node, strictly
@@ -75,6 +77,7 @@ mod mutex;
 mod naming;
 mod options;
 mod participants;
+mod race;
 mod reaper;
 mod rule;
 mod rwlock;
@@ -98,9 +101,10 @@ pub use lock_status::{LockEntry, LockKind, LockLayout, LockStatus};
 pub use loss::{LossReason, Lost};
 pub use mutex::{InterProcessMutex, LockGuard};
 pub use options::{
-    CloseMode, ConnectionPolicy, ElectionOptions, LatchOptions, MutexOptions, SelectorOptions,
-    WatchStrategy,
+    CloseMode, ConnectionPolicy, ElectionOptions, LatchOptions, MutexOptions, RaceOptions,
+    SelectorOptions, WatchStrategy,
 };
+pub use race::RaceElection;
 pub use rwlock::InterProcessReadWriteLock;
 pub use selector::LeaderSelector;
 pub use semaphore::{InterProcessSemaphore, SemaphoreLease, SemaphoreOptions};

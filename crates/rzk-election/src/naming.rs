@@ -61,6 +61,19 @@ pub(crate) fn child_path(parent: &str, name: &str) -> String {
     format!("{parent}/{name}")
 }
 
+/// The parent of an absolute path (`/` for a child of the root).
+pub(crate) fn parent_of(path: &str) -> &str {
+    match path.rfind('/') {
+        Some(0) | None => "/",
+        Some(i) => &path[..i],
+    }
+}
+
+/// The race election's epoch node, beside its fixed node.
+pub(crate) fn race_epoch_path(path: &str) -> String {
+    format!("{path}_epoch")
+}
+
 /// The last path segment.
 pub(crate) fn name_of(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)

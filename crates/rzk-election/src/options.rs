@@ -169,6 +169,22 @@ impl Default for MutexOptions {
     }
 }
 
+/// Options of a [`RaceElection`](crate::RaceElection): the shared ones (the id, the node's
+/// data, defaults to `"{hostname}-{pid}"`; the close mode to `Silent`, as a latch's). The
+/// watch strategy does not apply: every waiter watches the one node.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RaceOptions {
+    /// The options every recipe shares.
+    pub common: ElectionOptions,
+}
+
+impl Default for RaceOptions {
+    fn default() -> Self {
+        RaceOptions { common: ElectionOptions::for_id(default_selector_id()) }
+    }
+}
+
 /// The setters of the shared options, declared once for every options type.
 macro_rules! shared_setters {
     ($($options:ty),*) => {$(
@@ -219,7 +235,7 @@ macro_rules! shared_setters {
 }
 
 // Through `DerefMut`, `self.policy` is the embedded options' field on every type.
-shared_setters!(ElectionOptions, LatchOptions, SelectorOptions, MutexOptions);
+shared_setters!(ElectionOptions, LatchOptions, SelectorOptions, MutexOptions, RaceOptions);
 
 macro_rules! deref_to_common {
     ($($options:ty),*) => {$(
@@ -238,7 +254,7 @@ macro_rules! deref_to_common {
     )*};
 }
 
-deref_to_common!(LatchOptions, SelectorOptions, MutexOptions);
+deref_to_common!(LatchOptions, SelectorOptions, MutexOptions, RaceOptions);
 
 fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")

@@ -1,4 +1,5 @@
-//! Reading who participates: one getChildren and one multi-read of every node's data.
+//! Reading who participates: a queue recipe's children and their data (one getChildren and
+//! one multi-read), or a race election's one node.
 
 use zookeeper_client::SessionId;
 
@@ -44,4 +45,24 @@ pub(crate) async fn read_participants(
         }
     }
     Ok(Participants { list, foreign })
+}
+
+/// Reads the holder of a race election's node `path`: its data as the id, its czxid as the
+/// token; `Ok(None)` when nobody holds it.
+pub(crate) async fn read_race_holder(
+    session: &Session,
+    path: &str,
+) -> Result<Option<Participant>, Error> {
+    let client = session.client()?;
+    match client.get_data(path).await {
+        Ok((data, stat)) => Ok(Some(Participant {
+            id: String::from_utf8_lossy(&data).into_owned(),
+            node: path.to_string(),
+            token: FencingToken(stat.czxid),
+            session: SessionId(stat.ephemeral_owner),
+            is_leader: true,
+        })),
+        Err(zookeeper_client::Error::NoNode) => Ok(None),
+        Err(e) => Err(Error::from_zk(e, path)),
+    }
 }

@@ -16,7 +16,7 @@ use crate::naming;
 use crate::options::{close_timeout_for, MutexOptions};
 use crate::reaper::{Reaper, Target};
 use crate::session::{sleep_until, Session};
-use crate::term::{guard, Term};
+use crate::term::{guard, Fence, Term};
 use crate::zk_error::{classify, Class, ZkError};
 use crate::Error;
 
@@ -351,7 +351,13 @@ impl InterProcessSemaphore {
             lifecycle: Lifecycle::Mutex,
             close: Arc::new(CloseFlags::default()),
         };
-        let held = HeldNode { path, czxid, session_id: client.session_id(), generation };
+        let held = HeldNode {
+            fence: Fence::node(&path),
+            path,
+            czxid,
+            session_id: client.session_id(),
+            generation,
+        };
         let term = issuer.issue(held, number, false);
         let suspensions = inner.session.shared().snap.borrow().suspensions;
         let budget = inner.options.stop_budget_for(inner.session.negotiated_timeout());

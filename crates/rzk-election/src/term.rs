@@ -14,10 +14,40 @@ use crate::session::{sleep_until, Shared};
 use crate::token::FencingToken;
 use crate::Error;
 
+/// What a guarded write (and a race leader's release) checks before anything else: nodes at
+/// versions (`-1`: existence) that all hold exactly while the term's holder leads.
+///
+/// A queue recipe's node path is unique (sequential), so its existence proves ownership. A
+/// race node's path is fixed: after ours is gone, another candidate's node sits there at the
+/// same version, so the race fence adds the epoch node at the version our winning multi gave
+/// it; every later win bumps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Fence {
+    checks: Vec<(String, i32)>,
+}
+
+impl Fence {
+    /// Our own node exists.
+    pub fn node(path: &str) -> Fence {
+        Fence { checks: vec![(path.to_string(), -1)] }
+    }
+
+    /// Our own node exists and the epoch node is at `version`.
+    pub fn epoch(node: &str, epoch: &str, version: i32) -> Fence {
+        Fence { checks: vec![(node.to_string(), -1), (epoch.to_string(), version)] }
+    }
+
+    /// The checks, in the order they are sent (never empty).
+    pub fn checks(&self) -> &[(String, i32)] {
+        &self.checks
+    }
+}
+
 /// The shared state of one term; [`Leadership`](crate::Leadership) is its public handle.
 pub(crate) struct Term {
     pub token: FencingToken,
     pub node_path: String,
+    pub fence: Fence,
     pub participant_id: String,
     pub session_id: SessionId,
     pub generation: u64,

@@ -2,36 +2,56 @@
 //! (always durable). A short outage keeps the sessions: the leader steps down on Suspended and
 //! resumes with the same token, nobody else leads. A long outage loses every session: everyone
 //! rejoins on a new one and exactly one leader emerges, with a token above every earlier one (the
-//! server persists zxids).
+//! server persists zxids). Both for the latch and the race election.
 
 mod support;
 
 use std::time::{Duration, Instant};
 
-use rzk_election::{LatchOptions, LeaderLatch, Leadership, Session, SessionConfig};
+use rzk_election::{ConnectionPolicy, Leadership, Session, SessionConfig};
+use support::candidate::{Candidate, Recipe};
 use support::checker::Checker;
 use support::*;
 
 both_servers! {
     t30_restart_short => restart_short;
     t30_restart_long => restart_long;
+    t30_restart_short_race => restart_short_race;
+    t30_restart_long_race => restart_long_race;
 }
 
+async fn restart_short(kind: Kind) {
+    restart_short_of(kind, Recipe::Latch).await
+}
+
+async fn restart_long(kind: Kind) {
+    restart_long_of(kind, Recipe::Latch).await
+}
+
+async fn restart_short_race(kind: Kind) {
+    restart_short_of(kind, Recipe::Race).await
+}
+
+async fn restart_long_race(kind: Kind) {
+    restart_long_of(kind, Recipe::Race).await
+}
+
+/// Three candidates a, b, c, started in that order (so a leads).
 async fn latches(
     server: &Server,
+    recipe: Recipe,
     path: &str,
     timeout: Duration,
     checker: &Checker,
-) -> (Vec<Session>, Vec<LeaderLatch>) {
+) -> (Vec<Session>, Vec<Candidate>) {
     let mut sessions = Vec::new();
     let mut latches = Vec::new();
     for id in ["a", "b", "c"] {
         let s = Session::connect(SessionConfig::new(server.hosts()).with_session_timeout(timeout))
             .await
             .unwrap();
-        let l = LeaderLatch::new(&s, path, LatchOptions::default().with_id(id)).unwrap();
-        checker.attach(id, l.events(), None);
-        l.start().await.unwrap();
+        let policy = ConnectionPolicy::default();
+        let l = Candidate::start(recipe, &s, path, id, policy, checker).await;
         sessions.push(s);
         latches.push(l);
     }
@@ -46,7 +66,7 @@ async fn restart(server: &mut Server, downtime: Duration) {
     tokio::task::block_in_place(|| server.restart_after(downtime));
 }
 
-async fn restart_short(kind: Kind) {
+async fn restart_short_of(kind: Kind, recipe: Recipe) {
     // T = 20 s (tick 1.5 s allows up to 30 s), so that a JVM restart stays well inside the
     // lease even on a loaded machine: the client retries with exponential backoff (attempts
     // about 0.9, 1.75, 3.4, 6.6 and 13 s after the cut) and the lease ends at T - T/10 after
@@ -55,7 +75,8 @@ async fn restart_short(kind: Kind) {
     let mut server = Server::start(kind, Settings { tick_ms: 1500, ..durable() });
     let path = test_path("t30-short", kind);
     let checker = Checker::new();
-    let (sessions, latches) = latches(&server, &path, Duration::from_secs(20), &checker).await;
+    let (sessions, latches) =
+        latches(&server, recipe, &path, Duration::from_secs(20), &checker).await;
     let la = latches[0].await_leadership().await.unwrap();
     let sid = sessions[0].session_id();
     let downtime = match kind {
@@ -88,14 +109,13 @@ async fn restart_short(kind: Kind) {
     assert_eq!(checker.leaders()[0], "a");
 }
 
-async fn restart_long(kind: Kind) {
+async fn restart_long_of(kind: Kind, recipe: Recipe) {
     let mut server = Server::start(kind, durable());
     let path = test_path("t30-long", kind);
     let checker = Checker::new();
-    let (sessions, latches) = latches(&server, &path, T, &checker).await;
+    let (sessions, latches) = latches(&server, recipe, &path, T, &checker).await;
     let la = latches[0].await_leadership().await.unwrap();
-    let before: Vec<i64> =
-        latches[0].participants().await.unwrap().list.iter().map(|p| p.token.0).collect();
+    let before: Vec<i64> = latches[0].members().await.iter().map(|m| m.1).collect();
     let gens: Vec<u64> = sessions.iter().map(|s| s.generation()).collect();
     let stopped = Instant::now();
     restart(&mut server, 2 * T).await;
@@ -124,11 +144,11 @@ async fn restart_long(kind: Kind) {
     let max_before = *before.iter().max().unwrap();
     assert!(leader.token().0 > max_before, "token {} after {before:?}", leader.token());
     eventually(Duration::from_secs(8), "all three rejoined", || {
-        latches.iter().all(|l| l.our_path().is_some())
+        latches.iter().all(|l| l.rejoined_after(&la))
     })
     .await;
-    let p = latches[0].participants().await.unwrap();
-    assert!(p.list.iter().all(|p| p.token.0 > max_before), "{p:?}");
+    let p = latches[0].members().await;
+    assert!(p.iter().all(|m| m.1 > max_before), "{p:?}");
     for l in latches {
         l.close().await.unwrap();
     }

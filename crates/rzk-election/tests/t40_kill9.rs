@@ -1,12 +1,14 @@
-//! `kill -9` of the leader's process (docs/election.md §3.4), latch and selector: three
-//! participant processes (`src/bin/participant.rs`); the next in node order is elected 3.0-5.5 s
-//! after the kill (T = 4 s, tick 500 ms) with a larger token, the third still follows, and the
-//! witness writes, in server order, never go back to the old token.
+//! `kill -9` of the leader's process (docs/election.md §3.4), latch, selector and race: three
+//! participant processes (`src/bin/participant.rs`); the next in node order (for the race,
+//! whichever wins) is elected 3.0-5.5 s after the kill (T = 4 s, tick 500 ms) with a larger
+//! token, the third still follows, and the witness writes, in server order, never go back to
+//! the old token.
 
 mod support;
 
 use std::time::Duration;
 
+use rzk_testkit::lines::Line;
 use support::checker::{check, TermRecord};
 use support::participant::Proc;
 use support::*;
@@ -15,6 +17,7 @@ use zookeeper_client::{Acls, CreateMode};
 both_servers! {
     t40_kill9_latch => kill9_latch;
     t40_kill9_selector => kill9_selector;
+    t40_kill9_race => kill9_race;
 }
 
 async fn kill9_latch(kind: Kind) {
@@ -23,6 +26,25 @@ async fn kill9_latch(kind: Kind) {
 
 async fn kill9_selector(kind: Kind) {
     kill9(kind, "selector").await
+}
+
+async fn kill9_race(kind: Kind) {
+    kill9(kind, "race").await
+}
+
+/// The first of `procs` to print `elected` within `within`: its index and that line.
+async fn first_elected(procs: &[Proc], within: Duration) -> (usize, Line) {
+    let end = std::time::Instant::now() + within;
+    loop {
+        for (i, p) in procs.iter().enumerate() {
+            if let Some(line) = p.lines().into_iter().find(|(_, l)| l.starts_with("elected ")) {
+                let (at, l) = line;
+                return (i, (at, l["elected ".len()..].to_string()));
+            }
+        }
+        assert!(std::time::Instant::now() < end, "nobody elected within {within:?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 async fn kill9(kind: Kind, recipe: &str) {
@@ -43,22 +65,26 @@ async fn kill9(kind: Kind, recipe: &str) {
         procs[0].expect("write ok", Duration::from_secs(2)).await;
     }
     let killed = procs[0].kill();
-    let (b_start, b_elected) = procs[1].expect("elected", Duration::from_secs(8)).await;
+    // The queue recipes elect the next in node order; the race, whoever wins it.
+    let (next, (b_start, b_elected)) = match recipe {
+        "race" => first_elected(&procs[1..], Duration::from_secs(8)).await,
+        _ => (0, procs[1].expect("elected", Duration::from_secs(8)).await),
+    };
+    let (b, c) = (1 + next, 2 - next);
     let token_b: i64 = b_elected.split(' ').next().unwrap().parse().unwrap();
     let failover = b_start.duration_since(killed);
-    eprintln!("{recipe}: b elected {failover:?} after kill -9 of a");
+    eprintln!("{recipe}: {} elected {failover:?} after kill -9 of a", procs[b].id);
     assert!(
         failover >= Duration::from_millis(3000) && failover <= Duration::from_millis(5500),
         "failover {failover:?}"
     );
     assert!(token_b > token_a);
     for _ in 0..3 {
-        procs[1].expect("write ok", Duration::from_secs(2)).await;
+        procs[b].expect("write ok", Duration::from_secs(2)).await;
     }
-    assert_eq!(procs[2].elected_count(), 0, "c still follows");
-    let b_end = procs[1].kill();
-    let c_end = procs[2].kill();
-    let _ = c_end;
+    assert_eq!(procs[c].elected_count(), 0, "the third still follows");
+    let b_end = procs[b].kill();
+    procs[c].kill();
     // The checker: a's term ends at the kill; b's starts later, with a larger token.
     let terms = vec![
         TermRecord {
@@ -69,7 +95,7 @@ async fn kill9(kind: Kind, recipe: &str) {
             end: Some(killed),
         },
         TermRecord {
-            participant: "b".into(),
+            participant: procs[b].id.clone(),
             node: String::new(),
             token: token_b,
             start: b_start,
@@ -83,5 +109,6 @@ async fn kill9(kind: Kind, recipe: &str) {
     assert!(writes.windows(2).all(|w| w[0].1 <= w[1].1), "witness order {writes:?}");
     assert!(writes.iter().any(|w| w.1 == token_a) && writes.iter().any(|w| w.1 == token_b));
     let (data, _) = raw.get_data(&witness).await.unwrap();
-    assert!(String::from_utf8_lossy(&data).starts_with(&format!("b|{token_b}|")));
+    let b_id = &procs[b].id;
+    assert!(String::from_utf8_lossy(&data).starts_with(&format!("{b_id}|{token_b}|")));
 }

@@ -3,16 +3,16 @@
 //! selector's release waits for the heal and B leads after; under StepDownOnLost the leader never
 //! loses its term. Long cut or blackhole (6 s > T): the leader stops before the server expires its
 //! session (under StepDownOnLost no later than `stop_at`), B is elected 3.0-5.5 s after the cut,
-//! and A rejoins on a new session behind B with a larger token.
+//! and A rejoins on a new session behind B with a larger token; the same for the race election
+//! (A waits for B's node on its new session).
 
 mod support;
 
 use std::time::{Duration, Instant};
 
-use rzk_election::{
-    ConnectionPolicy, ConnectionState, LatchOptions, LeaderLatch, LossReason, Session,
-};
+use rzk_election::{ConnectionPolicy, ConnectionState, LossReason, Session};
 use rzk_testkit::proxy::Proxy;
+use support::candidate::{Candidate, Recipe};
 use support::checker::{sample_single_leader, Checker};
 use support::*;
 use zookeeper_client::{Acls, CreateMode};
@@ -24,25 +24,12 @@ both_servers! {
     t80_long_cut_suspended => long_cut_suspended;
     t80_long_cut_lost => long_cut_lost;
     t80_blackhole_lost => blackhole_lost;
-}
-
-async fn latch_via_proxy(
-    server: &Server,
-    path: &str,
-    id: &str,
-    policy: ConnectionPolicy,
-    checker: &Checker,
-) -> (Session, LeaderLatch, Proxy) {
-    let (s, p) = session_via_proxy(server).await;
-    let l = LeaderLatch::new(&s, path, LatchOptions::default().with_id(id).with_policy(policy))
-        .unwrap();
-    checker.attach(id, l.events(), None);
-    l.start().await.unwrap();
-    (s, l, p)
+    t80_long_cut_race => long_cut_race;
+    t80_blackhole_race => blackhole_race;
 }
 
 /// Runs `during` for `d` while sampling that `b` never leads.
-async fn never_leads(b: &LeaderLatch, d: Duration) {
+async fn never_leads(b: &Candidate, d: Duration) {
     let end = Instant::now() + d;
     while Instant::now() < end {
         assert!(!b.has_leadership(), "b must not be elected");
@@ -55,8 +42,10 @@ async fn short_cut_suspended(kind: Kind) {
     let path = test_path("t80", kind);
     let checker = Checker::new();
     let policy = ConnectionPolicy::StepDownOnSuspended;
-    let (_sa, a, pa) = latch_via_proxy(&server, &path, "a", policy, &checker).await;
-    let (_sb, b, _pb) = latch_via_proxy(&server, &path, "b", policy, &checker).await;
+    let (_sa, a, pa) =
+        candidate_via_proxy(&server, Recipe::Latch, &path, "a", policy, &checker).await;
+    let (_sb, b, _pb) =
+        candidate_via_proxy(&server, Recipe::Latch, &path, "b", policy, &checker).await;
     let la = a.await_leadership().await.unwrap();
     let cut = Instant::now();
     pa.cut();
@@ -87,7 +76,7 @@ async fn short_cut_suspended(kind: Kind) {
     assert_eq!(resumed.node_path(), la.node_path());
     assert!(!b.has_leadership());
     a.close().await.unwrap();
-    b.await_leadership_timeout(Duration::from_secs(1)).await.unwrap().expect("b after a");
+    b.await_leadership_timeout(Duration::from_secs(1)).await.expect("b after a");
     b.close().await.unwrap();
     checker.assert_ok();
     assert_eq!(checker.leaders(), ["a", "b"]);
@@ -101,8 +90,10 @@ async fn short_cut_lost(kind: Kind) {
     raw.mkdir(&witness, &CreateMode::Persistent.with_acls(Acls::anyone_all())).await.unwrap();
     let checker = Checker::new();
     let policy = ConnectionPolicy::StepDownOnLost;
-    let (_sa, a, pa) = latch_via_proxy(&server, &path, "a", policy, &checker).await;
-    let (_sb, b, _pb) = latch_via_proxy(&server, &path, "b", policy, &checker).await;
+    let (_sa, a, pa) =
+        candidate_via_proxy(&server, Recipe::Latch, &path, "a", policy, &checker).await;
+    let (_sb, b, _pb) =
+        candidate_via_proxy(&server, Recipe::Latch, &path, "b", policy, &checker).await;
     let la = a.await_leadership().await.unwrap();
     pa.cut();
     // A keeps leading through the cut (its lease is still good) but cannot write.
@@ -123,7 +114,7 @@ async fn short_cut_lost(kind: Kind) {
     assert!(la.loss_reason().is_none(), "never lost: {:?}", la.loss_reason());
     assert_eq!(a.current().unwrap().term(), la.term());
     a.close().await.unwrap();
-    b.await_leadership_timeout(Duration::from_secs(1)).await.unwrap().expect("b after a");
+    b.await_leadership_timeout(Duration::from_secs(1)).await.expect("b after a");
     b.close().await.unwrap();
     checker.assert_ok();
     assert_eq!(checker.leaders(), ["a", "b"]);
@@ -178,26 +169,47 @@ async fn short_cut_selector(kind: Kind) {
 }
 
 async fn long_cut_suspended(kind: Kind) {
-    long_cut(kind, ConnectionPolicy::StepDownOnSuspended, false).await
+    long_cut(kind, Recipe::Latch, ConnectionPolicy::StepDownOnSuspended, false).await
 }
 
 async fn long_cut_lost(kind: Kind) {
-    long_cut(kind, ConnectionPolicy::StepDownOnLost, false).await
+    long_cut(kind, Recipe::Latch, ConnectionPolicy::StepDownOnLost, false).await
 }
 
 async fn blackhole_lost(kind: Kind) {
-    long_cut(kind, ConnectionPolicy::StepDownOnLost, true).await
+    long_cut(kind, Recipe::Latch, ConnectionPolicy::StepDownOnLost, true).await
+}
+
+async fn long_cut_race(kind: Kind) {
+    long_cut(kind, Recipe::Race, ConnectionPolicy::StepDownOnSuspended, false).await
+}
+
+async fn blackhole_race(kind: Kind) {
+    long_cut(kind, Recipe::Race, ConnectionPolicy::StepDownOnLost, true).await
+}
+
+async fn candidate_via_proxy(
+    server: &Server,
+    recipe: Recipe,
+    path: &str,
+    id: &str,
+    policy: ConnectionPolicy,
+    checker: &Checker,
+) -> (Session, Candidate, Proxy) {
+    let (s, p) = session_via_proxy(server).await;
+    let c = Candidate::start(recipe, &s, path, id, policy, checker).await;
+    (s, c, p)
 }
 
 /// A's connection is cut (or blackholed) for 6 s > T = 4 s. A stops before B starts; B is
 /// elected once the server expires A's session; A starts a new session after the heal and
 /// rejoins at the tail with a larger token.
-async fn long_cut(kind: Kind, policy: ConnectionPolicy, blackhole: bool) {
+async fn long_cut(kind: Kind, recipe: Recipe, policy: ConnectionPolicy, blackhole: bool) {
     let server = Server::start(kind, Settings::default());
     let path = test_path("t80", kind);
     let checker = Checker::new();
-    let (sa, a, pa) = latch_via_proxy(&server, &path, "a", policy, &checker).await;
-    let (_sb, b, _pb) = latch_via_proxy(&server, &path, "b", policy, &checker).await;
+    let (sa, a, pa) = candidate_via_proxy(&server, recipe, &path, "a", policy, &checker).await;
+    let (_sb, b, _pb) = candidate_via_proxy(&server, recipe, &path, "b", policy, &checker).await;
     let la = a.await_leadership().await.unwrap();
     let mut states = sa.states();
     let t = sa.negotiated_timeout();
@@ -248,22 +260,27 @@ async fn long_cut(kind: Kind, policy: ConnectionPolicy, blackhole: bool) {
     // Heal after 6 s; A has simulated expiry by now and starts a new session.
     tokio::time::sleep_until((cut + Duration::from_secs(6)).into()).await;
     pa.heal();
-    eventually(Duration::from_secs(5), "a rejoined on a new session", || {
-        a.our_path().is_some_and(|p| p != la.node_path())
-    })
-    .await;
+    eventually(Duration::from_secs(5), "a rejoined on a new session", || a.rejoined_after(&la))
+        .await;
     let mut seen = Vec::new();
     while let Some(e) = states.try_recv() {
         seen.push(e.state);
     }
     assert!(seen.contains(&ConnectionState::Lost), "{seen:?}");
     assert!(seen.contains(&ConnectionState::Reconnected { new_session: true }), "{seen:?}");
-    let p = b.participants().await.unwrap();
-    let ids: Vec<&str> = p.list.iter().map(|p| p.id.as_str()).collect();
-    assert_eq!(ids, ["b", "a"]);
-    assert!(p.list[1].token > lb.token());
+    let members = b.members().await;
+    let ids: Vec<&str> = members.iter().map(|m| m.0.as_str()).collect();
+    match recipe {
+        // A queued behind B with a node, hence a token, after B's.
+        Recipe::Latch => {
+            assert_eq!(ids, ["b", "a"]);
+            assert!(members[1].1 > lb.token().0);
+        }
+        // A waits for B's node, which is still B's term.
+        Recipe::Race => assert_eq!(members, [("b".to_string(), lb.token().0)]),
+    }
     b.close().await.unwrap();
-    let la2 = a.await_leadership_timeout(Duration::from_secs(2)).await.unwrap().expect("a again");
+    let la2 = a.await_leadership_timeout(Duration::from_secs(2)).await.expect("a again");
     assert!(la2.token() > lb.token());
     a.close().await.unwrap();
     checker.assert_ok();

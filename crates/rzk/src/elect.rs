@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use rzk_election::{
-    LatchOptions, LeaderLatch, LeaderSelector, Leadership, SelectorOptions, Session,
+    LatchOptions, LeaderLatch, LeaderSelector, Leadership, RaceElection, RaceOptions,
+    SelectorOptions, Session,
 };
 
 use crate::connect::Connect;
@@ -21,6 +22,9 @@ pub(crate) enum Recipe {
     Latch,
     /// LeaderSelector (`_c_<uuid>-lock-<seq>` nodes).
     Selector,
+    /// The race for PATH itself, an EPHEMERAL node (Kafka's `/controller` layout), fenced by
+    /// the epoch node `PATH_epoch`; not fair: every waiter races when the leader goes.
+    Race,
 }
 
 /// Flags of `rzk elect`.
@@ -45,10 +49,11 @@ pub(crate) struct ElectArgs {
     command: Vec<String>,
 }
 
-/// Either recipe, behind one face.
+/// Any recipe, behind one face.
 enum Contender {
     Latch(LeaderLatch),
     Selector(LeaderSelector),
+    Race(RaceElection),
 }
 
 impl Contender {
@@ -56,6 +61,7 @@ impl Contender {
         match self {
             Contender::Latch(l) => l.await_leadership().await,
             Contender::Selector(s) => s.await_leadership().await,
+            Contender::Race(r) => r.await_leadership().await,
         }
     }
 
@@ -63,6 +69,7 @@ impl Contender {
         let _ = match self {
             Contender::Latch(l) => l.close().await,
             Contender::Selector(s) => s.close().await,
+            Contender::Race(r) => r.close().await,
         };
     }
 }
@@ -87,6 +94,12 @@ async fn join(
             sel.start(|_leadership| std::future::pending::<Result<(), rzk_election::BoxError>>())
                 .map_err(err)?;
             Contender::Selector(sel)
+        }
+        Recipe::Race => {
+            let opts = RaceOptions::default().with_id(id).with_stop_budget(budget);
+            let race = RaceElection::new(session, &a.path, opts).map_err(err)?;
+            race.start().await.map_err(err)?;
+            Contender::Race(race)
         }
     })
 }

@@ -1,7 +1,10 @@
 //! `rzk leader PATH`: who leads, in what order the others follow, live with `--watch`.
 
 use clap::Args;
-use rzk_election::{LatchOptions, LeaderLatch, LeaderSelector, Participants, SelectorOptions};
+use rzk_election::{
+    LatchOptions, LeaderLatch, LeaderSelector, Participants, RaceElection, RaceOptions,
+    SelectorOptions,
+};
 use zookeeper_client as zk;
 
 use crate::connect::Connect;
@@ -93,6 +96,7 @@ pub(crate) async fn run(connect: &Connect, a: LeaderArgs) -> Result<(), CliError
     enum Reader {
         Latch(LeaderLatch),
         Selector(LeaderSelector),
+        Race(RaceElection),
     }
     let reader = match a.recipe {
         Recipe::Latch => Reader::Latch(
@@ -101,11 +105,20 @@ pub(crate) async fn run(connect: &Connect, a: LeaderArgs) -> Result<(), CliError
         Recipe::Selector => Reader::Selector(
             LeaderSelector::new(&session, &a.path, SelectorOptions::default()).map_err(bad)?,
         ),
+        Recipe::Race => {
+            Reader::Race(RaceElection::new(&session, &a.path, RaceOptions::default()).map_err(bad)?)
+        }
     };
     let read = || async {
         match &reader {
             Reader::Latch(l) => l.participants().await,
             Reader::Selector(s) => s.participants().await,
+            // The race's one node: its holder leads, nobody queues.
+            Reader::Race(r) => r.holder().await.map(|holder| {
+                let mut view = Participants::default();
+                view.list.extend(holder);
+                view
+            }),
         }
     };
     let mut watcher = if a.watch {

@@ -137,20 +137,23 @@ fn kill_group(pid: &str) {
 }
 
 fn elect(server: &str, path: &str, id: &str, log: &Path, script: &str) -> Elect {
+    elect_with(server, path, id, log, script, &[])
+}
+
+/// `elect` with `flags` (such as `--recipe race`) before the command.
+fn elect_with(
+    server: &str,
+    path: &str,
+    id: &str,
+    log: &Path,
+    script: &str,
+    flags: &[&str],
+) -> Elect {
     let child = Command::new(env!("CARGO_BIN_EXE_rzk"))
-        .args([
-            "--connect",
-            server,
-            "elect",
-            path,
-            "--id",
-            id,
-            "--session-timeout-ms",
-            "1000",
-            "--grace-ms",
-            "100",
-            "--",
-        ])
+        .args(["--connect", server, "elect", path, "--id", id])
+        .args(["--session-timeout-ms", "1000", "--grace-ms", "100"])
+        .args(flags)
+        .arg("--")
         .args(["sh", "-c", script])
         .env("LOG", log)
         .stdout(Stdio::null())
@@ -252,6 +255,28 @@ fn when_the_command_exits_the_next_candidate_takes_over() {
     let mut err = String::new();
     a.child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
     assert!(err.contains("resigning"), "{err}");
+}
+
+#[test]
+fn a_race_shows_its_holder_and_hands_over_with_a_larger_token() {
+    let s = server();
+    let cs = s.connect_string();
+    let dir = TempDir::new("rzk-t50-race");
+    let log = dir.join("log");
+    let once = r#"echo "start $RZK_PARTICIPANT_ID $RZK_FENCING_TOKEN" >> "$LOG"; sleep 1; exit 0"#;
+    let race = ["--recipe", "race"];
+    let mut a = elect_with(&cs, "/e/race", "a", &log, once, &race);
+    wait_for(&log, "start a", 1, Duration::from_secs(10));
+    // The holder is the node's data; nobody queues in a race.
+    let json = stdout(&rzk(&cs, &["leader", "/e/race", "--recipe", "race", "--json"]));
+    assert!(json.starts_with("{\"leader\":{\"id\":\"a\""), "{json}");
+    let _b = elect_with(&cs, "/e/race", "b", &log, WORKER, &race);
+    let lines = wait_for(&log, "start b", 1, Duration::from_secs(10));
+    let t = tokens(&lines);
+    assert!(lines[0].starts_with("start a") && t[0] < t[1], "{lines:?}");
+    assert_eq!(a.child.wait().unwrap().code(), Some(0));
+    let o = rzk(&cs, &["get", "/e/race"]);
+    assert_eq!(stdout(&o), "b\n", "b holds the node");
 }
 
 #[test]

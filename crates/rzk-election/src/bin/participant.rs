@@ -4,7 +4,7 @@
 //! ```text
 //! cargo run -p rzk-election --bin rzk-election-participant -- \
 //!     --connect 127.0.0.1:2181 --path /demo/leader --id a \
-//!     [--recipe latch|selector] [--policy suspended|lost] [--session-timeout-ms 4000] \
+//!     [--recipe latch|selector|race] [--policy suspended|lost] [--session-timeout-ms 4000] \
 //!     [--witness /demo/witness]
 //! ```
 //!
@@ -22,8 +22,8 @@
 use std::time::Duration;
 
 use rzk_election::{
-    ConnectionPolicy, LatchOptions, LeaderLatch, LeaderSelector, Leadership, SelectorOptions,
-    Session, SessionConfig,
+    ConnectionPolicy, LatchOptions, LeaderLatch, LeaderSelector, Leadership, RaceElection,
+    RaceOptions, SelectorOptions, Session, SessionConfig,
 };
 use zookeeper_client::MultiWriteResult;
 
@@ -144,6 +144,16 @@ async fn main() -> Result<(), rzk_election::Error> {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         std::future::pending::<()>().await;
+    } else if a.recipe == "race" {
+        let options = RaceOptions::default().with_id(&a.id).with_policy(a.policy);
+        let race = RaceElection::new(&session, &a.path, options)?;
+        race.start().await?;
+        // No node of its own until it wins: "joined" means the first round is decided.
+        say(format!("joined {}", a.path));
+        loop {
+            let l = race.await_leadership().await?;
+            lead(l, a.id.clone(), a.witness.clone()).await;
+        }
     } else {
         let latch = LeaderLatch::new(
             &session,

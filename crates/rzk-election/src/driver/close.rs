@@ -20,19 +20,25 @@ impl Driver {
         if let Some(own) = self.own.take() {
             let generation = own.generation;
             if let Some(client) = self.client_for(generation) {
-                match self.delete_node(&client, generation, &own.path).await {
-                    Ok(()) | Err(Stop::NewGeneration) | Err(Stop::SessionClosed) => {}
-                    Err(_) => result = Err(Error::ConnectionLoss),
-                }
+                // A race node's path is every winner's: only a fenced delete is ours to send.
+                let deleted = match self.race_epoch {
+                    Some(_) => self.delete_fenced(&client, generation, &own).await,
+                    None => self.delete_node(&client, generation, &own.path).await,
+                };
+                result = closed(deleted);
             }
+        } else if self.race_epoch.is_some() {
+            result = closed(self.release_unseen_win().await);
         }
-        if !self.stale_uuids.is_empty() || !self.stale_paths.is_empty() {
+        let stale = self.stale_uuids.len() + self.stale_paths.len() + self.stale_fenced.len();
+        if stale > 0 {
             let (client, generation) = {
                 let s = self.snap.borrow();
                 (s.client.clone(), s.generation)
             };
             if let Some(client) = client {
                 let _ = self.cleanup_stale(&client, generation).await;
+                let _ = self.cleanup_fenced(&client, generation).await;
             }
         }
         self.held_watches.clear();
@@ -64,5 +70,14 @@ impl Driver {
         self.shared.queue.lock().expect("poisoned").queued = false;
         self.shared.set_status(status);
         self.shared.emit(ElectionEvent::Closed);
+    }
+}
+
+/// What a close's delete means to whoever waits for the close: done, unless it could not be
+/// confirmed (a delete the end of the session makes moot counts as done).
+fn closed(deleted: Result<(), Stop>) -> Result<(), Error> {
+    match deleted {
+        Ok(()) | Err(Stop::NewGeneration) | Err(Stop::SessionClosed) => Ok(()),
+        Err(_) => Err(Error::ConnectionLoss),
     }
 }

@@ -86,7 +86,7 @@ impl Driver {
                 Ok((stat, path, seq)) => {
                     self.session.shared().ack(generation, sent);
                     let name = naming::name_of(&path).to_string();
-                    let own = OwnNode { name, path, generation, session_id: sid };
+                    let own = OwnNode::queued(name, path, generation, sid);
                     return Ok((own, Some((seq, stat.czxid))));
                 }
                 // The node to sit beside is gone (or the whole path is): queue instead.
@@ -173,7 +173,7 @@ impl Driver {
             let path = naming::child_path(self.path(), &name);
             match self.wait_op(generation, client.get_data(&path)).await? {
                 Ok((_, stat)) if stat.ephemeral_owner == sid.0 => {
-                    return Ok(Some(OwnNode { name, path, generation, session_id: sid }))
+                    return Ok(Some(OwnNode::queued(name, path, generation, sid)))
                 }
                 Ok(_) | Err(ZkError::NoNode) => {
                     self.delete_node(client, generation, &path).await?;

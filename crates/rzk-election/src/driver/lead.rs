@@ -245,12 +245,12 @@ impl Driver {
     }
 
     /// The term's loss signal resolved while holding.
-    async fn on_lost(
+    pub(super) async fn on_lost(
         &mut self,
         own: &OwnNode,
         generation: u64,
         reason: LossReason,
-        watches: [WatchFuture; 2],
+        watches: impl IntoIterator<Item = WatchFuture>,
     ) -> Result<Option<Step>, Stop> {
         if self.releases_terms() {
             // The task ends with the loss; release after it.

@@ -1,18 +1,20 @@
-//! The driver of a queue recipe (docs/election.md §2.9, §2.10): one task per recipe owns all
+//! The driver of a recipe (docs/election.md §2.9, §2.10): one task per recipe owns all
 //! mutable state and every `zookeeper-client` future; handles talk to it over a channel and
 //! read what it publishes in [`RecipeShared`].
 //!
-//! It runs in steps: **join** (create our node), **evaluate** (read the children and decide),
-//! then **follow** (watch the predecessor) or **lead** (check ownership, publish the term,
-//! hold it), and for a [`Lifecycle::Mutex`] recipe **release** and **idle**; **close** ends it.
-//! Each step lives in a file of its own; this one holds the state and the waiting that every
-//! step shares.
+//! A queue recipe runs in steps: **join** (create our node), **evaluate** (read the children
+//! and decide), then **follow** (watch the predecessor) or **lead** (check ownership, publish
+//! the term, hold it), and for a [`Lifecycle::Mutex`] recipe **release** and **idle**. The race
+//! election has one step of its own instead of join, evaluate, follow and lead: **race** (try
+//! to create the fixed node, watch it, hold the term). **close** ends both. Each step lives in
+//! a file of its own; this one holds the state and the waiting that every step shares.
 
 mod close;
 mod evaluate;
 mod follow;
 mod join;
 mod lead;
+mod race;
 mod release;
 mod terms;
 
@@ -30,7 +32,7 @@ use crate::loss::LossReason;
 use crate::options::ElectionOptions;
 use crate::session::{Session, Snapshot};
 use crate::shared::RecipeShared;
-use crate::term::Term;
+use crate::term::{Fence, Term};
 use crate::zk_error::{classify, normalize, Class, ZkError};
 use crate::{Error, Status};
 
@@ -44,6 +46,8 @@ pub(crate) struct DriverConfig {
     pub options: ElectionOptions,
     /// LeaderLatch: after a step-down that kept the node, rejoin at the tail.
     pub rejoin_after_step_down: bool,
+    /// Set for the race election: the epoch node beside the fixed election node.
+    pub race_epoch: Option<String>,
 }
 
 /// Our node, in the session generation that created it.
@@ -53,6 +57,16 @@ struct OwnNode {
     path: String,
     generation: u64,
     session_id: SessionId,
+    /// What proves the node is still ours (the term's fence, and a race node's release check).
+    fence: Fence,
+}
+
+impl OwnNode {
+    /// A queue node: its unique path's existence is the fence.
+    fn queued(name: String, path: String, generation: u64, session_id: SessionId) -> OwnNode {
+        let fence = Fence::node(&path);
+        OwnNode { name, path, generation, session_id, fence }
+    }
 }
 
 /// Why a step stopped before its end.
@@ -75,6 +89,7 @@ enum Stop {
 /// The next step of the driver loop.
 enum Step {
     Join,
+    Race,
     Evaluate,
     Idle,
 }
@@ -123,6 +138,8 @@ pub(crate) struct Driver {
     cmd_tx: mpsc::UnboundedSender<Command>,
     options: ElectionOptions,
     rejoin_after_step_down: bool,
+    /// The race election's epoch node; `None` for a queue recipe.
+    race_epoch: Option<String>,
     own: Option<OwnNode>,
     /// Our predecessor's deletion woke us. Followers only wake when the node before them goes,
     /// which in a settled election is the leader's, so the next evaluation asks the leader's
@@ -137,6 +154,11 @@ pub(crate) struct Driver {
     stale_uuids: Vec<String>,
     /// Nodes of older sessions to delete once a new session is up.
     stale_paths: Vec<String>,
+    /// Race nodes of older sessions, deleted once a new session is up only if still ours.
+    stale_fenced: Vec<OwnNode>,
+    /// A winning multi was sent and neither its reply nor a read of the node has told whether
+    /// it landed: a close must look before it ends.
+    race_unsettled: bool,
     /// The latest term issued (kept after its loss, to detect a resumption).
     term: Option<Arc<Term>>,
     terms_issued: u64,
@@ -167,12 +189,15 @@ impl Driver {
             cmd_tx,
             options: config.options,
             rejoin_after_step_down: config.rejoin_after_step_down,
+            race_epoch: config.race_epoch,
             own: None,
             next_in_line: false,
             held_watches: Vec::new(),
             armed: None,
             stale_uuids: Vec::new(),
             stale_paths: Vec::new(),
+            stale_fenced: Vec::new(),
+            race_unsettled: false,
             term: None,
             terms_issued: 0,
             task,
@@ -198,12 +223,22 @@ impl Driver {
         self.options.stop_budget_for(self.session.negotiated_timeout())
     }
 
+    /// Where the recipe starts, and starts again on a new session or connection.
+    fn first_step(&self) -> Step {
+        if self.race_epoch.is_some() {
+            Step::Race
+        } else {
+            Step::Join
+        }
+    }
+
     /// Runs the steps until the recipe closes, fails or loses its session manager.
     pub(crate) async fn run(mut self) {
-        let mut step = Step::Join;
+        let mut step = self.first_step();
         let end = loop {
             let r = match step {
                 Step::Join => self.join().await,
+                Step::Race => self.race().await,
                 Step::Evaluate => self.evaluate().await,
                 Step::Idle => self.idle().await,
             };
@@ -213,7 +248,7 @@ impl Driver {
             };
             step = match r {
                 Ok(s) => s,
-                Err(Stop::NewGeneration) | Err(Stop::Reconnected) => Step::Join,
+                Err(Stop::NewGeneration) | Err(Stop::Reconnected) => self.first_step(),
                 Err(stop) => break stop,
             };
         };

@@ -41,6 +41,7 @@ impl Driver {
         };
         let node = HeldNode {
             path: own.path.clone(),
+            fence: own.fence.clone(),
             czxid: token,
             session_id: own.session_id,
             generation: own.generation,
