@@ -14,11 +14,11 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rzk_election::{Error, LossReason};
 use support::checker::Checker;
-use support::locks::{self, holders, wait_leaves, Locker};
+use support::locks::{self, holders, leaves_with, wait_leaves, Locker};
 use support::*;
 use zookeeper_client::{Acls, CreateMode};
 
@@ -124,17 +124,8 @@ async fn parent_deleted(kind: Kind, recipes: &[&str]) {
         checker.record(&format!("holder-{i}"), &hold);
         holds.push(hold);
     }
-    let pending = tokio::spawn({
-        let waiter = waiter.clone();
-        async move { waiter.acquire().await }
-    });
-    // Queued: a semaphore's waiter holds the internal mutex and has its lease node.
-    let queued = holding.len() + 1 + usize::from(holders(recipes[0]) > 1);
-    let start = Instant::now();
-    while locks::leaves(&raw, &path).await.len() < queued {
-        assert!(start.elapsed() < NO_HANG, "the waiter never queued");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let queued = leaves_with(recipes[0], 1);
+    let pending = locks::queue(waiter, &raw, &path, queued).await;
     assert!(!pending.is_finished(), "the waiter waits");
     delete_tree(&raw, &path).await;
     for hold in &holds {

@@ -4,6 +4,13 @@
 //! loses its term. Long cut or blackhole (6 s > T): the leader stops before the server expires its
 //! session (under StepDownOnLost no later than `stop_at`), B is elected 3.0-5.5 s after the cut,
 //! and A rejoins on a new session behind B with a larger token.
+//!
+//! The lock recipes (the mutex, the read-write lock with a writer holding and a reader waiting,
+//! a semaphore of two leases with two holders): a short cut of a holder and of a second waiter
+//! loses the hold at once, no waiter holds during the cut, the cut waiter's acquire and the
+//! holder's guard are dropped during the cut, and once healed the first waiter holds and
+//! nothing of the dropped ones is left. A long cut of a holder: the waiter holds 3.0-5.5 s
+//! after the cut, and the cut handle acquires again on a new session. Never more than N hold.
 
 mod support;
 
@@ -14,6 +21,7 @@ use rzk_election::{
 };
 use rzk_testkit::proxy::Proxy;
 use support::checker::{sample_single_leader, Checker};
+use support::locks::{holders, leaves_with, queue, wait_leaves, Hold, Locker};
 use support::*;
 use zookeeper_client::{Acls, CreateMode};
 
@@ -24,6 +32,12 @@ both_servers! {
     t80_long_cut_suspended => long_cut_suspended;
     t80_long_cut_lost => long_cut_lost;
     t80_blackhole_lost => blackhole_lost;
+    t80_short_cut_mutex => short_cut_mutex;
+    t80_short_cut_read_write => short_cut_read_write;
+    t80_short_cut_semaphore => short_cut_semaphore;
+    t80_long_cut_mutex => long_cut_mutex;
+    t80_long_cut_read_write => long_cut_read_write;
+    t80_long_cut_semaphore => long_cut_semaphore;
 }
 
 async fn latch_via_proxy(
@@ -268,4 +282,155 @@ async fn long_cut(kind: Kind, policy: ConnectionPolicy, blackhole: bool) {
     a.close().await.unwrap();
     checker.assert_ok();
     assert_eq!(checker.leaders(), ["a", "b", "a"]);
+}
+
+async fn short_cut_mutex(kind: Kind) {
+    short_cut_lock(kind, &["mutex"; 3]).await
+}
+
+async fn short_cut_read_write(kind: Kind) {
+    short_cut_lock(kind, &["write", "read", "write"]).await
+}
+
+async fn short_cut_semaphore(kind: Kind) {
+    short_cut_lock(kind, &["semaphore:2"; 4]).await
+}
+
+async fn long_cut_mutex(kind: Kind) {
+    long_cut_lock(kind, &["mutex"; 2]).await
+}
+
+async fn long_cut_read_write(kind: Kind) {
+    long_cut_lock(kind, &["write", "read"]).await
+}
+
+async fn long_cut_semaphore(kind: Kind) {
+    long_cut_lock(kind, &["semaphore:2"; 3]).await
+}
+
+/// One locker per recipe, each on a session through its own proxy.
+async fn lockers_via_proxy(
+    server: &Server,
+    path: &str,
+    recipes: &[&str],
+) -> Vec<(Session, Locker, Proxy)> {
+    let mut out = Vec::new();
+    for recipe in recipes {
+        let (s, p) = session_via_proxy(server).await;
+        let l = Locker::new(&s, path, recipe).unwrap();
+        out.push((s, l, p));
+    }
+    out
+}
+
+/// The first `n` lockers acquire, in order, recorded by `checker`.
+async fn hold_first(
+    lockers: &[(Session, Locker, Proxy)],
+    n: usize,
+    checker: &Checker,
+) -> Vec<Hold> {
+    let mut holds = Vec::new();
+    for (i, (_, l, _)) in lockers[..n].iter().enumerate() {
+        let hold = tokio::time::timeout(T, l.acquire()).await.expect("holds").unwrap();
+        checker.record(&format!("{i}"), &hold);
+        holds.push(hold);
+    }
+    holds
+}
+
+/// A lock scenario's start: N holders (recorded), through their own proxies.
+struct Scene {
+    n: usize,
+    path: String,
+    raw: zookeeper_client::Client,
+    checker: Checker,
+    lockers: Vec<(Session, Locker, Proxy)>,
+    holds: Vec<Hold>,
+    _server: Server,
+}
+
+async fn scene(kind: Kind, recipes: &[&str]) -> Scene {
+    let server = Server::start(kind, Settings::default());
+    let path = test_path("t80-lock", kind);
+    let raw = raw_client(&server).await;
+    let checker = Checker::new();
+    let lockers = lockers_via_proxy(&server, &path, recipes).await;
+    let n = holders(recipes[0]);
+    let holds = hold_first(&lockers, n, &checker).await;
+    Scene { n, path, raw, checker, lockers, holds, _server: server }
+}
+
+/// N holders, then waiters b and c; the first holder and c are cut for 1 s.
+async fn short_cut_lock(kind: Kind, recipes: &[&str]) {
+    let Scene { n, path, raw, checker, lockers, mut holds, _server } = scene(kind, recipes).await;
+    let b = queue(&lockers[n].1, &raw, &path, leaves_with(recipes[0], 1)).await;
+    let c = queue(&lockers[n + 1].1, &raw, &path, leaves_with(recipes[0], 2)).await;
+    let cut = Instant::now();
+    lockers[0].2.cut();
+    lockers[n + 1].2.cut();
+    let reason = tokio::time::timeout(T, holds[0].lost()).await.expect("lost");
+    assert_eq!(reason, LossReason::Suspended);
+    let took = holds[0].lost_at().unwrap().duration_since(cut);
+    assert!(took < Duration::from_millis(100), "lost {took:?} after the cut");
+    // Both dropped while disconnected: nothing of them may stay once healed.
+    drop(holds.remove(0));
+    c.abort();
+    assert!(c.await.unwrap_err().is_cancelled());
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(!b.is_finished(), "a waiter holds while the lost holder's node may live");
+    let healed = Instant::now();
+    lockers[0].2.heal();
+    lockers[n + 1].2.heal();
+    let hold_b = tokio::time::timeout(T, b).await.expect("b holds after the heal").unwrap();
+    let hold_b = hold_b.unwrap();
+    assert!(hold_b.started_at() > healed);
+    checker.record("b", &hold_b);
+    // Only the holders' nodes are left: the cut holder's and c's are gone.
+    let mut nodes: Vec<&str> = holds.iter().chain([&hold_b]).map(|h| h.node_path()).collect();
+    nodes.sort();
+    let expected: Vec<&str> = nodes.iter().map(|p| &p[path.len() + 1..]).collect();
+    wait_leaves(&raw, &path, &expected).await;
+    hold_b.release().await.unwrap();
+    for h in holds {
+        h.release().await.unwrap();
+    }
+    wait_leaves(&raw, &path, &[]).await;
+    checker.assert_at_most(n, Duration::ZERO);
+}
+
+/// N holders and a waiter b; the first holder is cut for 6 s > T.
+async fn long_cut_lock(kind: Kind, recipes: &[&str]) {
+    let Scene { n, path, raw, checker, lockers, holds, _server } = scene(kind, recipes).await;
+    let b = queue(&lockers[n].1, &raw, &path, leaves_with(recipes[0], 1)).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let cut = Instant::now();
+    lockers[0].2.cut();
+    let hold_b = tokio::time::timeout(Duration::from_secs(8), b).await.expect("b holds").unwrap();
+    let hold_b = hold_b.unwrap();
+    checker.record("b", &hold_b);
+    let took = hold_b.started_at().duration_since(cut);
+    eprintln!("{recipes:?}: b holds {took:?} after the cut");
+    assert!(took >= Duration::from_millis(3000) && took <= Duration::from_millis(5500), "{took:?}");
+    let lost_at = holds[0].lost_at().expect("a stopped before b started");
+    assert!(lost_at < hold_b.started_at());
+    tokio::time::sleep_until((cut + Duration::from_secs(6)).into()).await;
+    lockers[0].2.heal();
+    // The cut handle acquires again, on its new session, once b is done.
+    let a = &lockers[0].1;
+    let again = tokio::spawn({
+        let a = a.clone();
+        async move { a.acquire().await }
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(n > 1 || !again.is_finished(), "a holds beside b");
+    hold_b.release().await.unwrap();
+    let again = tokio::time::timeout(2 * T, again).await.expect("a holds again").unwrap().unwrap();
+    checker.record("a again", &again);
+    assert!(again.token() > holds[0].token());
+    again.release().await.unwrap();
+    for h in holds {
+        h.release().await.unwrap();
+    }
+    wait_leaves(&raw, &path, &[]).await;
+    checker.assert_at_most(n, Duration::ZERO);
 }

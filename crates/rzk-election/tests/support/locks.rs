@@ -90,6 +90,32 @@ impl Hold {
     }
 }
 
+/// How many leaves a lock path has while its holders hold and `waiters` wait: a node each,
+/// and a semaphore's first waiter (holding the internal mutex) its lease node too.
+pub fn leaves_with(recipe: &str, waiters: usize) -> usize {
+    let lease = usize::from(recipe.starts_with("semaphore:") && waiters > 0);
+    holders(recipe) + waiters + lease
+}
+
+/// Starts an acquire of `locker` in a task; returns once `path` has `queued` leaves.
+pub async fn queue(
+    locker: &Locker,
+    client: &zookeeper_client::Client,
+    path: &str,
+    queued: usize,
+) -> tokio::task::JoinHandle<Result<Hold, Error>> {
+    let task = tokio::spawn({
+        let l = locker.clone();
+        async move { l.acquire().await }
+    });
+    let start = std::time::Instant::now();
+    while leaves(client, path).await.len() < queued {
+        assert!(start.elapsed() < Duration::from_secs(8), "never queued below {path}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    task
+}
+
 /// Every node below `path` that has no children (what a lock leaves behind; the containers
 /// above them are the server's to reap), as paths relative to `path`.
 pub async fn leaves(client: &zookeeper_client::Client, path: &str) -> Vec<String> {
