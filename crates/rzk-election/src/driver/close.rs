@@ -16,16 +16,7 @@ impl Driver {
         // successor can lead while this participant still acts.
         self.lose_term(LossReason::Closed);
         self.stop_task().await;
-        let mut result = Ok(());
-        if let Some(own) = self.own.take() {
-            let generation = own.generation;
-            if let Some(client) = self.client_for(generation) {
-                match self.delete_node(&client, generation, &own.path).await {
-                    Ok(()) | Err(Stop::NewGeneration) | Err(Stop::SessionClosed) => {}
-                    Err(_) => result = Err(Error::ConnectionLoss),
-                }
-            }
-        }
+        let result = self.delete_own_finally().await;
         if !self.stale_uuids.is_empty() || !self.stale_paths.is_empty() {
             let (client, generation) = {
                 let s = self.snap.borrow();
@@ -44,16 +35,31 @@ impl Driver {
         self.finish(Status::Closed);
     }
 
-    /// The recipe fails with `e`; waiters of a close are answered `Ok`.
+    /// The recipe fails with `e`: our node, if any, is deleted, and waiters of a close or a
+    /// release are answered `Ok`, or with the delete's error if the node stays.
     pub(super) async fn fail(&mut self, e: Error) {
+        self.in_close = true;
         self.lose_term(LossReason::ClientClosed);
         self.stop_task().await;
+        let answer = self.delete_own_finally().await;
         for w in self.close_waiters.drain(..).chain(self.resign_waiters.drain(..)) {
-            let _ = w.send(Ok(()));
+            let _ = w.send(answer.clone());
         }
         tracing::warn!(error = %e, path = %self.shared.path, "election failed");
         self.shared.set_status(Status::Failed(e));
         self.shared.emit(ElectionEvent::Closed);
+    }
+
+    /// Deletes our node as the recipe ends (nothing to do for a node of an ended session);
+    /// the error if it stays.
+    async fn delete_own_finally(&mut self) -> Result<(), Error> {
+        let Some(own) = self.own.take() else { return Ok(()) };
+        let Some(client) = self.client_for(own.generation) else { return Ok(()) };
+        match self.delete_node(&client, own.generation, &own.path).await {
+            Ok(()) | Err(Stop::NewGeneration) | Err(Stop::SessionClosed) => Ok(()),
+            Err(Stop::Fail(e)) => Err(e),
+            Err(_) => Err(Error::ConnectionLoss),
+        }
     }
 
     /// Publishes the final status and answers every waiter.

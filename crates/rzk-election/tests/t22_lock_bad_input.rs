@@ -6,7 +6,9 @@
 //!   mutex's `locks`): the acquire fails with `ForeignNodes` naming it, and again on a second
 //!   acquire; only the foreign node is left.
 //! - An ACL-denied path (the parent readable only): the acquire fails with `NoAuth` naming the
-//!   path, and nothing is created.
+//!   path, and nothing is created. A path where creating is allowed but deleting is not: the
+//!   release fails with `NoAuth` naming the node, the next acquire fails at once (it does not
+//!   queue behind its own node for ever), and the node goes with the session.
 //! - The lock parent deleted, with every node in it at once, while N hold and one waits (a writer
 //!   holding and a reader waiting for the read-write lock): the holders' `lost()` resolves with
 //!   `NodeDeleted`, the waiter holds, never more than N at once, and once all release nothing
@@ -20,14 +22,15 @@ use rzk_election::{Error, LossReason};
 use support::checker::Checker;
 use support::locks::{self, holders, leaves_with, wait_leaves, Locker};
 use support::*;
-use zookeeper_client::{Acls, CreateMode};
+use zookeeper_client::{Acl, Acls, AuthId, CreateMode, Permission};
 
 both_servers! {
-    t21_foreign_nodes => foreign_nodes;
-    t21_acl_denied => acl_denied;
-    t21_parent_deleted_mutex => parent_deleted_mutex;
-    t21_parent_deleted_read_write => parent_deleted_read_write;
-    t21_parent_deleted_semaphore => parent_deleted_semaphore;
+    t22_foreign_nodes => foreign_nodes;
+    t22_acl_denied => acl_denied;
+    t22_delete_denied => delete_denied;
+    t22_parent_deleted_mutex => parent_deleted_mutex;
+    t22_parent_deleted_read_write => parent_deleted_read_write;
+    t22_parent_deleted_semaphore => parent_deleted_semaphore;
 }
 
 const RECIPES: [&str; 4] = ["mutex", "read", "write", "semaphore:2"];
@@ -40,7 +43,7 @@ async fn foreign_nodes(kind: Kind) {
     let raw = raw_client(&server).await;
     let s = session(&server).await;
     for recipe in RECIPES {
-        let path = test_path("t21", kind);
+        let path = test_path("t22", kind);
         let queue = Locker::queue_path(&path, recipe);
         raw.mkdir(&queue, &CreateMode::Persistent.with_acls(Acls::anyone_all())).await.unwrap();
         let kazoo = format!("{queue}/{KAZOO}");
@@ -72,7 +75,7 @@ async fn acl_denied(kind: Kind) {
     let raw = raw_client(&server).await;
     let s = session(&server).await;
     for recipe in RECIPES {
-        let denied = test_path("t21-denied", kind);
+        let denied = test_path("t22-denied", kind);
         let (parent, _) = denied.rsplit_once('/').unwrap();
         raw.mkdir(parent, &CreateMode::Persistent.with_acls(Acls::anyone_all()))
             .await
@@ -107,7 +110,7 @@ async fn parent_deleted_semaphore(kind: Kind) {
 /// Every locker but the last holds, the last waits; then the lock path goes.
 async fn parent_deleted(kind: Kind, recipes: &[&str]) {
     let server = Server::start(kind, Settings::default());
-    let path = test_path("t21", kind);
+    let path = test_path("t22", kind);
     let raw = raw_client(&server).await;
     let checker = Checker::new();
     let mut sessions = Vec::new();
@@ -143,4 +146,44 @@ async fn parent_deleted(kind: Kind, recipes: &[&str]) {
     // A holder learns of the delete by a watch, as the waiter does (docs/election.md §4.1).
     checker.assert_at_most(holders(recipes[0]), Duration::from_millis(250));
     wait_leaves(&raw, &path, &[]).await;
+}
+
+/// A lock path whose ACL lets anyone create but not delete: the hold is granted, its release
+/// fails with `NoAuth` naming its node, and the next acquire fails at once too, rather than
+/// queue behind a node of its own that cannot go. The node goes with its session.
+async fn delete_denied(kind: Kind) {
+    let server = Server::start(kind, Settings::default());
+    let raw = raw_client(&server).await;
+    let acl = [Acl::new(Permission::READ | Permission::CREATE, AuthId::anyone())];
+    let no_delete = CreateMode::Persistent.with_acls(Acls::new(&acl));
+    for recipe in RECIPES {
+        let s = session(&server).await;
+        let path = test_path("t22-nodelete", kind);
+        let (parent, _) = path.rsplit_once('/').unwrap();
+        raw.mkdir(parent, &CreateMode::Persistent.with_acls(Acls::anyone_all()))
+            .await
+            .unwrap_or(());
+        raw.create(&path, b"", &no_delete).await.unwrap();
+        // A semaphore's nodes are one level down, under parents it would create deletable.
+        let parents: &[&str] = if holders(recipe) > 1 { &["leases", "locks"] } else { &[] };
+        for child in parents {
+            raw.create(&format!("{path}/{child}"), b"", &no_delete).await.unwrap();
+        }
+        let locker = Locker::new(&s, &path, recipe).unwrap();
+        let hold = tokio::time::timeout(NO_HANG, locker.acquire()).await.expect("holds").unwrap();
+        let node = hold.node_path().to_string();
+        let err = tokio::time::timeout(NO_HANG, hold.release())
+            .await
+            .unwrap_or_else(|_| panic!("{recipe}: the release hangs"))
+            .expect_err("the delete is denied");
+        assert!(matches!(&err, Error::NoAuth { .. }), "{recipe}: {err:?}");
+        assert!(err.to_string().contains(&node), "{recipe}: the node in {err}");
+        let err = tokio::time::timeout(NO_HANG, locker.acquire())
+            .await
+            .unwrap_or_else(|_| panic!("{recipe}: the next acquire hangs"))
+            .expect_err("its own node cannot go");
+        assert!(matches!(&err, Error::NoAuth { .. }), "{recipe}: {err:?}");
+        s.close().await;
+        wait_leaves(&raw, &path, parents).await;
+    }
 }
