@@ -18,9 +18,9 @@ mod support;
 
 use std::time::Duration;
 
-use rzk_election::{Error, LossReason};
+use rzk_election::{Error, LossReason, SessionConfig};
 use support::checker::Checker;
-use support::locks::{self, holders, leaves_with, wait_leaves, Locker};
+use support::locks::{self, hold_each, holders, leaves_with, wait_leaves, Locker};
 use support::*;
 use zookeeper_client::{Acl, Acls, AuthId, CreateMode, Permission};
 
@@ -113,20 +113,10 @@ async fn parent_deleted(kind: Kind, recipes: &[&str]) {
     let path = test_path("t22", kind);
     let raw = raw_client(&server).await;
     let checker = Checker::new();
-    let mut sessions = Vec::new();
-    let mut lockers = Vec::new();
-    for recipe in recipes {
-        let s = session(&server).await;
-        lockers.push(Locker::new(&s, &path, recipe).unwrap());
-        sessions.push(s);
-    }
+    let config = SessionConfig::new(server.hosts()).with_session_timeout(T);
+    let (_sessions, lockers) = locks::lockers(&config, &path, recipes).await;
     let (waiter, holding) = lockers.split_last().unwrap();
-    let mut holds = Vec::new();
-    for (i, l) in holding.iter().enumerate() {
-        let hold = tokio::time::timeout(NO_HANG, l.acquire()).await.expect("holds").unwrap();
-        checker.record(&format!("holder-{i}"), &hold);
-        holds.push(hold);
-    }
+    let holds = hold_each(holding, &checker).await;
     let queued = leaves_with(recipes[0], 1);
     let pending = locks::queue(waiter, &raw, &path, queued).await;
     assert!(!pending.is_finished(), "the waiter waits");

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use rzk_election::{LatchOptions, LeaderLatch, Leadership, LossReason, Session, SessionConfig};
 use support::checker::Checker;
-use support::locks::{holders, leaves_with, queue, wait_leaves, Locker};
+use support::locks::{hold_each, holders, leaves_with, lockers, queue, wait_leaves};
 use support::*;
 
 both_servers! {
@@ -184,21 +184,10 @@ async fn restart_lock(kind: Kind, recipes: &[&str], long: bool) {
     let path = test_path("t30-lock", kind);
     let raw = raw_client(&server).await;
     let checker = Checker::new();
-    let mut sessions = Vec::new();
-    let mut lockers = Vec::new();
-    for recipe in recipes {
-        let config = SessionConfig::new(server.hosts()).with_session_timeout(timeout);
-        let s = session_with(&server, config).await;
-        lockers.push(Locker::new(&s, &path, recipe).unwrap());
-        sessions.push(s);
-    }
+    let config = SessionConfig::new(server.hosts()).with_session_timeout(timeout);
+    let (sessions, lockers) = lockers(&config, &path, recipes).await;
     let (waiter, holding) = lockers.split_last().unwrap();
-    let mut holds = Vec::new();
-    for (i, l) in holding.iter().enumerate() {
-        let hold = tokio::time::timeout(T, l.acquire()).await.expect("holds").unwrap();
-        checker.record(&format!("{i}"), &hold);
-        holds.push(hold);
-    }
+    let holds = hold_each(holding, &checker).await;
     let pending = queue(waiter, &raw, &path, leaves_with(recipes[0], 1)).await;
     let sids: Vec<_> = sessions.iter().map(|s| s.session_id()).collect();
     drop(raw);

@@ -21,7 +21,7 @@ use rzk_election::{
 };
 use rzk_testkit::proxy::Proxy;
 use support::checker::{sample_single_leader, Checker};
-use support::locks::{holders, leaves_with, queue, wait_leaves, Hold, Locker};
+use support::locks::{hold_each, holders, leaves_with, queue, wait_leaves, Hold, Locker};
 use support::*;
 use zookeeper_client::{Acls, CreateMode};
 
@@ -323,21 +323,6 @@ async fn lockers_via_proxy(
     out
 }
 
-/// The first `n` lockers acquire, in order, recorded by `checker`.
-async fn hold_first(
-    lockers: &[(Session, Locker, Proxy)],
-    n: usize,
-    checker: &Checker,
-) -> Vec<Hold> {
-    let mut holds = Vec::new();
-    for (i, (_, l, _)) in lockers[..n].iter().enumerate() {
-        let hold = tokio::time::timeout(T, l.acquire()).await.expect("holds").unwrap();
-        checker.record(&format!("{i}"), &hold);
-        holds.push(hold);
-    }
-    holds
-}
-
 /// A lock scenario's start: N holders (recorded), through their own proxies.
 struct Scene {
     n: usize,
@@ -356,7 +341,7 @@ async fn scene(kind: Kind, recipes: &[&str]) -> Scene {
     let checker = Checker::new();
     let lockers = lockers_via_proxy(&server, &path, recipes).await;
     let n = holders(recipes[0]);
-    let holds = hold_first(&lockers, n, &checker).await;
+    let holds = hold_each(lockers[..n].iter().map(|(_, l, _)| l), &checker).await;
     Scene { n, path, raw, checker, lockers, holds, _server: server }
 }
 

@@ -6,8 +6,10 @@ use std::time::Duration;
 
 use rzk_election::{
     Error, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphore, Leadership,
-    LockGuard, MutexOptions, SemaphoreLease, Session,
+    LockGuard, MutexOptions, SemaphoreLease, Session, SessionConfig,
 };
+
+use super::checker::Checker;
 
 /// A handle of one lock recipe.
 #[derive(Clone)]
@@ -88,6 +90,37 @@ impl Hold {
             Hold::Lease(l) => l.release().await,
         }
     }
+}
+
+/// One locker per recipe on `path`, each on a session of its own with `config`.
+pub async fn lockers(
+    config: &SessionConfig,
+    path: &str,
+    recipes: &[&str],
+) -> (Vec<Session>, Vec<Locker>) {
+    let mut sessions = Vec::new();
+    let mut lockers = Vec::new();
+    for recipe in recipes {
+        let s = Session::connect(config.clone()).await.expect("connect");
+        lockers.push(Locker::new(&s, path, recipe).unwrap());
+        sessions.push(s);
+    }
+    (sessions, lockers)
+}
+
+/// Each locker acquires in turn; each hold is recorded by `checker` (as "0", "1", ...).
+pub async fn hold_each<'a>(
+    lockers: impl IntoIterator<Item = &'a Locker>,
+    checker: &Checker,
+) -> Vec<Hold> {
+    let mut holds = Vec::new();
+    for (i, l) in lockers.into_iter().enumerate() {
+        let hold = tokio::time::timeout(Duration::from_secs(10), l.acquire()).await;
+        let hold = hold.expect("holds").unwrap();
+        checker.record(&format!("{i}"), &hold);
+        holds.push(hold);
+    }
+    holds
 }
 
 /// How many leaves a lock path has while its holders hold and `waiters` wait: a node each,
