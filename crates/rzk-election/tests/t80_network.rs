@@ -11,6 +11,8 @@
 //! holder's guard are dropped during the cut, and once healed the second waiter holds and
 //! nothing of the dropped ones is left. A long cut of a holder: the waiter holds 3.0-5.5 s
 //! after the cut, and the cut handle acquires again on a new session. Never more than N hold.
+//! An acquire started and dropped while its session is cut (its create not yet sent, or sent
+//! with no reply) leaves no node once healed: another handle then holds at once.
 
 mod support;
 
@@ -38,6 +40,7 @@ both_servers! {
     t80_long_cut_mutex => long_cut_mutex;
     t80_long_cut_read_write => long_cut_read_write;
     t80_long_cut_semaphore => long_cut_semaphore;
+    t80_acquire_dropped_while_cut => acquire_dropped_while_cut;
 }
 
 async fn latch_via_proxy(
@@ -419,4 +422,29 @@ async fn long_cut_lock(kind: Kind, recipes: &[&str]) {
     }
     wait_leaves(&raw, &path, &[]).await;
     checker.assert_at_most(n, Duration::ZERO);
+}
+
+async fn acquire_dropped_while_cut(kind: Kind) {
+    let server = Server::start(kind, Settings::default());
+    let raw = raw_client(&server).await;
+    for recipe in ["mutex", "read", "write", "semaphore:1"] {
+        let path = test_path("t80-drop", kind);
+        let lockers = lockers_via_proxy(&server, &path, &[recipe, recipe]).await;
+        let (session, cut, proxy) = &lockers[0];
+        proxy.cut();
+        let pending = tokio::spawn({
+            let l = cut.clone();
+            async move { l.acquire().await }
+        });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        pending.abort();
+        assert!(pending.await.unwrap_err().is_cancelled());
+        proxy.heal();
+        eventually(T, "reconnected", || session.state().is_connected()).await;
+        wait_leaves(&raw, &path, &[]).await;
+        let other = &lockers[1].1;
+        let hold = other.acquire_timeout(T).await.unwrap().expect("nothing left in the way");
+        hold.release().await.unwrap();
+        wait_leaves(&raw, &path, &[]).await;
+    }
 }
