@@ -174,7 +174,13 @@ impl Task {
             Err(e) => match classify(&e) {
                 Class::NoNode | Class::SessionEnd => Reaped::Done(Ok(())),
                 Class::ConnectionLoss | Class::Transient => Reaped::Retry,
-                Class::Fatal => Reaped::Done(Err(Error::from_zk(e, &self.leases))),
+                Class::Fatal => {
+                    let path = match &item.target {
+                        Target::Node(node) => node,
+                        Target::Uuid(_) => &self.leases,
+                    };
+                    Reaped::Done(Err(Error::from_zk(e, path)))
+                }
             },
         }
     }

@@ -24,8 +24,6 @@ both_servers! {
     t20_persistent_predecessor => persistent_predecessor;
 }
 
-const KAZOO: &str = "0123456789abcdef0123456789abcdef__lock__0000000000";
-
 async fn prepare(
     server: &Server,
     path: &str,

@@ -3,14 +3,22 @@
 //! resumes with the same token, nobody else leads. A long outage loses every session: everyone
 //! rejoins on a new one and exactly one leader emerges, with a token above every earlier one (the
 //! server persists zxids). Both for the latch and the race election.
+//!
+//! The lock recipes (the mutex, the read-write lock with a writer holding and a reader waiting,
+//! a semaphore of two leases with two holders), N holding and one waiting: after a short outage
+//! the holds are lost (Suspended) and released on the same sessions, and the waiter holds; after
+//! a long one every session is lost, the holds end no later than T after the stop, and the
+//! waiter, on its new session, holds with a token above every earlier one. Never more than N
+//! hold, and once all release no node is left.
 
 mod support;
 
 use std::time::{Duration, Instant};
 
-use rzk_election::{ConnectionPolicy, Leadership, Session, SessionConfig};
+use rzk_election::{ConnectionPolicy, Leadership, LossReason, Session, SessionConfig};
 use support::candidate::{Candidate, Recipe};
 use support::checker::Checker;
+use support::locks::{hold_each, holders, leaves_with, lockers, queue, wait_leaves};
 use support::*;
 
 both_servers! {
@@ -18,6 +26,12 @@ both_servers! {
     t30_restart_long => restart_long;
     t30_restart_short_race => restart_short_race;
     t30_restart_long_race => restart_long_race;
+    t30_restart_short_mutex => restart_short_mutex;
+    t30_restart_short_read_write => restart_short_read_write;
+    t30_restart_short_semaphore => restart_short_semaphore;
+    t30_restart_long_mutex => restart_long_mutex;
+    t30_restart_long_read_write => restart_long_read_write;
+    t30_restart_long_semaphore => restart_long_semaphore;
 }
 
 async fn restart_short(kind: Kind) {
@@ -153,4 +167,73 @@ async fn restart_long_of(kind: Kind, recipe: Recipe) {
         l.close().await.unwrap();
     }
     checker.assert_ok();
+}
+
+async fn restart_short_mutex(kind: Kind) {
+    restart_lock(kind, &["mutex"; 2], false).await
+}
+
+async fn restart_short_read_write(kind: Kind) {
+    restart_lock(kind, &["write", "read"], false).await
+}
+
+async fn restart_short_semaphore(kind: Kind) {
+    restart_lock(kind, &["semaphore:2"; 3], false).await
+}
+
+async fn restart_long_mutex(kind: Kind) {
+    restart_lock(kind, &["mutex"; 2], true).await
+}
+
+async fn restart_long_read_write(kind: Kind) {
+    restart_lock(kind, &["write", "read"], true).await
+}
+
+async fn restart_long_semaphore(kind: Kind) {
+    restart_lock(kind, &["semaphore:2"; 3], true).await
+}
+
+/// Every locker but the last holds, the last waits; the server restarts after a short
+/// outage (sessions of 20 s survive it, as in `restart_short`) or a long one (2·T).
+async fn restart_lock(kind: Kind, recipes: &[&str], long: bool) {
+    let (settings, timeout) = match long {
+        true => (durable(), T),
+        false => (Settings { tick_ms: 1500, ..durable() }, Duration::from_secs(20)),
+    };
+    let mut server = Server::start(kind, settings);
+    let path = test_path("t30-lock", kind);
+    let raw = raw_client(&server).await;
+    let checker = Checker::new();
+    let config = SessionConfig::new(server.hosts()).with_session_timeout(timeout);
+    let (sessions, lockers) = lockers(&config, &path, recipes).await;
+    let (waiter, holding) = lockers.split_last().unwrap();
+    let holds = hold_each(holding, &checker).await;
+    let pending = queue(waiter, &raw, &path, leaves_with(recipes[0], 1)).await;
+    let sids: Vec<_> = sessions.iter().map(|s| s.session_id()).collect();
+    drop(raw);
+    let stopped = Instant::now();
+    let downtime = match (long, kind) {
+        (true, _) => 2 * T,
+        (false, Kind::Rzk) => Duration::from_secs(1),
+        (false, Kind::ZooKeeper) => Duration::ZERO, // the JVM start is the downtime
+    };
+    restart(&mut server, downtime).await;
+    eprintln!("{recipes:?}: server back after {:?}", stopped.elapsed());
+    for hold in &holds {
+        let reason = hold.loss_reason().expect("lost while the server was down");
+        assert!(hold.lost_at().unwrap() <= stopped + T, "lost by stop_at");
+        assert!(long || reason == LossReason::Suspended, "{reason:?}");
+    }
+    let hold = tokio::time::timeout(T + timeout, pending).await.expect("the waiter holds").unwrap();
+    let hold = hold.unwrap();
+    checker.record("waiter", &hold);
+    assert!(holds.iter().all(|h| hold.token() > h.token()), "{hold:?} after {holds:?}");
+    let now: Vec<_> = sessions.iter().map(|s| s.session_id()).collect();
+    assert_eq!(now == sids, !long, "sessions kept only over a short outage");
+    hold.release().await.unwrap();
+    for h in holds {
+        h.release().await.unwrap();
+    }
+    checker.assert_at_most(holders(recipes[0]), Duration::ZERO);
+    wait_leaves(&raw_client(&server).await, &path, &[]).await;
 }

@@ -1,32 +1,63 @@
-//! SIGSTOP of the leader's process past its session timeout, then SIGCONT (docs/election.md
-//! §2.2): the follower takes over after the timeout; the stopped leader's lease had run out before
-//! that; after SIGCONT no write of it succeeds, it learns it lost, and it rejoins on a new session
-//! behind the new leader.
+//! SIGSTOP of a holder's process past its session timeout, then SIGCONT (docs/election.md
+//! §2.2), for the latch, the mutex, the read-write lock (a writer stopped, a reader waiting) and
+//! a semaphore of two leases (one of two holders stopped): the waiter takes over after the
+//! timeout; the stopped holder's lease had run out before that; after SIGCONT no write of it
+//! succeeds, it learns it lost, and it acquires again on a new session behind the new holder.
+//! The witness writes never show more than N holders at once.
 
 mod support;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use support::participant::Proc;
+use support::checker::{check_at_most, check_writes};
+use support::participant::{token, Proc};
 use support::*;
 use zookeeper_client::{Acls, CreateMode};
 
 both_servers! {
     t41_sigstop_latch => sigstop_latch;
+    t41_sigstop_mutex => sigstop_mutex;
+    t41_sigstop_read_write => sigstop_read_write;
+    t41_sigstop_semaphore => sigstop_semaphore;
 }
 
 async fn sigstop_latch(kind: Kind) {
+    sigstop(kind, &["latch"; 2]).await
+}
+
+async fn sigstop_mutex(kind: Kind) {
+    sigstop(kind, &["mutex"; 2]).await
+}
+
+async fn sigstop_read_write(kind: Kind) {
+    sigstop(kind, &["write", "read"]).await
+}
+
+/// a and c hold the two leases, b waits.
+async fn sigstop_semaphore(kind: Kind) {
+    sigstop(kind, &["semaphore:2"; 3]).await
+}
+
+/// Every participant but the last holds; `a` is stopped, and `b` (the last) waits for it.
+async fn sigstop(kind: Kind, recipes: &[&str]) {
+    let holders = recipes.len() - 1;
     let server = Server::start(kind, Settings::default());
     let path = test_path("t41-stop", kind);
     let witness = format!("{path}-witness");
     let raw = raw_client(&server).await;
     raw.mkdir(&witness, &CreateMode::Persistent.with_acls(Acls::anyone_all())).await.unwrap();
-    let mut a = Proc::spawn(&server.hosts(), &path, &witness, "a", "latch");
-    a.expect("joined", Duration::from_secs(10)).await;
-    let mut b = Proc::spawn(&server.hosts(), &path, &witness, "b", "latch");
+    let spawn = |id, recipe| Proc::spawn(&server.hosts(), &path, &witness, id, recipe);
+    let mut a = spawn("a", recipes[0]);
+    let (_, elected) = a.expect("elected", Duration::from_secs(10)).await;
+    let token_a = token(&elected);
+    let mut others = Vec::new();
+    for (id, recipe) in ["c"].iter().zip(&recipes[1..holders]) {
+        let mut p = spawn(id, recipe);
+        p.expect("elected", Duration::from_secs(10)).await;
+        others.push(p);
+    }
+    let mut b = spawn("b", recipes[holders]);
     b.expect("joined", Duration::from_secs(10)).await;
-    let (_, elected) = a.expect("elected", Duration::from_secs(2)).await;
-    let token_a: i64 = elected.split(' ').next().unwrap().parse().unwrap();
     for _ in 0..3 {
         a.expect("write ok", Duration::from_secs(2)).await;
     }
@@ -40,7 +71,7 @@ async fn sigstop_latch(kind: Kind) {
         .map(|(at, l)| *at + Duration::from_millis(l[6..].parse().unwrap()))
         .expect("a lease line");
     let (b_start, elected) = b.expect("elected", Duration::from_secs(8)).await;
-    let token_b: i64 = elected.split(' ').next().unwrap().parse().unwrap();
+    let token_b = token(&elected);
     let failover = b_start.duration_since(stopped);
     eprintln!(
         "b elected {failover:?} after SIGSTOP; a's deadline was {:?} after it",
@@ -80,13 +111,21 @@ async fn sigstop_latch(kind: Kind) {
         late.len() <= 1 && late.iter().all(|l| before_b(l)),
         "a write of a succeeded after SIGCONT: {lines:?}"
     );
-    // Server order of the witness writes: the token never goes back.
-    let mut writes: Vec<(i64, i64)> = a.writes().into_iter().chain(b.writes()).collect();
-    writes.sort();
-    assert!(writes.windows(2).all(|w| w[0].1 <= w[1].1), "witness order {writes:?}");
-    // a rejoined on a new session: when b goes, a leads with a larger token.
-    b.kill();
+    // a rejoined on a new session: when b goes, a holds again with a larger token.
+    let b_end = b.kill();
     let (_, elected) = a.expect("elected", Duration::from_secs(8)).await;
-    let token_a2: i64 = elected.split(' ').next().unwrap().parse().unwrap();
-    assert!(token_a2 > token_b);
+    assert!(token(&elected) > token_b);
+    // The checker: a's first hold ended at its deadline, b's at its kill.
+    let mut terms = a.terms(Instant::now());
+    terms[0].end = Some(deadline);
+    terms.extend(b.terms(b_end));
+    for p in &others {
+        terms.extend(p.terms(Instant::now()));
+    }
+    check_at_most(&terms, holders, Duration::ZERO).unwrap();
+    // Server order of the witness writes: at most `holders` at once; one holder's token never
+    // goes back.
+    let writes: Vec<(i64, i64)> =
+        [&a, &b].into_iter().chain(&others).flat_map(|p| p.writes()).collect();
+    check_writes(&writes, holders).unwrap();
 }

@@ -5,6 +5,15 @@
 //! session (under StepDownOnLost no later than `stop_at`), B is elected 3.0-5.5 s after the cut,
 //! and A rejoins on a new session behind B with a larger token; the same for the race election
 //! (A waits for B's node on its new session).
+//!
+//! The lock recipes (the mutex, the read-write lock with a writer holding and a reader waiting,
+//! a semaphore of two leases with two holders): a short cut of a holder and of the first waiter
+//! loses the hold at once, no waiter holds during the cut, the cut waiter's acquire and the
+//! holder's guard are dropped during the cut, and once healed the second waiter holds and
+//! nothing of the dropped ones is left. A long cut of a holder: the waiter holds 3.0-5.5 s
+//! after the cut, and the cut handle acquires again on a new session. Never more than N hold.
+//! An acquire started and dropped while its session is cut (its create not yet sent, or sent
+//! with no reply) leaves no node once healed: another handle then holds at once.
 
 mod support;
 
@@ -14,6 +23,7 @@ use rzk_election::{ConnectionPolicy, ConnectionState, LossReason, Session};
 use rzk_testkit::proxy::Proxy;
 use support::candidate::{Candidate, Recipe};
 use support::checker::{sample_single_leader, Checker};
+use support::locks::{hold_each, holders, leaves_with, queue, wait_leaves, Hold, Locker};
 use support::*;
 use zookeeper_client::{Acls, CreateMode};
 
@@ -26,6 +36,13 @@ both_servers! {
     t80_blackhole_lost => blackhole_lost;
     t80_long_cut_race => long_cut_race;
     t80_blackhole_race => blackhole_race;
+    t80_short_cut_mutex => short_cut_mutex;
+    t80_short_cut_read_write => short_cut_read_write;
+    t80_short_cut_semaphore => short_cut_semaphore;
+    t80_long_cut_mutex => long_cut_mutex;
+    t80_long_cut_read_write => long_cut_read_write;
+    t80_long_cut_semaphore => long_cut_semaphore;
+    t80_acquire_dropped_while_cut => acquire_dropped_while_cut;
 }
 
 /// Runs `during` for `d` while sampling that `b` never leads.
@@ -285,4 +302,166 @@ async fn long_cut(kind: Kind, recipe: Recipe, policy: ConnectionPolicy, blackhol
     a.close().await.unwrap();
     checker.assert_ok();
     assert_eq!(checker.leaders(), ["a", "b", "a"]);
+}
+
+async fn short_cut_mutex(kind: Kind) {
+    short_cut_lock(kind, &["mutex"; 3]).await
+}
+
+async fn short_cut_read_write(kind: Kind) {
+    short_cut_lock(kind, &["write", "read", "write"]).await
+}
+
+async fn short_cut_semaphore(kind: Kind) {
+    short_cut_lock(kind, &["semaphore:2"; 4]).await
+}
+
+async fn long_cut_mutex(kind: Kind) {
+    long_cut_lock(kind, &["mutex"; 2]).await
+}
+
+async fn long_cut_read_write(kind: Kind) {
+    long_cut_lock(kind, &["write", "read"]).await
+}
+
+async fn long_cut_semaphore(kind: Kind) {
+    long_cut_lock(kind, &["semaphore:2"; 3]).await
+}
+
+/// One locker per recipe, each on a session through its own proxy.
+async fn lockers_via_proxy(
+    server: &Server,
+    path: &str,
+    recipes: &[&str],
+) -> Vec<(Session, Locker, Proxy)> {
+    let mut out = Vec::new();
+    for recipe in recipes {
+        let (s, p) = session_via_proxy(server).await;
+        let l = Locker::new(&s, path, recipe).unwrap();
+        out.push((s, l, p));
+    }
+    out
+}
+
+/// A lock scenario's start: N holders (recorded), through their own proxies.
+struct Scene {
+    n: usize,
+    path: String,
+    raw: zookeeper_client::Client,
+    checker: Checker,
+    lockers: Vec<(Session, Locker, Proxy)>,
+    holds: Vec<Hold>,
+    _server: Server,
+}
+
+async fn scene(kind: Kind, recipes: &[&str]) -> Scene {
+    let server = Server::start(kind, Settings::default());
+    let path = test_path("t80-lock", kind);
+    let raw = raw_client(&server).await;
+    let checker = Checker::new();
+    let lockers = lockers_via_proxy(&server, &path, recipes).await;
+    let n = holders(recipes[0]);
+    let holds = hold_each(lockers[..n].iter().map(|(_, l, _)| l), &checker).await;
+    Scene { n, path, raw, checker, lockers, holds, _server: server }
+}
+
+/// N holders, then waiters b and c; the first holder and b (a semaphore's b holds the internal
+/// mutex and has its lease node) are cut for 1 s, and both dropped during the cut.
+async fn short_cut_lock(kind: Kind, recipes: &[&str]) {
+    let Scene { n, path, raw, checker, lockers, mut holds, _server } = scene(kind, recipes).await;
+    let b = queue(&lockers[n].1, &raw, &path, leaves_with(recipes[0], 1)).await;
+    let c = queue(&lockers[n + 1].1, &raw, &path, leaves_with(recipes[0], 2)).await;
+    let cut = Instant::now();
+    lockers[0].2.cut();
+    lockers[n].2.cut();
+    let reason = tokio::time::timeout(T, holds[0].lost()).await.expect("lost");
+    assert_eq!(reason, LossReason::Suspended);
+    let took = holds[0].lost_at().unwrap().duration_since(cut);
+    assert!(took < Duration::from_millis(100), "lost {took:?} after the cut");
+    // Both dropped while disconnected: nothing of them may stay once healed.
+    drop(holds.remove(0));
+    b.abort();
+    assert!(b.await.unwrap_err().is_cancelled());
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(!c.is_finished(), "a waiter holds while the lost holder's node may live");
+    let healed = Instant::now();
+    lockers[0].2.heal();
+    lockers[n].2.heal();
+    let hold_c = tokio::time::timeout(T, c).await.expect("c holds after the heal").unwrap();
+    let hold_c = hold_c.unwrap();
+    assert!(hold_c.started_at() > healed);
+    checker.record("c", &hold_c);
+    // Only the holders' nodes are left: the cut holder's and b's are gone.
+    let mut nodes: Vec<&str> = holds.iter().chain([&hold_c]).map(|h| h.node_path()).collect();
+    nodes.sort();
+    let expected: Vec<&str> = nodes.iter().map(|p| &p[path.len() + 1..]).collect();
+    wait_leaves(&raw, &path, &expected).await;
+    hold_c.release().await.unwrap();
+    for h in holds {
+        h.release().await.unwrap();
+    }
+    wait_leaves(&raw, &path, &[]).await;
+    checker.assert_at_most(n, Duration::ZERO);
+}
+
+/// N holders and a waiter b; the first holder is cut for 6 s > T.
+async fn long_cut_lock(kind: Kind, recipes: &[&str]) {
+    let Scene { n, path, raw, checker, lockers, holds, _server } = scene(kind, recipes).await;
+    let b = queue(&lockers[n].1, &raw, &path, leaves_with(recipes[0], 1)).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let cut = Instant::now();
+    lockers[0].2.cut();
+    let hold_b = tokio::time::timeout(Duration::from_secs(8), b).await.expect("b holds").unwrap();
+    let hold_b = hold_b.unwrap();
+    checker.record("b", &hold_b);
+    let took = hold_b.started_at().duration_since(cut);
+    eprintln!("{recipes:?}: b holds {took:?} after the cut");
+    assert!(took >= Duration::from_millis(3000) && took <= Duration::from_millis(5500), "{took:?}");
+    let lost_at = holds[0].lost_at().expect("a stopped before b started");
+    assert!(lost_at < hold_b.started_at());
+    tokio::time::sleep_until((cut + Duration::from_secs(6)).into()).await;
+    lockers[0].2.heal();
+    // The cut handle acquires again, on its new session, once b is done.
+    let a = &lockers[0].1;
+    let again = tokio::spawn({
+        let a = a.clone();
+        async move { a.acquire().await }
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(n > 1 || !again.is_finished(), "a holds beside b");
+    hold_b.release().await.unwrap();
+    let again = tokio::time::timeout(2 * T, again).await.expect("a holds again").unwrap().unwrap();
+    checker.record("a again", &again);
+    assert!(again.token() > holds[0].token());
+    again.release().await.unwrap();
+    for h in holds {
+        h.release().await.unwrap();
+    }
+    wait_leaves(&raw, &path, &[]).await;
+    checker.assert_at_most(n, Duration::ZERO);
+}
+
+async fn acquire_dropped_while_cut(kind: Kind) {
+    let server = Server::start(kind, Settings::default());
+    let raw = raw_client(&server).await;
+    for recipe in ["mutex", "read", "write", "semaphore:1"] {
+        let path = test_path("t80-drop", kind);
+        let lockers = lockers_via_proxy(&server, &path, &[recipe, recipe]).await;
+        let (session, cut, proxy) = &lockers[0];
+        proxy.cut();
+        let pending = tokio::spawn({
+            let l = cut.clone();
+            async move { l.acquire().await }
+        });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        pending.abort();
+        assert!(pending.await.unwrap_err().is_cancelled());
+        proxy.heal();
+        eventually(T, "reconnected", || session.state().is_connected()).await;
+        wait_leaves(&raw, &path, &[]).await;
+        let other = &lockers[1].1;
+        let hold = other.acquire_timeout(T).await.unwrap().expect("nothing left in the way");
+        hold.release().await.unwrap();
+        wait_leaves(&raw, &path, &[]).await;
+    }
 }

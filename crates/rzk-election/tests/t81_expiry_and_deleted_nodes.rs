@@ -144,22 +144,6 @@ async fn forced_expiry_selector(kind: Kind) {
 /// Deletes the election parent with everything in it; returns when the server has applied it
 /// (the multi's reply), so that a bound on how fast the leader learns excludes the server's
 /// fdatasync, which on a loaded machine is not the recipe's doing.
-async fn delete_parent(raw: &zookeeper_client::Client, path: &str) -> Instant {
-    for _ in 0..100 {
-        let children = raw.list_children(path).await.unwrap();
-        let mut w = raw.new_multi_writer();
-        for c in &children {
-            w.add_delete(&format!("{path}/{c}"), None).unwrap();
-        }
-        w.add_delete(path, None).unwrap();
-        match w.commit().await {
-            Ok(_) => return Instant::now(),
-            Err(e) => eprintln!("deleteall raced: {e}"),
-        }
-    }
-    panic!("could not delete {path}");
-}
-
 async fn parent_deleted_latch(kind: Kind) {
     let server = Server::start(kind, Settings::default());
     let path = test_path("t81", kind);
@@ -175,7 +159,7 @@ async fn parent_deleted_latch(kind: Kind) {
         proxies.push(p);
     }
     let old = latches[0].await_leadership().await.unwrap();
-    let deleted_at = delete_parent(&raw, &path).await;
+    let deleted_at = delete_tree(&raw, &path).await;
     let reason = tokio::time::timeout(Duration::from_secs(1), old.lost()).await.expect("lost");
     assert_eq!(reason, LossReason::NodeDeleted);
     let learned = old.lost_at().unwrap().saturating_duration_since(deleted_at);
@@ -270,7 +254,7 @@ async fn parent_deleted_selector(kind: Kind) {
         sessions.push(s);
     }
     let old = selectors[0].await_leadership().await.unwrap();
-    let deleted_at = delete_parent(&raw, &path).await;
+    let deleted_at = delete_tree(&raw, &path).await;
     let reason = tokio::time::timeout(Duration::from_secs(1), old.lost()).await.expect("lost");
     assert_eq!(reason, LossReason::NodeDeleted);
     let learned = old.lost_at().unwrap().saturating_duration_since(deleted_at);

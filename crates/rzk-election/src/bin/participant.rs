@@ -4,15 +4,17 @@
 //! ```text
 //! cargo run -p rzk-election --bin rzk-election-participant -- \
 //!     --connect 127.0.0.1:2181 --path /demo/leader --id a \
-//!     [--recipe latch|selector|race] [--policy suspended|lost] [--session-timeout-ms 4000] \
-//!     [--witness /demo/witness]
+//!     [--recipe latch|selector|race|mutex|read|write|semaphore:N] \
+//!     [--policy suspended|lost] [--session-timeout-ms 4000] [--witness /demo/witness]
 //! ```
 //!
-//! It joins, and while it leads it writes `"<id>|<token>|<n>"` to the witness node every 50 ms
-//! with a guarded write. It prints one line per event on stdout:
+//! It joins, and while it leads (holds the lock, the read or write side of the read-write
+//! lock, or one of the semaphore's N leases) it writes `"<id>|<token>|<n>"` to the witness node
+//! every 50 ms with a guarded write. A lock recipe releases on loss and acquires again. It
+//! prints one line per event on stdout:
 //!
 //! ```text
-//! joined <node>
+//! joined <node>            (a semaphore: joined <semaphore path>, before its first acquire)
 //! elected <token> <node>
 //! lease <ms until the deadline>
 //! write ok <token> <mzxid> | write refused <reason> | write unknown
@@ -21,9 +23,12 @@
 
 use std::time::Duration;
 
+use std::future::Future;
+
 use rzk_election::{
-    ConnectionPolicy, LatchOptions, LeaderLatch, LeaderSelector, Leadership, RaceElection,
-    RaceOptions, SelectorOptions, Session, SessionConfig,
+    ConnectionPolicy, Contender, Error, InterProcessMutex, InterProcessReadWriteLock,
+    InterProcessSemaphore, LatchOptions, LeaderLatch, LeaderSelector, Leadership, MutexOptions,
+    RaceElection, RaceOptions, SelectorOptions, Session, SessionConfig,
 };
 use zookeeper_client::MultiWriteResult;
 
@@ -115,12 +120,86 @@ async fn lead(l: Leadership, id: String, witness: Option<String>) {
     }
 }
 
+/// The lock recipes, from `--recipe`.
+enum Lock {
+    Mutex,
+    Read,
+    Write,
+    Semaphore(u32),
+}
+
+impl Lock {
+    fn parse(recipe: &str) -> Option<Lock> {
+        Some(match recipe {
+            "mutex" => Lock::Mutex,
+            "read" => Lock::Read,
+            "write" => Lock::Write,
+            _ => Lock::Semaphore(recipe.strip_prefix("semaphore:")?.parse().ok()?),
+        })
+    }
+}
+
+/// Holds `lock` again and again: acquire, lead while held, release on loss.
+async fn hold_lock(session: &Session, a: &Args, lock: Lock) -> Result<(), Error> {
+    let options = MutexOptions::default().with_id(&a.id).with_policy(a.policy);
+    let mutex = match lock {
+        Lock::Mutex => InterProcessMutex::new(session, &a.path, options)?,
+        Lock::Read | Lock::Write => {
+            let rw = InterProcessReadWriteLock::new(session, &a.path, options)?;
+            let side = if matches!(lock, Lock::Read) { rw.read_lock() } else { rw.write_lock() };
+            side.clone()
+        }
+        Lock::Semaphore(n) => {
+            let semaphore = InterProcessSemaphore::new(session, &a.path, n, options)?;
+            say(format!("joined {}", a.path));
+            return hold_each(a, || async {
+                let lease = semaphore.acquire().await?;
+                let leadership = Leadership::clone(&lease);
+                Ok((lease, leadership))
+            })
+            .await;
+        }
+    };
+    tokio::spawn(announce_join(Contender::clone(&mutex)));
+    hold_each(a, || async {
+        let guard = mutex.acquire().await?;
+        let leadership = guard.leadership().clone();
+        Ok((guard, leadership))
+    })
+    .await
+}
+
+/// Prints `joined <node>` once the recipe has queued its node.
+async fn announce_join(contender: Contender) {
+    loop {
+        if let Some(p) = contender.our_path() {
+            return say(format!("joined {p}"));
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Each hold `acquire` grants is led until lost, then released (its guard dropped).
+async fn hold_each<G, F, Fut>(a: &Args, mut acquire: F) -> Result<(), Error>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<(G, Leadership), Error>>,
+{
+    loop {
+        let (guard, leadership) = acquire().await?;
+        lead(leadership, a.id.clone(), a.witness.clone()).await;
+        drop(guard);
+    }
+}
+
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), rzk_election::Error> {
+async fn main() -> Result<(), Error> {
     let a = args();
     let session =
         Session::connect(SessionConfig::new(&a.connect).with_session_timeout(a.timeout)).await?;
-    if a.recipe == "selector" {
+    if let Some(lock) = Lock::parse(&a.recipe) {
+        hold_lock(&session, &a, lock).await?;
+    } else if a.recipe == "selector" {
         let sel = LeaderSelector::new(
             &session,
             &a.path,
@@ -136,13 +215,7 @@ async fn main() -> Result<(), rzk_election::Error> {
                 Ok(())
             }
         })?;
-        loop {
-            if let Some(p) = sel.our_path() {
-                say(format!("joined {p}"));
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        announce_join(Contender::clone(&sel)).await;
         std::future::pending::<()>().await;
     } else if a.recipe == "race" {
         let options = RaceOptions::default().with_id(&a.id).with_policy(a.policy);

@@ -16,20 +16,7 @@ impl Driver {
         // successor can lead while this participant still acts.
         self.lose_term(LossReason::Closed);
         self.stop_task().await;
-        let mut result = Ok(());
-        if let Some(own) = self.own.take() {
-            let generation = own.generation;
-            if let Some(client) = self.client_for(generation) {
-                // A race node's path is every winner's: only a fenced delete is ours to send.
-                let deleted = match self.race_epoch {
-                    Some(_) => self.delete_fenced(&client, generation, &own).await,
-                    None => self.delete_node(&client, generation, &own.path).await,
-                };
-                result = closed(deleted);
-            }
-        } else if self.race_epoch.is_some() {
-            result = closed(self.release_unseen_win().await);
-        }
+        let result = self.delete_own_finally().await;
         let stale = self.stale_uuids.len() + self.stale_paths.len() + self.stale_fenced.len();
         if stale > 0 {
             let (client, generation) = {
@@ -50,16 +37,38 @@ impl Driver {
         self.finish(Status::Closed);
     }
 
-    /// The recipe fails with `e`; waiters of a close are answered `Ok`.
+    /// The recipe fails with `e`: our node, if any, is deleted, and waiters of a close or a
+    /// release are answered `Ok`, or with the delete's error if the node stays.
     pub(super) async fn fail(&mut self, e: Error) {
+        self.in_close = true;
         self.lose_term(LossReason::ClientClosed);
         self.stop_task().await;
+        let answer = self.delete_own_finally().await;
         for w in self.close_waiters.drain(..).chain(self.resign_waiters.drain(..)) {
-            let _ = w.send(Ok(()));
+            let _ = w.send(answer.clone());
         }
         tracing::warn!(error = %e, path = %self.shared.path, "election failed");
         self.shared.set_status(Status::Failed(e));
         self.shared.emit(ElectionEvent::Closed);
+    }
+
+    /// Deletes our node as the recipe ends (nothing to do for a node of an ended session);
+    /// the error if it stays.
+    async fn delete_own_finally(&mut self) -> Result<(), Error> {
+        let Some(own) = self.own.take() else {
+            // A race whose winning multi's reply was lost may hold the node unseen.
+            return match self.race_epoch {
+                Some(_) => closed(self.release_unseen_win().await),
+                None => Ok(()),
+            };
+        };
+        let Some(client) = self.client_for(own.generation) else { return Ok(()) };
+        // A race node's path is every winner's: only a fenced delete is ours to send.
+        let deleted = match self.race_epoch {
+            Some(_) => self.delete_fenced(&client, own.generation, &own).await,
+            None => self.delete_node(&client, own.generation, &own.path).await,
+        };
+        closed(deleted)
     }
 
     /// Publishes the final status and answers every waiter.
@@ -73,11 +82,13 @@ impl Driver {
     }
 }
 
-/// What a close's delete means to whoever waits for the close: done, unless it could not be
-/// confirmed (a delete the end of the session makes moot counts as done).
+/// What a final delete means to whoever waits for the close: done, unless it failed (the
+/// node stays) or could not be confirmed (a delete the end of the session makes moot counts
+/// as done).
 fn closed(deleted: Result<(), Stop>) -> Result<(), Error> {
     match deleted {
         Ok(()) | Err(Stop::NewGeneration) | Err(Stop::SessionClosed) => Ok(()),
+        Err(Stop::Fail(e)) => Err(e),
         Err(_) => Err(Error::ConnectionLoss),
     }
 }

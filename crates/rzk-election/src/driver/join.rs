@@ -10,7 +10,7 @@ use crate::event::{ElectionEvent, JoinInfo, MetricCells};
 use crate::loss::LossReason;
 use crate::naming;
 use crate::zk_error::{classify, Class, ZkError};
-use crate::Status;
+use crate::{Error, Status};
 
 impl Driver {
     /// Creates our node on the current session (or keeps the one this session has), after
@@ -224,7 +224,8 @@ impl Driver {
     }
 
     /// Deletes a node, retrying on connection loss while the generation lives. `NoNode` is
-    /// success. If the generation ends first, the path is remembered for the next session.
+    /// success. If the generation ends first, the path is remembered for the next session; an
+    /// error no retry can cure (the ACL forbids the delete) fails the recipe.
     pub(super) async fn delete_node(
         &mut self,
         client: &Client,
@@ -240,6 +241,11 @@ impl Driver {
             };
             match self.ride_out(generation, &e).await {
                 Ok(true) => {}
+                Ok(false) if classify(&e) == Class::Fatal => {
+                    // The node stays (until its session ends): the recipe fails with the error
+                    // rather than queue behind a node of its own no retry can delete.
+                    return Err(Stop::Fail(Error::from_zk(e, path)));
+                }
                 Ok(false) => {
                     tracing::warn!(error = %e, path, "delete failed");
                     return Ok(());

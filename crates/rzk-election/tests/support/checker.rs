@@ -1,8 +1,13 @@
 //! The invariant checker of docs/election.md §4.1: an independent observer that records every
-//! term (participant, node, token, start, end) from the recipes' event streams and asserts that
-//! no two terms overlap and that tokens strictly increase (equal only for a resumption: same
-//! participant, same node, nothing in between).
+//! term or hold (participant, node, token, start, end), from the recipes' event streams or
+//! from the leases the test holds, and asserts that no more than N overlap (N = 1 for an
+//! election, a mutex or a write lock; N for a semaphore of N leases) and that tokens strictly
+//! increase in start order (equal only for a resumption: same participant, same node). The
+//! second holds for a semaphore too: every lease node is created and granted under the
+//! semaphore's internal mutex, so grants are in czxid order. `check_writes` asserts the same
+//! bound on the server's own clock, from the zxids of the holders' guarded writes.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -19,25 +24,58 @@ pub struct TermRecord {
     pub end: Option<Instant>,
 }
 
-/// Checks a set of intervals; `tolerance` is the overlap allowed (0 except where a leader
-/// can only learn of its loss by a watch, §4.1).
+/// Checks the intervals of a single-holder recipe; `tolerance` is the overlap allowed (0
+/// except where a leader can only learn of its loss by a watch, §4.1).
 pub fn check(records: &[TermRecord], tolerance: Duration) -> Result<(), String> {
+    check_at_most(records, 1, tolerance)
+}
+
+/// Checks that at most `holders` intervals overlap (by more than `tolerance`) and that each
+/// token is larger than every token that started before it, but for a resumption.
+pub fn check_at_most(
+    records: &[TermRecord],
+    holders: usize,
+    tolerance: Duration,
+) -> Result<(), String> {
     let mut sorted: Vec<&TermRecord> = records.iter().collect();
     sorted.sort_by_key(|r| r.start);
-    for pair in sorted.windows(2) {
-        let (a, b) = (pair[0], pair[1]);
-        let Some(end) = a.end else {
-            return Err(format!("term {a:?} is still running while {b:?} started"));
-        };
-        if end > b.start + tolerance {
-            return Err(format!(
-                "overlap of {:?}: {a:?} ends after {b:?} starts",
-                end.duration_since(b.start)
-            ));
+    for (i, b) in sorted.iter().enumerate() {
+        let earlier = &sorted[..i];
+        let running: Vec<&&TermRecord> =
+            earlier.iter().filter(|a| a.end.is_none_or(|end| end > b.start + tolerance)).collect();
+        if running.len() >= holders {
+            return Err(format!("{b:?} started while {holders} held: {running:?}"));
         }
-        let resumption = a.token == b.token && a.participant == b.participant && a.node == b.node;
-        if b.token < a.token || (b.token == a.token && !resumption) {
+        let resumption = |a: &TermRecord| {
+            a.token == b.token && a.participant == b.participant && a.node == b.node
+        };
+        if let Some(a) = earlier.iter().find(|a| a.token >= b.token && !resumption(a)) {
             return Err(format!("token order broken: {a:?} then {b:?}"));
+        }
+    }
+    Ok(())
+}
+
+/// Checks acknowledged guarded writes `(mzxid, token)` on the server's clock: a guarded write
+/// lands only while its holder's node exists, so the span of each token (its first write to its
+/// last) lies within its hold, and at most `holders` spans may overlap. With one holder the
+/// token never goes back in server order either.
+pub fn check_writes(writes: &[(i64, i64)], holders: usize) -> Result<(), String> {
+    let mut sorted = writes.to_vec();
+    sorted.sort();
+    if holders == 1 && sorted.windows(2).any(|w| w[0].1 > w[1].1) {
+        return Err(format!("a token goes back in server order: {sorted:?}"));
+    }
+    let mut spans: BTreeMap<i64, (i64, i64)> = BTreeMap::new();
+    for &(zxid, token) in &sorted {
+        spans.entry(token).and_modify(|s| s.1 = zxid).or_insert((zxid, zxid));
+    }
+    let mut spans: Vec<(i64, i64, i64)> = spans.into_iter().map(|(t, (a, b))| (a, b, t)).collect();
+    spans.sort();
+    for (i, b) in spans.iter().enumerate() {
+        let running: Vec<_> = spans[..i].iter().filter(|a| a.1 > b.0).collect();
+        if running.len() >= holders {
+            return Err(format!("token {} wrote while {running:?} (first, last, token) did", b.2));
         }
     }
     Ok(())
@@ -60,6 +98,13 @@ impl Checker {
         Checker::default()
     }
 
+    /// Records a term or hold the test was granted itself (a semaphore's lease, which has no
+    /// event stream).
+    pub fn record(&self, participant: &str, leadership: &Leadership) {
+        let rec = Rec { participant: participant.to_string(), leadership: leadership.clone() };
+        self.recs.lock().unwrap().push(rec);
+    }
+
     /// Follows a recipe's events. Attach before `start` so that no term is missed. With a
     /// `client`, also asserts that each token is the czxid of the node and that the node is
     /// owned by the leader's session (§4.1 assertion 3).
@@ -69,17 +114,14 @@ impl Checker {
         mut events: Events,
         client: Option<zookeeper_client::Client>,
     ) {
-        let recs = self.recs.clone();
+        let checker = self.clone();
         let errors = self.czxid_errors.clone();
         let participant = participant.to_string();
         tokio::spawn(async move {
             while let Some(e) = events.recv().await {
                 match e {
                     ElectionEvent::Elected { leadership, .. } => {
-                        recs.lock().unwrap().push(Rec {
-                            participant: participant.clone(),
-                            leadership: leadership.clone(),
-                        });
+                        checker.record(&participant, &leadership);
                         if let Some(c) = &client {
                             if let Ok((_, stat)) = c.get_data(leadership.node_path()).await {
                                 // A race node's path is every winner's: a node created after
@@ -152,14 +194,19 @@ impl Checker {
         out
     }
 
-    /// Asserts the invariants (no overlap, token order, token = czxid).
+    /// Asserts the invariants of a single holder (no overlap, token order, token = czxid).
     pub fn assert_ok(&self) {
         self.assert_ok_with(Duration::ZERO);
     }
 
     pub fn assert_ok_with(&self, tolerance: Duration) {
+        self.assert_at_most(1, tolerance);
+    }
+
+    /// Asserts the invariants of a recipe that grants at most `holders` at once.
+    pub fn assert_at_most(&self, holders: usize, tolerance: Duration) {
         let terms = self.terms();
-        if let Err(e) = check(&terms, tolerance) {
+        if let Err(e) = check_at_most(&terms, holders, tolerance) {
             panic!("checker: {e}\nterms: {terms:#?}");
         }
         let errors = self.czxid_errors.lock().unwrap();

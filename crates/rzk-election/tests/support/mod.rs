@@ -7,6 +7,7 @@
 pub mod candidate;
 pub mod checker;
 pub mod java;
+pub mod locks;
 pub mod participant;
 
 use std::path::Path;
@@ -134,6 +135,9 @@ impl Server {
     }
 }
 
+/// A node of kazoo's `Lock` recipe, which no Curator recipe can order.
+pub const KAZOO: &str = "0123456789abcdef0123456789abcdef__lock__0000000000";
+
 /// The requested session timeout of every participant (granted as is with tick 500 ms).
 pub const T: Duration = Duration::from_secs(4);
 
@@ -171,6 +175,38 @@ pub async fn delete_all(client: &zookeeper_client::Client, path: &str) {
             Ok(()) | Err(zookeeper_client::Error::NoNode) => return,
             Err(zookeeper_client::Error::NotEmpty) => continue,
             Err(e) => panic!("delete {path}: {e}"),
+        }
+    }
+    panic!("could not delete {path}");
+}
+
+/// Deletes `path` and everything below it in one multi, so that nobody sees a part of the
+/// tree gone (retried while recipes change it); returns when it was done.
+pub async fn delete_tree(client: &zookeeper_client::Client, path: &str) -> std::time::Instant {
+    'attempt: for _ in 0..100 {
+        // Breadth first: reversed, every node comes before its parent.
+        let mut nodes = vec![path.to_string()];
+        let mut i = 0;
+        while i < nodes.len() {
+            match client.list_children(&nodes[i]).await {
+                Ok(children) => {
+                    let parent = nodes[i].clone();
+                    nodes.extend(children.into_iter().map(|c| format!("{parent}/{c}")));
+                }
+                Err(e) => {
+                    eprintln!("deleteall raced: {e}");
+                    continue 'attempt;
+                }
+            }
+            i += 1;
+        }
+        let mut w = client.new_multi_writer();
+        for node in nodes.iter().rev() {
+            w.add_delete(node, None).unwrap();
+        }
+        match w.commit().await {
+            Ok(_) => return std::time::Instant::now(),
+            Err(e) => eprintln!("deleteall raced: {e}"),
         }
     }
     panic!("could not delete {path}");

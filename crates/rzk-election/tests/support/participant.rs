@@ -7,6 +7,13 @@ use std::time::{Duration, Instant};
 
 use rzk_testkit::lines::{Line, Lines};
 
+use super::checker::TermRecord;
+
+/// The token of an `elected <token> <node>` line's rest.
+pub fn token(elected: &str) -> i64 {
+    elected.split(' ').next().and_then(|t| t.parse().ok()).expect("elected <token> <node>")
+}
+
 /// The participant binary (`src/bin/participant.rs`), built by cargo for the tests.
 fn participant_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_rzk-election-participant"))
@@ -14,6 +21,7 @@ fn participant_bin() -> PathBuf {
 
 pub struct Proc {
     pub id: String,
+    recipe: String,
     child: Child,
     lines: Lines,
 }
@@ -29,7 +37,12 @@ impl Proc {
             .spawn()
             .expect("spawn participant");
         let lines = Lines::capture(id, child.stdout.take().expect("stdout"));
-        Proc { id: id.into(), child, lines }
+        Proc { id: id.into(), recipe: recipe.into(), child, lines }
+    }
+
+    /// The recipe it was started with (`--recipe`).
+    pub fn recipe(&self) -> &str {
+        &self.recipe
     }
 
     pub async fn expect(&mut self, prefix: &str, within: Duration) -> Line {
@@ -56,6 +69,27 @@ impl Proc {
                 Some((mzxid, token))
             })
             .collect()
+    }
+
+    /// The holds this process reported, each from its `elected` line to the next `lost` line,
+    /// or to `end` (the kill, or now) for one still running.
+    pub fn terms(&self, end: Instant) -> Vec<TermRecord> {
+        let mut terms: Vec<TermRecord> = Vec::new();
+        for (at, l) in self.lines.all() {
+            if let Some(rest) = l.strip_prefix("elected ") {
+                let node = rest.split(' ').nth(1).unwrap_or_default().to_string();
+                let (participant, token) = (self.id.clone(), token(rest));
+                terms.push(TermRecord { participant, node, token, start: at, end: None });
+            } else if l.starts_with("lost") {
+                if let Some(t) = terms.last_mut().filter(|t| t.end.is_none()) {
+                    t.end = Some(at);
+                }
+            }
+        }
+        for t in terms.iter_mut().filter(|t| t.end.is_none()) {
+            t.end = Some(end);
+        }
+        terms
     }
 
     pub fn elected_count(&self) -> usize {
