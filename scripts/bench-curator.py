@@ -61,6 +61,7 @@ ALL = ["latch", "selector", "crash", "herd", "predecessor", "mutex", "uncontende
 MUTEX_P50_MAX = 1 / 3.0
 UNCONTENDED_RATE_MIN = 2.0
 SEMAPHORE_RATE_MIN = 2.0
+LOCK_WORKLOADS = ("mutex-handoff", "mutex-uncontended", "semaphore")
 # Results of `rzk bench` runs carry the server they ran on; Curator's harness's carry none.
 BENCH_SERVERS = ("rzk", "zookeeper")
 
@@ -263,8 +264,9 @@ def markdown(results, argv):
             if "error" in r:
                 out.append("| %s %s | | | | | %s |" % (r["workload"], r["flags"], r["error"]))
                 continue
-            other = "%d rounds in %.1f s = %.1f/s; notifications per change %.2f" % (
-                r["rounds"], r["seconds"], r["per_s"], r["notifications_per_change"])
+            other = "%d rounds in %.1f s = %.1f/s" % (r["rounds"], r["seconds"], r["per_s"])
+            if r["workload"] not in LOCK_WORKLOADS:
+                other += "; notifications per change %.2f" % r["notifications_per_change"]
             out.append("| `%s` | %s | %s | %s us | %s us | %s | %.0f%% |" % (
                 r["command"], "%s%s" % (r["participants"], round_tag(r)), r["strategy"],
                 r["p50_us"], r["p99_us"],
@@ -325,6 +327,19 @@ def lock_comparison(results):
              lambda x: x["p50_us"] / 1000.0, MUTEX_P50_MAX, True)
         pair("InterProcessMutex handoff p99, N=%d, ms" % n, cs, zs, lambda x: x["ms_p99"],
              lambda x: x["p99_us"] / 1000.0, None, True)
+        zf = median([x["p50_us"] for x in every(results, server="zookeeper", lock_floor=True,
+                                                 workload="handoff-read", participants=n)])
+        rf = median([x["p50_us"] for x in every(results, server="rzk", lock_floor=True,
+                                                 workload="handoff-read", participants=n)])
+        if zf and rf:
+            cur_p50 = median([x["ms_p50"] * 1000.0 for x in cs])
+            z_p50 = median([x["p50_us"] for x in zs])
+            ratio_row(rows, "protocol floor under it (`handoff-read`) p50, N=%d, ms" % n,
+                      zf / 1000.0, rf / 1000.0)
+            if cur_p50 and z_p50:
+                rows.append("| the library's own share (handoff - floor), N=%d, us | %.0f | %.0f "
+                            "| | a third of Curator's handoff is %.0f us |" % (
+                                n, cur_p50 - zf, z_p50 - rf, cur_p50 / 3))
     cs = every(cur, measurement="mutex_uncontended")
     if cs:
         zs = every(rz, workload="mutex-uncontended")
@@ -559,6 +574,12 @@ def lock_measurements(args, only):
             if args.rzk:
                 steps.append(lambda: run_bench(args, workload, flags + [
                     "--duration-s", args.lock_s], 1200))
+            if args.rzk and workload == "mutex-handoff":
+                # The protocol's floor under a mutex handoff on each server (delete, the
+                # successor's event, the list it reads on it; no library), as for the latch.
+                for server in BENCH_SERVERS[::-1]:
+                    steps.append(lambda server=server: run_bench(args, "handoff-read", flags + [
+                        "--duration-s", args.lock_s], 900, {"lock_floor": True}, server))
             for step in (steps if rnd % 2 == 0 else steps[::-1]):
                 r = step()
                 r["round"] = rnd
