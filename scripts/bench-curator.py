@@ -579,7 +579,8 @@ def lock_measurements(args, only):
                 # successor's event, the list it reads on it; no library), as for the latch.
                 for server in BENCH_SERVERS[::-1]:
                     steps.append(lambda server=server: run_bench(args, "handoff-read", flags + [
-                        "--duration-s", args.lock_s], 900, {"lock_floor": True}, server))
+                        "--duration-s", args.lock_s], 900,
+                        {"lock_floor": True, "participants": java_args[1]}, server))
             for step in (steps if rnd % 2 == 0 else steps[::-1]):
                 r = step()
                 r["round"] = rnd

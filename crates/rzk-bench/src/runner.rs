@@ -11,6 +11,14 @@ use crate::{election, fanout, handoff_event, lock, pipeline, race};
 /// Runs `cfg`'s workload against the servers of `hosts` (a ZooKeeper connect string) and
 /// reports what it measured. Needs a multi-threaded tokio runtime.
 pub async fn run(hosts: &str, cfg: BenchConfig) -> Result<Report, BenchError> {
+    let runs_strategy = match cfg.strategy {
+        Strategy::Predecessor => true,
+        Strategy::Herd => cfg.workload == Workload::Handoff,
+        Strategy::Race => cfg.workload == Workload::HandoffEvent,
+    };
+    if !runs_strategy {
+        return Err(BenchError::Strategy(cfg.workload, cfg.strategy));
+    }
     match cfg.workload {
         Workload::Handoff => return Ok(Report::Election(election::handoff(&cfg, hosts).await?)),
         Workload::Selector => return Ok(Report::Election(election::selector(&cfg, hosts).await?)),
@@ -28,12 +36,8 @@ pub async fn run(hosts: &str, cfg: BenchConfig) -> Result<Report, BenchError> {
     if handoff && cfg.participants < 2 {
         return Err(BenchError::NoSuccessor);
     }
-    match (cfg.workload, cfg.strategy) {
-        (_, Strategy::Predecessor) => {}
-        (Workload::HandoffEvent, Strategy::Race) => {
-            return Ok(Report::Election(race::run(&cfg, hosts).await?));
-        }
-        (w, s) => return Err(BenchError::Strategy(w, s)),
+    if cfg.strategy == Strategy::Race {
+        return Ok(Report::Election(race::run(&cfg, hosts).await?));
     }
     pipeline::setup(&cfg, hosts).await?;
     let cfg = Arc::new(cfg);
