@@ -4,7 +4,7 @@
         mutex,uncontended,semaphore,race] [--latch-n 5,100,1000] [--handoffs 200]
         [--herd-n 100,1000] [--changes 20] [--crash-trials 10] [--session-ms 4000]
         [--selector-s 10] [--mutex-n 5,100,1000] [--lock-s 10] [--semaphore-n 100]
-        [--leases 10] [--race-n 1000] [--markdown] [--json-out F]
+        [--leases 10] [--race-n 1000] [--race-s 10] [--markdown] [--json-out F]
 
 Compiles tests/interop/java/ElectionBench.java and LockBench.java against Debian's Curator 5.4 / ZooKeeper 3.8
 jars (as tests/interop/curator_suite.py does) into tests/interop/java/build/, then for each

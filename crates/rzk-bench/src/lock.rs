@@ -13,7 +13,7 @@ use rzk_election::{
 };
 use tokio::task::JoinSet;
 
-use crate::config::{BenchConfig, Workload};
+use crate::config::BenchConfig;
 use crate::election::{wait_joined, JOIN_TIMEOUT};
 use crate::error::BenchError;
 use crate::report::ElectionReport;
@@ -208,7 +208,6 @@ pub(crate) async fn semaphore(
     cfg: &BenchConfig,
     hosts: &str,
 ) -> Result<ElectionReport, BenchError> {
-    debug_assert_eq!(cfg.workload, Workload::Semaphore);
     let path = format!("/bench-lock/s{}", std::process::id());
     contend(cfg, hosts, cfg.participants, Measure::Grant, None, |s| {
         let options = SemaphoreOptions::default();
