@@ -1,10 +1,12 @@
 """Curator 5.4 election benchmarks on Apache ZooKeeper 3.8 (the targets of docs/BENCHMARKS.md).
 
-    /usr/bin/python3 -m scripts.bench-curator [--only latch,selector,crash,herd,predecessor]
-        [--latch-n 5,100,1000] [--handoffs 200] [--herd-n 100,1000] [--changes 20]
-        [--crash-trials 10] [--session-ms 4000] [--selector-s 10] [--markdown] [--json-out F]
+    /usr/bin/python3 -m scripts.bench-curator [--only latch,selector,crash,herd,predecessor,
+        mutex,uncontended,semaphore,race] [--latch-n 5,100,1000] [--handoffs 200]
+        [--herd-n 100,1000] [--changes 20] [--crash-trials 10] [--session-ms 4000]
+        [--selector-s 10] [--mutex-n 5,100,1000] [--lock-s 10] [--semaphore-n 100]
+        [--leases 10] [--race-n 1000] [--race-s 10] [--markdown] [--json-out F]
 
-Compiles tests/interop/java/ElectionBench.java against Debian's Curator 5.4 / ZooKeeper 3.8
+Compiles tests/interop/java/ElectionBench.java and LockBench.java against Debian's Curator 5.4 / ZooKeeper 3.8
 jars (as tests/interop/curator_suite.py does) into tests/interop/java/build/, then for each
 measurement starts a fresh Apache ZooKeeper 3.8 (tests/support/servers.py: standalone,
 tickTime 2000, forceSync on, the JVM's default heap as Debian runs it), runs one harness JVM
@@ -22,6 +24,18 @@ Measurements:
                change (server mntr and client-side count) and handoff latency; N from --herd-n
   predecessor  Curator LeaderLatch (each watches its predecessor): notifications per change
                (server mntr); N from --herd-n
+  mutex        InterProcessMutex handoff among N contenders (--mutex-n), each acquiring and
+               releasing in a loop: a holder's release() to the next acquire() returning
+  uncontended  InterProcessMutex, one contender: acquire+release pairs per second
+  semaphore    InterProcessSemaphoreV2 of --leases leases, --semaphore-n contenders: grants/s
+  race         the race election (one EPHEMERAL node at a fixed path, exists watches, race
+               again on delete) against predecessor watching, at the protocol level on both
+               servers (`rzk bench --workload handoff-event --strategy race | predecessor`):
+               handoff time and notifications per handoff (client count; server mntr on
+               ZooKeeper); N from --race-n (needs --rzk, for the rzk binary)
+
+The lock measurements run Curator (tests/interop/java/LockBench.java) and, with --rzk,
+rzk-election through `rzk bench` one after another in each of --rounds rounds.
 
 With --rzk, the same run also measures rzk-election on rzk through `rzk bench`, and on both
 servers the protocol's floor under a LeaderLatch handoff (`rzk bench --workload handoff-read`:
@@ -41,7 +55,13 @@ from tests.support.machine import children_cpu_s, cpu_seconds, log, status_kib, 
     wait_quiet
 from tests.support.stats import median
 
-ALL = ["latch", "selector", "crash", "herd", "predecessor"]
+ALL = ["latch", "selector", "crash", "herd", "predecessor", "mutex", "uncontended", "semaphore",
+       "race"]
+# The targets of the lock measurements: rzk-election / Curator, and which way is better.
+MUTEX_P50_MAX = 1 / 3.0
+UNCONTENDED_RATE_MIN = 2.0
+SEMAPHORE_RATE_MIN = 2.0
+LOCK_WORKLOADS = ("mutex-handoff", "mutex-uncontended", "semaphore")
 # Results of `rzk bench` runs carry the server they ran on; Curator's harness's carry none.
 BENCH_SERVERS = ("rzk", "zookeeper")
 
@@ -50,14 +70,14 @@ def machine_busy_s():
     return system_cpu()[0]
 
 
-def run(args, measurement, params, timeout_s):
+def run(args, measurement, params, timeout_s, harness="ElectionBench"):
     wait_quiet(args.quiet_wait_s, recheck_s=9.0)
     srv = servers.start_for_benchmark("zookeeper", args.zk_heap)
     try:
         logf = os.path.join(java.BUILD, "election-bench-client.log")
-        cmd = java.harness_command("ElectionBench", [srv.hosts, measurement] + list(params),
+        cmd = java.harness_command(harness, [srv.hosts, measurement] + list(params),
                                    args.client_heap, logf)
-        log("%s", " ".join(cmd[cmd.index("ElectionBench"):]))
+        log("%s", " ".join(cmd[cmd.index(harness):]))
         t0 = time.monotonic()
         b0, s0, k0 = machine_busy_s(), cpu_seconds(srv.proc.pid), children_cpu_s()
         try:
@@ -97,6 +117,7 @@ def run_bench(args, workload, flags, timeout_s, tag=None, server="rzk"):
         cmd = [args.rzk_bin, "bench", "--connect", srv.hosts, "--workload", workload]
         cmd += [str(x) for x in flags] + ["--json"]
         log("%s", " ".join(cmd[1:]))
+        n0 = server_notifications(srv)
         t0 = time.monotonic()
         b0, s0, k0 = machine_busy_s(), cpu_seconds(srv.proc.pid), children_cpu_s()
         try:
@@ -118,10 +139,28 @@ def run_bench(args, workload, flags, timeout_s, tag=None, server="rzk"):
         s1, k1 = cpu_seconds(srv.proc.pid), children_cpu_s()
         other = max(0.0, machine_busy_s() - b0 - (s1 - s0) - (k1 - k0))
         r["other_cpu_frac"] = round(other / (r["wall_s"] * os.cpu_count()), 3)
+        n1 = server_notifications(srv)
+        handoffs = r.get("rounds", r.get("ops"))
+        if n0 is not None and n1 is not None and handoffs:
+            # Joins notify nobody in these workloads: every notification is a handoff's.
+            r["server_notifications_per_handoff"] = round((n1 - n0) / float(handoffs), 2)
         print(json.dumps(r), flush=True)
         return r
     finally:
         srv.stop()
+
+
+def server_notifications(srv):
+    """Watch notifications the server has sent so far: the sum of ZooKeeper's mntr
+    zk_sum_node_*_watch_count rows (watchers triggered); None where mntr has no such rows
+    (rzk's)."""
+    try:
+        out = srv.four_letter("mntr")
+    except OSError:
+        return None
+    rows = [ln.split("\t") for ln in out.splitlines() if ln.startswith("zk_sum_node_")
+            and "_watch_count" in ln]
+    return sum(int(float(v[1])) for v in rows if len(v) == 2) if rows else None
 
 
 def floor_row():
@@ -207,9 +246,15 @@ def markdown(results, argv):
                            r["notifications_per_change_mean"],
                            r["notifications_per_change_min"], r["notifications_per_change_max"],
                            r["handoffs"]))
+        elif m in ("mutex_handoff", "mutex_uncontended", "semaphore"):
+            out.append("| %s%s | %s | %s ms | %s ms | %.0f/s over %.0f s, %d errors |" % (
+                r["recipe"], ", %s leases" % r["leases"] if "leases" in r else "",
+                "%s%s" % (r["n"], round_tag(r)), f(r["ms_p50"], 3), f(r["ms_p99"], 3),
+                r["per_s"], r["seconds"], r["errors"]))
         if len(out) > rows_before:
             out[-1] += " %.0f%% |" % (100 * r.get("other_cpu_frac", 0))
-    rz = [r for r in results if r.get("server") == "rzk" and r.get("workload") != "handoff-read"]
+    rz = [r for r in results if r.get("server") == "rzk" and r.get("workload") != "handoff-read"
+          and "race_n" not in r]
     hr = [r for r in results if r.get("workload") == "handoff-read"]
     if rz:
         out += ["", "rzk-election on a durable rzk server, through `rzk bench` in the same run:",
@@ -219,8 +264,9 @@ def markdown(results, argv):
             if "error" in r:
                 out.append("| %s %s | | | | | %s |" % (r["workload"], r["flags"], r["error"]))
                 continue
-            other = "%d rounds in %.1f s = %.1f/s; notifications per change %.2f" % (
-                r["rounds"], r["seconds"], r["per_s"], r["notifications_per_change"])
+            other = "%d rounds in %.1f s = %.1f/s" % (r["rounds"], r["seconds"], r["per_s"])
+            if r["workload"] not in LOCK_WORKLOADS:
+                other += "; notifications per change %.2f" % r["notifications_per_change"]
             out.append("| `%s` | %s | %s | %s us | %s us | %s | %.0f%% |" % (
                 r["command"], "%s%s" % (r["participants"], round_tag(r)), r["strategy"],
                 r["p50_us"], r["p99_us"],
@@ -243,6 +289,100 @@ def markdown(results, argv):
     return "\n".join(out)
 
 
+def ratio_row(rows, name, a, b, target=None, lower_better=True):
+    """A row of the side-by-side table: Curator's `a`, rzk-election's `b`, b / a and the
+    verdict against `target`."""
+    r = b / a if a and b is not None else None
+    verdict = ""
+    if target is not None and r is not None:
+        ok = r <= target if lower_better else r >= target
+        verdict = "%s (target %s %.3g)" % ("met" if ok else "MISSED",
+                                           "<=" if lower_better else ">=", target)
+    rows.append("| %s | %s | %s | %s | %s |" % (
+        name, "-" if a is None else "%.3g" % a, "-" if b is None else "%.3g" % b,
+        "-" if r is None else "%.2f" % r, verdict))
+
+
+def lock_comparison(results):
+    """The lock rows of the side-by-side table: medians over the rounds of each side, then each
+    round's own ratio."""
+    cur = [r for r in results if r.get("server") not in BENCH_SERVERS and "error" not in r]
+    rz = [r for r in results if r.get("server") == "rzk" and "error" not in r]
+    rows = []
+
+    def pair(name, cs, zs, cur_v, rz_v, target, lower_better):
+        a, b = median([cur_v(x) for x in cs]), median([rz_v(x) for x in zs])
+        ratio_row(rows, name + ("" if len(cs) < 2 else ", median of %d rounds" % len(cs)),
+                  a, b, target, lower_better)
+        paired = per_round(cs, zs, lambda c, z: rz_v(z) / cur_v(c))
+        if len(paired) > 1 and target is not None:
+            ok = sum(1 for x in paired if (x <= target if lower_better else x >= target))
+            rows.append("| the same, each round's own pair | | | %s | %d of %d rounds met |" % (
+                " / ".join("%.2f" % x for x in paired), ok, len(paired)))
+
+    for n in sorted({x["n"] for x in cur if x["measurement"] == "mutex_handoff"}):
+        cs = every(cur, measurement="mutex_handoff", n=n)
+        zs = every(rz, workload="mutex-handoff", participants=n)
+        pair("InterProcessMutex handoff p50, N=%d, ms" % n, cs, zs, lambda x: x["ms_p50"],
+             lambda x: x["p50_us"] / 1000.0, MUTEX_P50_MAX, True)
+        pair("InterProcessMutex handoff p99, N=%d, ms" % n, cs, zs, lambda x: x["ms_p99"],
+             lambda x: x["p99_us"] / 1000.0, None, True)
+        zf = median([x["p50_us"] for x in every(results, server="zookeeper", lock_floor=True,
+                                                 workload="handoff-read", participants=n)])
+        rf = median([x["p50_us"] for x in every(results, server="rzk", lock_floor=True,
+                                                 workload="handoff-read", participants=n)])
+        if zf and rf:
+            cur_p50 = median([x["ms_p50"] * 1000.0 for x in cs])
+            z_p50 = median([x["p50_us"] for x in zs])
+            ratio_row(rows, "protocol floor under it (`handoff-read`) p50, N=%d, ms" % n,
+                      zf / 1000.0, rf / 1000.0)
+            if cur_p50 and z_p50:
+                rows.append("| the library's own share (handoff - floor), N=%d, us | %.0f | %.0f "
+                            "| | a third of Curator's handoff is %.0f us |" % (
+                                n, cur_p50 - zf, z_p50 - rf, cur_p50 / 3))
+    cs = every(cur, measurement="mutex_uncontended")
+    if cs:
+        zs = every(rz, workload="mutex-uncontended")
+        pair("InterProcessMutex uncontended acquire+release pairs/s", cs, zs,
+             lambda x: x["per_s"], lambda x: x["per_s"], UNCONTENDED_RATE_MIN, False)
+        pair("the same, p50 of a pair, ms", cs, zs, lambda x: x["ms_p50"],
+             lambda x: x["p50_us"] / 1000.0, None, True)
+    for n in sorted({x["n"] for x in cur if x["measurement"] == "semaphore"}):
+        cs = every(cur, measurement="semaphore", n=n)
+        zs = every(rz, workload="semaphore", participants=n)
+        leases = cs[0].get("leases")
+        pair("InterProcessSemaphore grants/s, %s leases, N=%d" % (leases, n), cs, zs,
+             lambda x: x["per_s"], lambda x: x["per_s"], SEMAPHORE_RATE_MIN, False)
+    return rows
+
+
+def race_table(results):
+    """The race election against predecessor watching, at the protocol level on each server."""
+    rs = [r for r in results if r.get("workload") == "handoff-event" and "race_n" in r]
+    if not rs:
+        return []
+    out = ["", "The race election against predecessor watching, at the protocol level (no "
+           "library; `rzk bench --workload handoff-event`): from the leader's delete to the "
+           "winner's create reply (race) or to the successor's event (predecessor). "
+           "Notifications per handoff as the clients counted them, and as ZooKeeper's `mntr` "
+           "counted the watchers it triggered:", "",
+           "| server | strategy | N | p50 ms | p99 ms | handoffs/s | notifications per handoff, "
+           "clients / server | other CPU |", "|---|---|---|---|---|---|---|---|"]
+    for r in rs:
+        if "error" in r:
+            out.append("| %s | %s | %s | | | | %s | |" % (
+                r["server"], r.get("strategy_asked"), r["race_n"], r["error"]))
+            continue
+        per_s = r.get("per_s", r.get("ops_per_s"))
+        clients = r.get("notifications_per_change")
+        out.append("| %s | %s | %s | %.3g | %.3g | %.0f | %s / %s | %.0f%% |" % (
+            r["server"], r.get("strategy", "predecessor"), r["race_n"], r["p50_us"] / 1000.0,
+            r["p99_us"] / 1000.0, per_s, "1 (by construction)" if clients is None
+            else "%.1f" % clients, r.get("server_notifications_per_handoff", "-"),
+            100 * r.get("other_cpu_frac", 0)))
+    return out
+
+
 def comparison(results):
     """Side by side: Curator 5.4 on ZooKeeper 3.8 against rzk-election on rzk."""
     cur = [r for r in results if r.get("server") not in BENCH_SERVERS and "error" not in r]
@@ -253,15 +393,7 @@ def comparison(results):
         return next(iter(every(xs, **kw)), None)
 
     def row(name, a, b, target=None, lower_better=True):
-        r = b / a if a and b is not None else None
-        verdict = ""
-        if target is not None and r is not None:
-            ok = r <= target if lower_better else r >= target
-            verdict = "%s (target %s %.3g)" % ("met" if ok else "MISSED",
-                                               "<=" if lower_better else ">=", target)
-        rows.append("| %s | %s | %s | %s | %s |" % (
-            name, "-" if a is None else "%.3g" % a, "-" if b is None else "%.3g" % b,
-            "-" if r is None else "%.2f" % r, verdict))
+        ratio_row(rows, name, a, b, target, lower_better)
 
     fl = one(results, measurement="floor")
     # With --rounds, every LeaderLatch row is the median over the rounds of each side's p50 (a
@@ -341,8 +473,9 @@ def comparison(results):
         z = one(rz, workload="handoff", participants=c["n"], strategy="predecessor")
         row("predecessor: notifications per change, N=%d" % c["n"],
             c["notifications_per_change_mean"], z and z["notifications_per_change"])
+    rows += lock_comparison(results)
     return "\n".join(["| measurement | Curator on ZooKeeper | rzk-election on rzk | ratio | "
-                      "target |", "|---|---|---|---|---|"] + rows)
+                      "target |", "|---|---|---|---|---|"] + rows + race_table(results))
 
 
 def parse_args():
@@ -362,6 +495,13 @@ def parse_args():
     ap.add_argument("--crash-trials", type=int, default=10)
     ap.add_argument("--session-ms", type=int, default=4000)
     ap.add_argument("--selector-s", type=float, default=10.0)
+    ap.add_argument("--mutex-n", default="5,100,1000")
+    ap.add_argument("--lock-s", type=float, default=10.0,
+                    help="seconds measured per lock measurement, on each side")
+    ap.add_argument("--semaphore-n", default="100")
+    ap.add_argument("--leases", type=int, default=10)
+    ap.add_argument("--race-n", default="1000")
+    ap.add_argument("--race-s", type=float, default=10.0)
     ap.add_argument("--client-heap", default="3g")
     ap.add_argument("--zk-heap", default="",
                     help="ZooKeeper -Xmx (default: none, the JVM default, as Debian runs it)")
@@ -396,7 +536,7 @@ def latch_handoffs(args, only, latch_n):
                 if "latch" in only:
                     steps.append(lambda: run(args, "latch", [n, args.handoffs] + (
                         ["gap=%d" % gap] if gap else []), 900))
-                if args.rzk:
+                if args.rzk and ("latch" in only or args.rzk_only):
                     steps.append(lambda: run_bench(args, "handoff", [
                         "--participants", n, "--duration-s", args.rzk_duration_s,
                         "--gap-ms", gap], 900, {"gap_ms": gap}))
@@ -411,6 +551,53 @@ def latch_handoffs(args, only, latch_n):
                     r = step()
                     r["round"] = rnd
                     results.append(r)
+    return results
+
+
+def lock_measurements(args, only):
+    """Curator's and rzk-election's locks, one after the other in each round (the order reversed
+    in odd rounds, as the LeaderLatch handoffs are)."""
+    plan = []
+    if "mutex" in only:
+        for n in [int(x) for x in args.mutex_n.split(",")]:
+            plan.append((["mutex", n, args.lock_s], "mutex-handoff", ["--participants", n]))
+    if "uncontended" in only:
+        plan.append((["uncontended", args.lock_s], "mutex-uncontended", []))
+    if "semaphore" in only:
+        for n in [int(x) for x in args.semaphore_n.split(",")]:
+            plan.append((["semaphore", n, args.leases, args.lock_s], "semaphore",
+                         ["--participants", n, "--leases", args.leases]))
+    results = []
+    for java_args, workload, flags in plan:
+        for rnd in range(args.rounds):
+            steps = [lambda: run(args, java_args[0], java_args[1:], 1200, "LockBench")]
+            if args.rzk:
+                steps.append(lambda: run_bench(args, workload, flags + [
+                    "--duration-s", args.lock_s], 1200))
+            if args.rzk and workload == "mutex-handoff":
+                # The protocol's floor under a mutex handoff on each server (delete, the
+                # successor's event, the list it reads on it; no library), as for the latch.
+                for server in BENCH_SERVERS[::-1]:
+                    steps.append(lambda server=server: run_bench(args, "handoff-read", flags + [
+                        "--duration-s", args.lock_s], 900,
+                        {"lock_floor": True, "participants": java_args[1]}, server))
+            for step in (steps if rnd % 2 == 0 else steps[::-1]):
+                r = step()
+                r["round"] = rnd
+                results.append(r)
+    return results
+
+
+def race_measurements(args):
+    """The race election against predecessor watching, at the protocol level, on both servers."""
+    results = []
+    for n in [int(x) for x in args.race_n.split(",")]:
+        for server in BENCH_SERVERS:
+            for strategy in ("race", "predecessor"):
+                r = run_bench(args, "handoff-event", [
+                    "--participants", n, "--strategy", strategy, "--duration-s", args.race_s],
+                    1200, {"race_n": n, "strategy_asked": strategy}, server)
+                results.append(r)
     return results
 
 
@@ -460,13 +647,18 @@ def main():
     only = [] if args.rzk_only else args.only.split(",")
     try:
         java.compile_harness("ElectionBench", 300)
+        java.compile_harness("LockBench", 300)
     except java.JavaError as e:
         sys.exit(str(e))
     latch_n = [int(x) for x in args.latch_n.split(",")]
     if args.rzk:
         os.environ["RZK_BIN"] = args.rzk_bin
     results = latch_handoffs(args, only, latch_n) + curator_measurements(args, only)
-    if args.rzk:
+    results += lock_measurements(args, only)
+    if args.rzk and "race" in only:
+        results += race_measurements(args)
+    if args.rzk and (args.rzk_only or any(m in only for m in (
+            "latch", "selector", "crash", "herd", "predecessor"))):
         results += rzk_measurements(args, latch_n)
     if args.json_out:
         with open(args.json_out, "w") as fo:

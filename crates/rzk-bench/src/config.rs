@@ -31,7 +31,10 @@ pub enum Workload {
     Handoff,
     /// Election handoff at the protocol level, on any server: `--participants` sessions hold
     /// ephemeral sequential nodes, each watching its predecessor's; the first deletes its node
-    /// and rejoins at the tail. Latency from the delete to the successor's event.
+    /// and rejoins at the tail. Latency from the delete to the successor's event. With
+    /// `--strategy race`, the race election instead: every participant creates one ephemeral
+    /// node at a fixed path, and watches it with `exists` while another holds it; latency
+    /// from the leader's delete to the winner's create reply, and notifications per handoff.
     HandoffEvent,
     /// As handoff-event, but the successor then lists the election's children, as a recipe
     /// that checks before it claims does (Curator's LeaderLatch, rzk-election); latency from
@@ -41,6 +44,14 @@ pub enum Workload {
     Selector,
     /// Crash failover: the leader's network is cut; time to the successor's leadership.
     Failover,
+    /// InterProcessMutex, `--participants` contenders each acquiring and releasing in a loop:
+    /// latency from a holder's release to the next holder's acquire returning.
+    MutexHandoff,
+    /// InterProcessMutex, one session acquiring and releasing in a loop: pairs per second.
+    MutexUncontended,
+    /// InterProcessSemaphore of `--leases` leases, `--participants` contenders each acquiring
+    /// and releasing in a loop: grants per second.
+    Semaphore,
 }
 
 impl Workload {
@@ -60,6 +71,9 @@ impl Workload {
             Workload::HandoffRead => "handoff-read",
             Workload::Selector => "selector",
             Workload::Failover => "failover",
+            Workload::MutexHandoff => "mutex-handoff",
+            Workload::MutexUncontended => "mutex-uncontended",
+            Workload::Semaphore => "semaphore",
         }
     }
 }
@@ -72,6 +86,9 @@ pub enum Strategy {
     Predecessor,
     /// Every follower watches the parent's children (comparison only).
     Herd,
+    /// The race election (handoff-event only): every follower watches the one leader node
+    /// and races to create it when it is deleted (comparison only).
+    Race,
 }
 
 impl Strategy {
@@ -80,6 +97,7 @@ impl Strategy {
         match self {
             Strategy::Predecessor => "predecessor",
             Strategy::Herd => "herd",
+            Strategy::Race => "race",
         }
     }
 }
@@ -103,14 +121,18 @@ pub struct BenchConfig {
     pub znodes: usize,
     /// Watching sessions (fanout, fanout-persistent); at least 1.
     pub watchers: u64,
-    /// Election participants (handoff, handoff-event, handoff-read, selector).
+    /// Election participants (handoff, handoff-event, handoff-read, selector); lock
+    /// contenders (mutex-handoff, semaphore).
     pub participants: usize,
+    /// Leases of the semaphore (semaphore); at least 1.
+    pub leases: u32,
     /// Sessions the participants share (handoff); `None`: one each.
     pub participant_sessions: Option<usize>,
     /// Idle time after each handoff before the next resign or delete (handoff, handoff-event,
     /// handoff-read); zero hands off back to back.
     pub gap: Duration,
-    /// Follower watch strategy (handoff).
+    /// Follower watch strategy (handoff: predecessor or herd; handoff-event: predecessor or
+    /// race).
     pub strategy: Strategy,
     /// Session timeout (failover).
     pub session_timeout: Duration,

@@ -26,7 +26,7 @@ const PARTICIPANT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
 const JOIN_WAVE: usize = 250;
 
 /// How long all participants may take to join.
-const JOIN_TIMEOUT: Duration = Duration::from_secs(600);
+pub(crate) const JOIN_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// How long the bench waits for the next leader after a resign before it gives up: far above
 /// any handoff (milliseconds at N = 10,000), and above the session timeout a participant
@@ -43,7 +43,7 @@ async fn session(hosts: &str, timeout: Duration) -> Result<Session, BenchError> 
 
 /// Waits until `n` nodes are under `path`. Counted with a bare getChildren: `participants()`
 /// reads every node's data, which at N = 10,000 would load the server more than the joins.
-async fn wait_joined(
+pub(crate) async fn wait_joined(
     session: &Session,
     path: &str,
     n: usize,
@@ -169,6 +169,7 @@ pub(crate) async fn handoff(cfg: &BenchConfig, hosts: &str) -> Result<ElectionRe
         strategy: match cfg.strategy {
             Strategy::Predecessor => WatchStrategy::Predecessor,
             Strategy::Herd => WatchStrategy::Herd,
+            Strategy::Race => return Err(BenchError::Strategy(Workload::Handoff, Strategy::Race)),
         },
         led: led_tx,
         wakeups: Arc::new((0..participants).map(|_| AtomicU64::new(0)).collect()),

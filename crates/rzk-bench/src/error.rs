@@ -1,5 +1,6 @@
 //! [`BenchError`]: why a benchmark or the demo stopped.
 
+use crate::config::{Strategy, Workload};
 use crate::raw::RawError;
 
 /// Why a benchmark or the demo stopped.
@@ -42,6 +43,13 @@ pub enum BenchError {
          successor"
     )]
     NoSuccessor,
+    /// A watch strategy the workload does not run.
+    #[error(
+        "{} does not run --strategy {}: handoff runs predecessor and herd, handoff-event \
+         predecessor and race, the others predecessor",
+        .0.name(), .1.name()
+    )]
+    Strategy(Workload, Strategy),
     /// failover needs one address to put its proxy in front of.
     #[error("failover needs --connect as one ip:port, got {0}")]
     FailoverTarget(String),
@@ -59,7 +67,10 @@ impl BenchError {
     pub fn is_usage(&self) -> bool {
         matches!(
             self,
-            BenchError::Connect(_) | BenchError::NoSuccessor | BenchError::FailoverTarget(_)
+            BenchError::Connect(_)
+                | BenchError::NoSuccessor
+                | BenchError::Strategy(..)
+                | BenchError::FailoverTarget(_)
         )
     }
 

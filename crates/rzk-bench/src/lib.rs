@@ -14,8 +14,9 @@
 //! - [`config`]: the workloads and their parameters; [`report`]: what a run reports, as text
 //!   or JSON; [`stats`]: samples and the one percentile rule every report uses.
 //! - The workloads: `pipeline` (create, set, get, mixed, churn, populate), `fanout`,
-//!   `handoff_event` (handoff-event, handoff-read), `election` (handoff, selector,
-//!   failover); `runner` picks one.
+//!   `handoff_event` (handoff-event, handoff-read), `race` (handoff-event's race election),
+//!   `election` (handoff, selector, failover), `lock` (mutex-handoff, mutex-uncontended,
+//!   semaphore); `runner` picks one.
 //! - [`demo`]: the scenarios of `rzk demo`; [`proxy`]: the one fault-injecting TCP proxy
 //!   (cut, blackhole, heal), which cuts a client off the network for the demo and the failover
 //!   workload, and serves every test suite's network faults through rzk-testkit.
@@ -34,8 +35,10 @@ mod election;
 mod error;
 mod fanout;
 mod handoff_event;
+mod lock;
 mod pipeline;
 pub mod proxy;
+mod race;
 pub mod raw;
 pub mod report;
 mod runner;

@@ -137,7 +137,10 @@ impl Requests {
             | Workload::HandoffEvent
             | Workload::HandoffRead
             | Workload::Selector
-            | Workload::Failover => unreachable!("these have their own loops"),
+            | Workload::Failover
+            | Workload::MutexHandoff
+            | Workload::MutexUncontended
+            | Workload::Semaphore => unreachable!("these have their own loops"),
         };
         (req, Pending::Op(now))
     }

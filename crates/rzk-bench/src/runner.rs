@@ -3,23 +3,41 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::config::{BenchConfig, Workload};
+use crate::config::{BenchConfig, Strategy, Workload};
 use crate::error::BenchError;
 use crate::report::{LoadReport, Report};
-use crate::{election, fanout, handoff_event, pipeline};
+use crate::{election, fanout, handoff_event, lock, pipeline, race};
 
 /// Runs `cfg`'s workload against the servers of `hosts` (a ZooKeeper connect string) and
 /// reports what it measured. Needs a multi-threaded tokio runtime.
 pub async fn run(hosts: &str, cfg: BenchConfig) -> Result<Report, BenchError> {
+    let runs_strategy = match cfg.strategy {
+        Strategy::Predecessor => true,
+        Strategy::Herd => cfg.workload == Workload::Handoff,
+        Strategy::Race => cfg.workload == Workload::HandoffEvent,
+    };
+    if !runs_strategy {
+        return Err(BenchError::Strategy(cfg.workload, cfg.strategy));
+    }
     match cfg.workload {
         Workload::Handoff => return Ok(Report::Election(election::handoff(&cfg, hosts).await?)),
         Workload::Selector => return Ok(Report::Election(election::selector(&cfg, hosts).await?)),
         Workload::Failover => return Ok(Report::Election(election::failover(&cfg, hosts).await?)),
+        Workload::MutexHandoff => {
+            return Ok(Report::Election(lock::mutex_handoff(&cfg, hosts).await?))
+        }
+        Workload::MutexUncontended => {
+            return Ok(Report::Election(lock::mutex_uncontended(&cfg, hosts).await?))
+        }
+        Workload::Semaphore => return Ok(Report::Election(lock::semaphore(&cfg, hosts).await?)),
         _ => {}
     }
     let handoff = matches!(cfg.workload, Workload::HandoffEvent | Workload::HandoffRead);
     if handoff && cfg.participants < 2 {
         return Err(BenchError::NoSuccessor);
+    }
+    if cfg.strategy == Strategy::Race {
+        return Ok(Report::Election(race::run(&cfg, hosts).await?));
     }
     pipeline::setup(&cfg, hosts).await?;
     let cfg = Arc::new(cfg);

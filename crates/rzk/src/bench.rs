@@ -35,9 +35,13 @@ pub(crate) struct BenchArgs {
     /// Watching sessions (fanout).
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
     watchers: u64,
-    /// Election participants (handoff, handoff-event, selector).
+    /// Election participants (handoff, handoff-event, selector); lock contenders
+    /// (mutex-handoff, semaphore).
     #[arg(long, default_value_t = 5)]
     participants: usize,
+    /// Leases of the semaphore (semaphore).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    leases: u32,
     /// Sessions the participants share (handoff); default one each.
     #[arg(long)]
     participant_sessions: Option<usize>,
@@ -46,7 +50,8 @@ pub(crate) struct BenchArgs {
     /// back.
     #[arg(long, default_value_t = 0)]
     gap_ms: u64,
-    /// Follower watch strategy (handoff): predecessor, or herd for comparison.
+    /// Follower watch strategy: predecessor; for comparison, herd (handoff) or race
+    /// (handoff-event: the race election).
     #[arg(long, value_enum, default_value_t = Strategy::Predecessor)]
     strategy: Strategy,
     /// Session timeout (failover), ms.
@@ -72,6 +77,7 @@ impl BenchArgs {
             znodes: self.znodes,
             watchers: self.watchers,
             participants: self.participants,
+            leases: self.leases,
             participant_sessions: self.participant_sessions,
             gap: Duration::from_millis(self.gap_ms),
             strategy: self.strategy,

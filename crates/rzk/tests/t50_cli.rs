@@ -390,6 +390,10 @@ fn bench_reports_the_election_workloads_as_json() {
         ("handoff", vec!["--participants", "3", "--strategy", "herd", "--gap-ms", "5"]),
         ("selector", vec!["--participants", "3"]),
         ("failover", vec!["--trials", "1", "--session-timeout-ms", "400"]),
+        ("mutex-handoff", vec!["--participants", "3"]),
+        ("mutex-uncontended", vec![]),
+        ("semaphore", vec!["--participants", "5", "--leases", "2"]),
+        ("handoff-event", vec!["--participants", "4", "--strategy", "race"]),
     ] {
         let mut args = vec!["bench", "--workload", w, "--duration-s", "0.5", "--json"];
         args.extend(extra);
@@ -400,6 +404,30 @@ fn bench_reports_the_election_workloads_as_json() {
         assert!(out.contains("\"errors\":0}"), "{w}: {out}");
         assert!(out.contains("\"p999_us\":"), "{w}: {out}");
         assert!(!out.contains("\"rounds\":0,"), "{w} did nothing: {out}");
+    }
+}
+
+#[test]
+fn bench_race_notifies_every_follower_of_every_handoff() {
+    // The herd the race election is measured for: each delete reaches all the others.
+    let s = server();
+    let args = ["bench", "--workload", "handoff-event", "--strategy", "race", "--participants"];
+    let o =
+        rzk(&s.connect_string(), &[&args[..], &["5", "--duration-s", "0.5", "--json"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("\"strategy\":\"race\""), "{out}");
+    assert!(out.contains("\"notifications_per_change\":4.00,"), "{out}");
+}
+
+#[test]
+fn bench_refuses_a_strategy_the_workload_does_not_run() {
+    for (w, strategy) in [("handoff-event", "herd"), ("handoff-read", "race"), ("handoff", "race")]
+    {
+        let args = ["bench", "--workload", w, "--strategy", strategy, "--participants", "3"];
+        let o = rzk("127.0.0.1:1", &args);
+        assert_eq!(o.status.code(), Some(2), "{w}: {}", stderr(&o));
+        assert!(stderr(&o).contains("does not run --strategy"), "{w}: {}", stderr(&o));
     }
 }
 
