@@ -67,6 +67,11 @@ pub(crate) struct ServerArgs {
     /// (`zookeeper.DigestAuthenticationProvider.superDigest`).
     #[arg(long)]
     super_digest: Option<String>,
+    /// Serve only connections authenticated with one of these comma-separated schemes,
+    /// `digest` or `ip`; any other request first gets error -124 and the connection closes
+    /// (`enforce.auth.enabled=true` with `enforce.auth.schemes`).
+    #[arg(long, value_name = "SCHEMES")]
+    enforce_auth_schemes: Option<String>,
     /// Connections per client IP, 0 for unlimited (`maxClientCnxns`) [default: 60].
     #[arg(long)]
     max_client_cnxns: Option<usize>,
@@ -128,6 +133,16 @@ fn build_config(args: ServerArgs) -> anyhow::Result<ServerConfig> {
         words.split(',').map(|w| w.trim().to_string()).filter(|w| !w.is_empty()).collect();
     config.core.extended_types_enabled = args.extended_types || file.extended_types == Some(true);
     config.core.super_digest = args.super_digest.or(file.super_digest);
+    config.core.enforced_auth_schemes = match &args.enforce_auth_schemes {
+        Some(list) => zoocfg::enforced_auth_schemes(list).context("--enforce-auth-schemes")?,
+        None => file.enforced_auth_schemes.clone().unwrap_or_default(),
+    };
+    if !config.core.enforced_auth_schemes.is_empty() {
+        tracing::info!(
+            "enforcing authentication: a connection is served once it authenticates with {}",
+            config.core.enforced_auth_schemes.join(" or ")
+        );
+    }
     if let Some(ms) = args.container_check_interval_ms.or(file.container_check_interval_ms) {
         config.core.container_check_interval_ms = ms;
     }
