@@ -39,6 +39,10 @@ pub(crate) struct ZooCfg {
     /// `enforce.auth.schemes` when `enforce.auth.enabled=true`, validated: the schemes a
     /// connection must authenticate with before it is served.
     pub enforced_auth_schemes: Option<Vec<String>>,
+    /// `metricsProvider.className`, `.httpPort` and `.httpHost`.
+    pub metrics_class: Option<String>,
+    pub metrics_port: Option<u16>,
+    pub metrics_host: Option<std::net::IpAddr>,
     /// The one `server.N` line, when there is exactly one: rzk runs standalone.
     pub standalone: Option<ServerLine>,
     /// Documented ZooKeeper keys rzk does not apply, with why.
@@ -187,6 +191,9 @@ fn apply(cfg: &mut ZooCfg, f: &str, l: usize, key: &str, v: &str) -> anyhow::Res
         }
         "datadir.autocreate" => cfg.datadir_autocreate = Some(parse_bool(f, l, key, v)?),
         "dynamicConfigFile" => cfg.dynamic_config_file = Some(v.to_string()),
+        "metricsProvider.className" => cfg.metrics_class = Some(v.to_string()),
+        "metricsProvider.httpPort" => cfg.metrics_port = Some(parse_value(f, l, key, v)?),
+        "metricsProvider.httpHost" => cfg.metrics_host = Some(parse_value(f, l, key, v)?),
         "enforce.auth.enabled" => cfg.enforce_auth_enabled = Some(parse_bool(f, l, key, v)?),
         "enforce.auth.schemes" => cfg.enforce_auth_schemes = Some(v.to_string()),
         // `true` is refused before this: rzk has no SASL.
@@ -224,6 +231,23 @@ fn finish(mut cfg: ZooCfg, file: &str) -> anyhow::Result<ZooCfg> {
         cfg.enforced_auth_schemes = Some(schemes);
     }
     Ok(cfg)
+}
+
+/// The class that turns ZooKeeper's Prometheus endpoint on.
+pub(crate) const PROMETHEUS_PROVIDER: &str =
+    "org.apache.zookeeper.metrics.prometheus.PrometheusMetricsProvider";
+/// ZooKeeper's default `metricsProvider.httpPort`.
+pub(crate) const PROMETHEUS_DEFAULT_PORT: u16 = 7000;
+
+impl ZooCfg {
+    /// Where zoo.cfg asks for Prometheus metrics: only with ZooKeeper's Prometheus provider,
+    /// on its default port 7000 and all addresses unless given.
+    pub(crate) fn metrics_addr(&self) -> Option<std::net::SocketAddr> {
+        (self.metrics_class.as_deref() == Some(PROMETHEUS_PROVIDER)).then(|| {
+            let host = self.metrics_host.unwrap_or(std::net::IpAddr::from([0, 0, 0, 0]));
+            (host, self.metrics_port.unwrap_or(PROMETHEUS_DEFAULT_PORT)).into()
+        })
+    }
 }
 
 /// The authentication schemes rzk can enforce (ZooKeeper's built-in providers).
@@ -340,6 +364,24 @@ mod tests {
         let ignored: Vec<&str> = cfg.ignored.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(ignored, ["reconfigEnabled"]);
         assert_eq!(cfg.enforced_auth_schemes, None, "enforcement is off");
+    }
+
+    #[test]
+    fn the_prometheus_provider_turns_metrics_on() {
+        let class = format!("metricsProvider.className={PROMETHEUS_PROVIDER}\n");
+        let cfg = parse("zoo.cfg", &class).unwrap();
+        assert_eq!(cfg.metrics_addr(), Some(([0, 0, 0, 0], 7000).into()));
+        let text =
+            format!("{class}metricsProvider.httpPort=7070\nmetricsProvider.httpHost=127.0.0.1\n");
+        assert_eq!(
+            parse("zoo.cfg", &text).unwrap().metrics_addr(),
+            Some(([127, 0, 0, 1], 7070).into())
+        );
+        let other =
+            "metricsProvider.className=org.apache.zookeeper.metrics.impl.NullMetricsProvider\n";
+        assert_eq!(parse("zoo.cfg", other).unwrap().metrics_addr(), None);
+        let cfg = parse("zoo.cfg", "metricsProvider.exportJvmInfo=true\n").unwrap();
+        assert!(cfg.unknown.is_empty() && cfg.ignored.len() == 1, "{cfg:?}");
     }
 
     #[test]

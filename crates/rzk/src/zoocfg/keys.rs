@@ -36,6 +36,9 @@ pub(crate) const HONOURED: &[&str] = &[
     "enforce.auth.enabled",
     "enforce.auth.schemes",
     "sessionRequireClientSASLAuth",
+    "metricsProvider.className",
+    "metricsProvider.httpPort",
+    "metricsProvider.httpHost",
 ];
 
 const QUORUM: &str = "not used by a single-node server";
@@ -263,7 +266,7 @@ fn family(key: &str) -> Option<Ignored> {
     }
     if key.starts_with("metricsProvider.") {
         return Some(Ignored::NotApplicable(
-            "rzk has no metrics exporter; the mntr four-letter word reports its metrics",
+            "a setting of ZooKeeper's Java exporter; rzk serves plain HTTP on httpHost:httpPort",
         ));
     }
     if key.starts_with("pathStats.") {
@@ -275,6 +278,10 @@ fn family(key: &str) -> Option<Ignored> {
 /// What rzk does with a documented key it does not apply; `None` for a key it does not know
 /// (or applies). `key` has any `zookeeper.` prefix removed.
 pub(crate) fn ignored(key: &str) -> Option<Ignored> {
+    if HONOURED.contains(&key) {
+        // Families hold honoured keys too (`metricsProvider.httpPort`).
+        return None;
+    }
     IGNORED.iter().find(|(k, _)| *k == key).map(|(_, why)| *why).or_else(|| family(key))
 }
 
