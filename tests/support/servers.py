@@ -173,15 +173,22 @@ def rzk_binary():
     return path
 
 
-def start_rzk(tick_ms=2000, extra_args=(), port=None, durable=False, wait=True):
+def start_rzk(tick_ms=2000, extra_args=(), port=None, durable=False, wait=True, extra_cfg=None):
     """rzk server, in memory unless `durable` (then with a data directory, like ZooKeeper).
-    With `wait=False` it returns as soon as the process is launched."""
+    `extra_cfg` are zoo.cfg keys, read through `--config` as ZooKeeper reads them from its
+    zoo.cfg. With `wait=False` it returns as soon as the process is launched."""
     workdir = tempfile.mkdtemp(prefix="rzk-")
     port = port or free_port()
     storage = ["--data-dir", os.path.join(workdir, "data")] if durable else ["--in-memory"]
+    config = []
+    if extra_cfg:
+        config = ["--config", os.path.join(workdir, "zoo.cfg")]
+        with open(config[1], "w") as f:
+            for k, v in extra_cfg.items():
+                f.write("%s=%s\n" % (k, v))
     cmd = [rzk_binary(), "server", "--port", str(port), "--bind", "127.0.0.1",
            "--tick-ms", str(tick_ms), "--four-letter-words", "*",
-           "--super-digest", SUPER_DIGEST, "--extended-types"] + storage + list(extra_args)
+           "--super-digest", SUPER_DIGEST, "--extended-types"] + storage + config + list(extra_args)
     return _launch("rzk", cmd, port, workdir, 30 if wait else None)
 
 

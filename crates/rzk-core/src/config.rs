@@ -14,6 +14,11 @@ pub struct Config {
     pub extended_types_enabled: bool,
     /// `user:base64(sha1(user:password))` of the super user, if any.
     pub super_digest: Option<String>,
+    /// Authentication schemes of which a connection must hold an id before any request but
+    /// `auth` and `sasl` is served (ZooKeeper's `enforce.auth.schemes` with
+    /// `enforce.auth.enabled`). Empty serves every connection. Every connection holds its
+    /// `ip` id from the start, as in ZooKeeper, so listing `ip` turns nobody away.
+    pub enforced_auth_schemes: Vec<String>,
     /// How often empty containers and expired TTL nodes are reaped
     /// (`znode.container.checkIntervalMs`, default 60 s).
     pub container_check_interval_ms: u64,
@@ -66,6 +71,7 @@ impl Config {
             session_timeout_ms_max: tick.saturating_mul(20),
             extended_types_enabled: false,
             super_digest: None,
+            enforced_auth_schemes: Vec::new(),
             container_check_interval_ms: 60_000,
             container_reaps_per_check_max: 10_000,
             four_letter_words: vec!["srvr".into()],

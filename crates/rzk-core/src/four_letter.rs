@@ -153,25 +153,85 @@ fn dump(core: &Core, now: Now, out: &mut String) {
 }
 
 /// `mntr`: the monitoring rows, tab-separated.
+/// The numbers `mntr` reports, which ZooKeeper's Prometheus provider exports as gauges
+/// under the same names without `mntr`'s `zk_` prefix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gauges {
+    /// Ephemeral nodes.
+    pub ephemerals_count: u64,
+    /// Open client connections.
+    pub num_alive_connections: u64,
+    /// Outputs waiting for durability.
+    pub outstanding_requests: u64,
+    /// Nodes, counting `/zookeeper/quota` as ZooKeeper does.
+    pub znode_count: u64,
+    /// Live sessions.
+    pub global_sessions: u64,
+    /// Packets sent since start.
+    pub packets_sent: u64,
+    /// Packets received since start.
+    pub packets_received: u64,
+    /// Watches set.
+    pub watch_count: u64,
+    /// Bytes of paths and data in the tree.
+    pub approximate_data_size: u64,
+    /// Milliseconds since the server started.
+    pub uptime: u64,
+}
+
+impl Gauges {
+    /// The gauges of `core` at `now`: a few counts it keeps, no walk of the tree.
+    pub fn of(core: &Core, now: Now) -> Gauges {
+        let st = core.state();
+        let c = core.counters();
+        let n = |v: usize| v as u64;
+        Gauges {
+            ephemerals_count: n(st.ephemeral_count()),
+            num_alive_connections: n(core.connection_count()),
+            outstanding_requests: n(core.outstanding()),
+            znode_count: n(zk_node_count(core)),
+            global_sessions: n(st.sessions().len()),
+            packets_sent: c.sent,
+            packets_received: c.received,
+            watch_count: n(core.watches().counts().2),
+            approximate_data_size: st.approximate_data_bytes(),
+            uptime: core.uptime_ms(now),
+        }
+    }
+
+    /// Each gauge with its ZooKeeper name.
+    pub fn named(&self) -> [(&'static str, u64); 10] {
+        [
+            ("ephemerals_count", self.ephemerals_count),
+            ("num_alive_connections", self.num_alive_connections),
+            ("outstanding_requests", self.outstanding_requests),
+            ("znode_count", self.znode_count),
+            ("global_sessions", self.global_sessions),
+            ("packets_sent", self.packets_sent),
+            ("packets_received", self.packets_received),
+            ("watch_count", self.watch_count),
+            ("approximate_data_size", self.approximate_data_size),
+            ("uptime", self.uptime),
+        ]
+    }
+}
+
 fn mntr(core: &Core, now: Now, out: &mut String) {
-    let st = core.state();
-    let (_, _, watches) = core.watches().counts();
-    let ephemerals = st.ephemeral_count();
-    let c = core.counters();
+    let g = Gauges::of(core, now);
     let rows: [(&str, String); 15] = [
         ("zk_version", version_line()),
         ("zk_server_state", "standalone".into()),
-        ("zk_ephemerals_count", ephemerals.to_string()),
-        ("zk_num_alive_connections", core.connection_count().to_string()),
+        ("zk_ephemerals_count", g.ephemerals_count.to_string()),
+        ("zk_num_alive_connections", g.num_alive_connections.to_string()),
         ("zk_avg_latency", "0.0".into()),
-        ("zk_outstanding_requests", core.outstanding().to_string()),
-        ("zk_znode_count", zk_node_count(core).to_string()),
-        ("zk_global_sessions", st.sessions().len().to_string()),
-        ("zk_packets_sent", c.sent.to_string()),
-        ("zk_packets_received", c.received.to_string()),
-        ("zk_watch_count", watches.to_string()),
-        ("zk_approximate_data_size", st.approximate_data_bytes().to_string()),
-        ("zk_uptime", core.uptime_ms(now).to_string()),
+        ("zk_outstanding_requests", g.outstanding_requests.to_string()),
+        ("zk_znode_count", g.znode_count.to_string()),
+        ("zk_global_sessions", g.global_sessions.to_string()),
+        ("zk_packets_sent", g.packets_sent.to_string()),
+        ("zk_packets_received", g.packets_received.to_string()),
+        ("zk_watch_count", g.watch_count.to_string()),
+        ("zk_approximate_data_size", g.approximate_data_size.to_string()),
+        ("zk_uptime", g.uptime.to_string()),
         ("zk_min_latency", "0".into()),
         ("zk_max_latency", "0".into()),
     ];

@@ -1,5 +1,6 @@
 //! Requests that are valid on the wire but ask the server for unbounded work or memory: each
 //! meets a named limit of the core's `Config`, with ZooKeeper's error or a closed connection.
+//! And requests from a connection that has not authenticated, when authentication is enforced.
 
 use std::net::SocketAddr;
 
@@ -130,6 +131,44 @@ fn watches_per_connection_are_bounded_by_count_and_path_bytes() {
     let long = format!("/{}", "x".repeat(98));
     assert_eq!(send(&mut c, exists(&long)), (vec![no_node], None), "99 bytes");
     assert_eq!(send(&mut c, exists("/y")), (vec![no_node], Some(CloseReason::TooManyWatches)));
+}
+
+fn enforcing(schemes: &[&str]) -> Core {
+    let enforced_auth_schemes = schemes.iter().map(|s| s.to_string()).collect();
+    core(Config { enforced_auth_schemes, ..Config::default() })
+}
+
+#[test]
+fn enforced_authentication_refuses_requests_until_a_listed_scheme_authenticates() {
+    let refused = vec![ErrorCode::SessionClosedRequireSaslAuth.as_i32()];
+    let required = Some(CloseReason::AuthRequired);
+    let exists = Request::Exists(PathWatch { path: "/".into(), watch: false });
+    // The ping too; the reply is a bare header with zxid 0, and the connection then closes.
+    let mut c = enforcing(&["digest"]);
+    c.receive(1, &Request::Ping.to_frame(-2)[4..], now()).unwrap();
+    c.mark_durable(c.state().last_zxid());
+    let header = |xid: i32| {
+        [&[0, 0, 0, 16][..], &xid.to_be_bytes(), &[0; 8], &(-124i32).to_be_bytes()].concat()
+    };
+    assert_eq!(c.poll_output(), Some(Output::Send { conn: 1, frame: header(-2) }));
+    assert_eq!(c.poll_output(), Some(Output::Close { conn: 1, reason: CloseReason::AuthRequired }));
+    // Nothing after the refusal is answered.
+    assert_eq!(send(&mut c, exists.clone()), (vec![], None));
+
+    let mut c = enforcing(&["digest"]);
+    assert_eq!(send(&mut c, exists.clone()), (refused.clone(), required));
+    let mut c = enforcing(&["digest"]);
+    let sasl = Request::Sasl { token: vec![1, 2, 3] };
+    assert_eq!(send(&mut c, sasl), (vec![ErrorCode::Unimplemented.as_i32()], None), "not refused");
+    assert_eq!(send(&mut c, digest("a")), (vec![OK], None));
+    assert_eq!(send(&mut c, exists.clone()), (vec![OK], None), "served once authenticated");
+
+    // The ip id comes with every connection; a scheme not listed does not count.
+    assert_eq!(send(&mut enforcing(&["ip"]), exists.clone()), (vec![OK], None));
+    let mut c = enforcing(&["sasl", "super"]);
+    assert_eq!(send(&mut c, digest("a")), (vec![OK], None));
+    assert_eq!(send(&mut c, exists.clone()), (refused, required));
+    assert_eq!(send(&mut core(Config::default()), exists), (vec![OK], None), "off by default");
 }
 
 #[test]

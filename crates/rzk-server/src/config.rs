@@ -116,6 +116,9 @@ pub struct ServerConfig {
     /// a client that sends half a ConnectRequest and stops would otherwise hold its slot and
     /// its read buffer for ever.
     pub sessionless_connection_timeout_ms: u64,
+    /// Where to serve Prometheus metrics (`GET /metrics`), if anywhere
+    /// (`metricsProvider.httpHost` and `metricsProvider.httpPort`); port 0 picks a free port.
+    pub metrics: Option<SocketAddr>,
 }
 
 impl ServerConfig {
@@ -131,6 +134,7 @@ impl ServerConfig {
             max_outstanding_requests_per_connection: 1_000,
             max_queued_bytes_per_connection: 64 * 1024 * 1024,
             sessionless_connection_timeout_ms: 10_000,
+            metrics: None,
         }
     }
 }

@@ -13,6 +13,7 @@
 //! - `connection`: a connection's reader and writer tasks; `timer`: the timer task.
 //! - `durable`: recovery, the log thread (group commit) behind its narrow `LogHost`
 //!   interface, snapshots and autopurge.
+//! - `metrics`: the Prometheus endpoint, on a listener of its own.
 //! - `config`, `testing`: [`ServerConfig`] and [`TestServer`].
 //!
 //! ```no_run
@@ -27,6 +28,7 @@ mod config;
 mod connection;
 mod durable;
 mod flow_control;
+mod metrics;
 mod output_queue;
 mod pump;
 mod server;
@@ -35,5 +37,9 @@ mod testing;
 mod timer;
 
 pub use config::{DiskConfig, Durability, ServerConfig};
+pub use metrics::{
+    METRICS_CONNECTIONS_MAX, METRICS_CONNECTION_LIFETIME, METRICS_HEADER_READ_TIMEOUT,
+    METRICS_REQUEST_BYTES_MAX,
+};
 pub use server::{Server, ServerError};
 pub use testing::{TestServer, TestServerBuilder};

@@ -14,6 +14,7 @@ use crate::config::{Durability, ServerConfig};
 use crate::connection;
 use crate::durable;
 use crate::flow_control::ConnCtl;
+use crate::metrics;
 use crate::output_queue::ConnOut;
 use crate::shared::{ConnHandle, Inner};
 use crate::timer::timer_loop;
@@ -38,6 +39,7 @@ pub enum ServerError {
 pub struct Server {
     inner: Arc<Inner>,
     local_addr: SocketAddr,
+    metrics_addr: Option<SocketAddr>,
     tasks: tokio::task::JoinHandle<()>,
 }
 
@@ -67,6 +69,21 @@ impl Server {
         let local_addr = listener
             .local_addr()
             .map_err(|source| ServerError::Bind { addr: config.bind, source })?;
+        let metrics_listener = match config.metrics {
+            None => None,
+            Some(addr) => Some(
+                TcpListener::bind(addr)
+                    .await
+                    .map_err(|source| ServerError::Bind { addr, source })?,
+            ),
+        };
+        let metrics_addr = match &metrics_listener {
+            None => None,
+            Some(l) => Some(l.local_addr().map_err(|source| ServerError::Bind {
+                addr: config.metrics.unwrap_or(config.bind),
+                source,
+            })?),
+        };
         let origin = Instant::now();
         let mut core_config = config.core.clone();
         core_config.client_port = local_addr.port();
@@ -90,14 +107,22 @@ impl Server {
                 }
             };
         }
-        let tasks = tokio::spawn(run(inner.clone(), listener));
+        let tasks = tokio::spawn(run(inner.clone(), listener, metrics_listener));
         tracing::info!(%local_addr, "rzk server listening");
-        Ok(Server { inner, local_addr, tasks })
+        if let Some(addr) = metrics_addr {
+            tracing::info!(%addr, "Prometheus metrics on http://{addr}/metrics");
+        }
+        Ok(Server { inner, local_addr, metrics_addr, tasks })
     }
 
     /// The bound address (useful with port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// Where Prometheus metrics are served, if they are.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
     }
 
     /// Resolves if the server fails and stops serving (for example when the log cannot be
@@ -133,8 +158,9 @@ impl Server {
     }
 }
 
-async fn run(inner: Arc<Inner>, listener: TcpListener) {
+async fn run(inner: Arc<Inner>, listener: TcpListener, metrics: Option<TcpListener>) {
     let mut conns = JoinSet::new();
+    let metrics = metrics.map(|l| tokio::spawn(metrics::serve(inner.clone(), l)));
     // Recovered sessions get their full timeout from the first accept, not from the restore:
     // a client may count its timeout from when it could first reach the server again. Before
     // the timer starts, so that nothing expires in between.
@@ -160,6 +186,9 @@ async fn run(inner: Arc<Inner>, listener: TcpListener) {
         }
     }
     timer.abort();
+    if let Some(m) = metrics {
+        m.abort();
+    }
     conns.shutdown().await;
 }
 

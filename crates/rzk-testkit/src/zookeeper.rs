@@ -66,11 +66,17 @@ impl ZooKeeper {
     /// Writes the configuration into `dir`, starts the server on a free port and waits until
     /// it serves.
     pub fn start(dir: &Path, settings: &Settings) -> ZooKeeper {
+        ZooKeeper::start_with(dir, settings, "")
+    }
+
+    /// [`ZooKeeper::start`] with `extra` appended to `zoo.cfg` (`key=value` lines, each ending
+    /// in a newline), for the keys a test compares rzk's handling of.
+    pub fn start_with(dir: &Path, settings: &Settings, extra: &str) -> ZooKeeper {
         let port = free_port();
         let text = format!(
             "tickTime={}\ndataDir={}\nclientPort={port}\nclientPortAddress=127.0.0.1\n\
              maxClientCnxns=0\nadmin.enableServer=false\n4lw.commands.whitelist=*\n\
-             extendedTypesEnabled=true\n",
+             extendedTypesEnabled=true\n{extra}",
             settings.tick_ms,
             dir.join("data").display()
         );

@@ -37,7 +37,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run a ZooKeeper-wire-compatible server.
-    Server(server::ServerArgs),
+    Server(Box<server::ServerArgs>),
     /// Join an election and run a command only while leading.
     Elect(elect::ElectArgs),
     /// Run a command only while holding a lock (mutex, read-write lock or semaphore); show
@@ -64,8 +64,10 @@ fn main() -> ExitCode {
         return watchdog::run(args);
     }
     let mut builder = tokio::runtime::Builder::new_multi_thread();
-    if let Command::Server(server::ServerArgs { io_threads: Some(n), .. }) = &cli.command {
-        builder.worker_threads(usize::from(*n));
+    if let Command::Server(args) = &cli.command {
+        if let Some(n) = args.io_threads {
+            builder.worker_threads(usize::from(n));
+        }
     }
     let rt = match builder.enable_all().build() {
         Ok(rt) => rt,
@@ -76,7 +78,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Server(args) => {
             logging::init();
-            rt.block_on(server::run(args)).map_err(error::CliError::from)
+            rt.block_on(server::run(*args)).map_err(error::CliError::from)
         }
         Command::Node(cmd) => rt.block_on(node::run(&cli.connect, cmd)),
         Command::Leader(args) => rt.block_on(leader::run(&cli.connect, args)),

@@ -67,6 +67,18 @@ pub(crate) struct ServerArgs {
     /// (`zookeeper.DigestAuthenticationProvider.superDigest`).
     #[arg(long)]
     super_digest: Option<String>,
+    /// Serve only connections authenticated with one of these comma-separated schemes,
+    /// `digest` or `ip`; any other request first gets error -124 and the connection closes
+    /// (`enforce.auth.enabled=true` with `enforce.auth.schemes`).
+    #[arg(long, value_name = "SCHEMES")]
+    enforce_auth_schemes: Option<String>,
+    /// Serve Prometheus metrics on this port at `/metrics` (`metricsProvider.httpPort` with
+    /// ZooKeeper's `PrometheusMetricsProvider`) [default: off; 7000 with that provider].
+    #[arg(long)]
+    metrics_port: Option<u16>,
+    /// Address for the metrics port (`metricsProvider.httpHost`) [default: 0.0.0.0].
+    #[arg(long)]
+    metrics_bind: Option<IpAddr>,
     /// Connections per client IP, 0 for unlimited (`maxClientCnxns`) [default: 60].
     #[arg(long)]
     max_client_cnxns: Option<usize>,
@@ -105,6 +117,7 @@ fn build_config(args: ServerArgs) -> anyhow::Result<ServerConfig> {
         None => zoocfg::ZooCfg::default(),
     };
     file.report();
+    let file_metrics = file.metrics_addr();
     let port = args.port.or(file.client_port).unwrap_or(2181);
     let bind = args.bind.or(file.client_port_address).unwrap_or(IpAddr::from([0, 0, 0, 0]));
     let tick_ms = args.tick_ms.or(file.tick_ms).unwrap_or(2000);
@@ -128,6 +141,16 @@ fn build_config(args: ServerArgs) -> anyhow::Result<ServerConfig> {
         words.split(',').map(|w| w.trim().to_string()).filter(|w| !w.is_empty()).collect();
     config.core.extended_types_enabled = args.extended_types || file.extended_types == Some(true);
     config.core.super_digest = args.super_digest.or(file.super_digest);
+    config.core.enforced_auth_schemes = match &args.enforce_auth_schemes {
+        Some(list) => zoocfg::enforced_auth_schemes(list).context("--enforce-auth-schemes")?,
+        None => file.enforced_auth_schemes.clone().unwrap_or_default(),
+    };
+    if !config.core.enforced_auth_schemes.is_empty() {
+        tracing::info!(
+            "enforcing authentication: a connection is served once it authenticates with {}",
+            config.core.enforced_auth_schemes.join(" or ")
+        );
+    }
     if let Some(ms) = args.container_check_interval_ms.or(file.container_check_interval_ms) {
         config.core.container_check_interval_ms = ms;
     }
@@ -141,6 +164,14 @@ fn build_config(args: ServerArgs) -> anyhow::Result<ServerConfig> {
     // Two std hashers keyed from the OS's randomness: 128 secret bits for session passwords.
     let random = || std::collections::hash_map::RandomState::new().hash_one(0u8);
     config.core.seed = (u128::from(random()) << 64) | u128::from(random());
+    config.metrics = match (args.metrics_port, file_metrics) {
+        (None, None) => None,
+        (port, from_file) => {
+            let from_file = from_file.unwrap_or(([0, 0, 0, 0], 0).into());
+            let bind = args.metrics_bind.unwrap_or(from_file.ip());
+            Some((bind, port.unwrap_or(from_file.port())).into())
+        }
+    };
     config.max_client_connections_per_ip =
         args.max_client_cnxns.or(file.max_client_cnxns).unwrap_or(60);
     config.max_packet_bytes = args

@@ -36,6 +36,13 @@ pub(crate) struct ZooCfg {
     pub container_reaps_per_minute: Option<u64>,
     /// `zookeeper.datadir.autocreate`: when false, a missing data directory stops the server.
     pub datadir_autocreate: Option<bool>,
+    /// `enforce.auth.schemes` when `enforce.auth.enabled=true`, validated: the schemes a
+    /// connection must authenticate with before it is served.
+    pub enforced_auth_schemes: Option<Vec<String>>,
+    /// `metricsProvider.className`, `.httpPort` and `.httpHost`.
+    pub metrics_class: Option<String>,
+    pub metrics_port: Option<u16>,
+    pub metrics_host: Option<std::net::IpAddr>,
     /// The one `server.N` line, when there is exactly one: rzk runs standalone.
     pub standalone: Option<ServerLine>,
     /// Documented ZooKeeper keys rzk does not apply, with why.
@@ -45,6 +52,8 @@ pub(crate) struct ZooCfg {
     /// `server.N` lines of `zoo.cfg` and of its `dynamicConfigFile`.
     servers: Vec<ServerLine>,
     dynamic_config_file: Option<String>,
+    enforce_auth_enabled: Option<bool>,
+    enforce_auth_schemes: Option<String>,
 }
 
 impl ZooCfg {
@@ -182,6 +191,13 @@ fn apply(cfg: &mut ZooCfg, f: &str, l: usize, key: &str, v: &str) -> anyhow::Res
         }
         "datadir.autocreate" => cfg.datadir_autocreate = Some(parse_bool(f, l, key, v)?),
         "dynamicConfigFile" => cfg.dynamic_config_file = Some(v.to_string()),
+        "metricsProvider.className" => cfg.metrics_class = Some(v.to_string()),
+        "metricsProvider.httpPort" => cfg.metrics_port = Some(parse_value(f, l, key, v)?),
+        "metricsProvider.httpHost" => cfg.metrics_host = Some(parse_value(f, l, key, v)?),
+        "enforce.auth.enabled" => cfg.enforce_auth_enabled = Some(parse_bool(f, l, key, v)?),
+        "enforce.auth.schemes" => cfg.enforce_auth_schemes = Some(v.to_string()),
+        // `true` is refused before this: rzk has no SASL.
+        "sessionRequireClientSASLAuth" => _ = parse_bool(f, l, key, v)?,
         _ => return Ok(false),
     }
     Ok(true)
@@ -206,7 +222,57 @@ fn finish(mut cfg: ZooCfg, file: &str) -> anyhow::Result<ZooCfg> {
     if cfg.snap_count == Some(0) {
         bail!("{file}: snapCount must be positive");
     }
+    if cfg.enforce_auth_enabled == Some(true) {
+        // ZooKeeper refuses to start without the schemes too.
+        let Some(list) = &cfg.enforce_auth_schemes else {
+            bail!("{file}: enforce.auth.enabled is true: enforce.auth.schemes must be configured");
+        };
+        let schemes = enforced_auth_schemes(list).with_context(|| file.to_string())?;
+        cfg.enforced_auth_schemes = Some(schemes);
+    }
     Ok(cfg)
+}
+
+/// The class that turns ZooKeeper's Prometheus endpoint on.
+pub(crate) const PROMETHEUS_PROVIDER: &str =
+    "org.apache.zookeeper.metrics.prometheus.PrometheusMetricsProvider";
+/// ZooKeeper's default `metricsProvider.httpPort`.
+pub(crate) const PROMETHEUS_DEFAULT_PORT: u16 = 7000;
+
+impl ZooCfg {
+    /// Where zoo.cfg asks for Prometheus metrics: only with ZooKeeper's Prometheus provider,
+    /// on its default port 7000 and all addresses unless given.
+    pub(crate) fn metrics_addr(&self) -> Option<std::net::SocketAddr> {
+        (self.metrics_class.as_deref() == Some(PROMETHEUS_PROVIDER)).then(|| {
+            let host = self.metrics_host.unwrap_or(std::net::IpAddr::from([0, 0, 0, 0]));
+            (host, self.metrics_port.unwrap_or(PROMETHEUS_DEFAULT_PORT)).into()
+        })
+    }
+}
+
+/// The authentication schemes rzk can enforce (ZooKeeper's built-in providers).
+const ENFORCEABLE_SCHEMES: &[&str] = &["digest", "ip"];
+
+/// A comma list of schemes to enforce, checked as ZooKeeper checks `enforce.auth.schemes` at
+/// start-up: each must be a scheme the server can authenticate, and `sasl` is not one in rzk.
+pub(crate) fn enforced_auth_schemes(list: &str) -> anyhow::Result<Vec<String>> {
+    let schemes: Vec<String> =
+        list.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
+    anyhow::ensure!(!schemes.is_empty(), "enforce.auth.schemes must name at least one scheme");
+    for scheme in &schemes {
+        if scheme == "sasl" {
+            bail!(
+                "refusing to enforce the sasl scheme: rzk has no SASL, so no client could \
+                 authenticate with it; enforce digest instead, or run Apache ZooKeeper for SASL"
+            );
+        }
+        anyhow::ensure!(
+            ENFORCEABLE_SCHEMES.contains(&scheme.as_str()),
+            "authentication scheme {scheme:?} is not available (rzk has {})",
+            ENFORCEABLE_SCHEMES.join(" and ")
+        );
+    }
+    Ok(schemes)
 }
 
 /// Reads and parses a `zoo.cfg` file and the `dynamicConfigFile` it names, whose `server.N`
@@ -284,7 +350,6 @@ mod tests {
     fn unsafe_keys_are_refused_and_typos_get_a_hint() {
         for text in [
             "secureClientPort=2281\n",
-            "zookeeper.enforce.auth.enabled=true\n",
             "sessionRequireClientSASLAuth=true\n",
             "client.portUnification=true\n",
         ] {
@@ -297,7 +362,46 @@ mod tests {
                 .unwrap();
         assert_eq!(cfg.unknown, [("tickTme".to_string(), Some("tickTime".to_string()))]);
         let ignored: Vec<&str> = cfg.ignored.iter().map(|(k, _)| k.as_str()).collect();
-        assert_eq!(ignored, ["enforce.auth.enabled", "reconfigEnabled"]);
+        assert_eq!(ignored, ["reconfigEnabled"]);
+        assert_eq!(cfg.enforced_auth_schemes, None, "enforcement is off");
+    }
+
+    #[test]
+    fn the_prometheus_provider_turns_metrics_on() {
+        let class = format!("metricsProvider.className={PROMETHEUS_PROVIDER}\n");
+        let cfg = parse("zoo.cfg", &class).unwrap();
+        assert_eq!(cfg.metrics_addr(), Some(([0, 0, 0, 0], 7000).into()));
+        let text =
+            format!("{class}metricsProvider.httpPort=7070\nmetricsProvider.httpHost=127.0.0.1\n");
+        assert_eq!(
+            parse("zoo.cfg", &text).unwrap().metrics_addr(),
+            Some(([127, 0, 0, 1], 7070).into())
+        );
+        let other =
+            "metricsProvider.className=org.apache.zookeeper.metrics.impl.NullMetricsProvider\n";
+        assert_eq!(parse("zoo.cfg", other).unwrap().metrics_addr(), None);
+        let cfg = parse("zoo.cfg", "metricsProvider.exportJvmInfo=true\n").unwrap();
+        assert!(cfg.unknown.is_empty() && cfg.ignored.len() == 1, "{cfg:?}");
+    }
+
+    #[test]
+    fn enforced_authentication_needs_schemes_rzk_can_authenticate() {
+        let on = "zookeeper.enforce.auth.enabled=true\n";
+        let cfg = parse("zoo.cfg", &format!("{on}enforce.auth.schemes=digest, ip\n")).unwrap();
+        assert_eq!(cfg.enforced_auth_schemes, Some(vec!["digest".into(), "ip".into()]));
+        for (schemes, needle) in [
+            ("", "must be configured"),
+            ("enforce.auth.schemes=,\n", "at least one"),
+            ("enforce.auth.schemes=digest,sasl\n", "no SASL"),
+            ("enforce.auth.schemes=x509\n", "\"x509\" is not available"),
+        ] {
+            let err = format!("{:#}", parse("zoo.cfg", &format!("{on}{schemes}")).unwrap_err());
+            assert!(err.contains(needle), "{schemes:?}: {err}");
+        }
+        let off = parse("zoo.cfg", "enforce.auth.enabled=false\nenforce.auth.schemes=sasl\n");
+        assert_eq!(off.unwrap().enforced_auth_schemes, None, "ZooKeeper ignores them too");
+        let err = parse("zoo.cfg", "sessionRequireClientSASLAuth=true\n").unwrap_err();
+        assert!(err.to_string().contains("no SASL"), "{err}");
     }
 
     #[test]

@@ -1,7 +1,8 @@
-//! Requests about the connection rather than the tree: `auth` adds identities, `setWatches`
-//! re-arms a reconnected client's watches.
+//! Requests about the connection rather than the tree: `auth` adds identities (and enforced
+//! authentication decides which requests they allow), `setWatches` re-arms a reconnected
+//! client's watches.
 
-use rzk_proto::{ErrorCode, EventType, Id};
+use rzk_proto::{ErrorCode, EventType, Id, OpCode};
 
 use crate::acl;
 use crate::watches::{AddWatchMode, ConnId};
@@ -11,6 +12,16 @@ use super::interface::CloseReason;
 use super::Core;
 
 impl Core {
+    /// Whether a request of op code `op` may be served on `conn`: auth and sasl always are;
+    /// anything else only once the connection holds an id of an enforced scheme, if any is.
+    pub(super) fn may_request(&self, conn: ConnId, op: i32) -> bool {
+        let required = &self.config.enforced_auth_schemes;
+        if required.is_empty() || op == OpCode::Auth as i32 || op == OpCode::Sasl as i32 {
+            return true;
+        }
+        self.conns[&conn].auth.iter().any(|id| required.contains(&id.scheme))
+    }
+
     /// An auth packet: adds identities to the connection within its limits, or closes it.
     pub(super) fn auth(&mut self, conn: ConnId, xid: i32, scheme: &str, credentials: &[u8]) {
         let ids = match scheme {

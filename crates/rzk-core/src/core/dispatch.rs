@@ -27,6 +27,14 @@ impl Core {
         if header.xid == xid::NOTIFICATION {
             return Err(ConnError::NotificationXid);
         }
+        if !self.may_request(conn, header.op) {
+            // ZooKeeper's AuthenticationHelper: zxid 0, no body, and the connection (not the
+            // session, which lives until it expires) closed without reading further.
+            let err = ErrorCode::SessionClosedRequireSaslAuth;
+            self.send(conn, reply_frame(header.xid, 0, err, None));
+            self.close(conn, CloseReason::AuthRequired);
+            return Ok(());
+        }
         let session_id = self.conns[&conn].session_id.unwrap_or(0);
         self.touch(session_id, now);
         let op = OpCode::from_i32(header.op).filter(|op| {

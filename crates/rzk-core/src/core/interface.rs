@@ -32,6 +32,9 @@ pub enum CloseReason {
     Unimplemented(i32),
     /// An auth packet for an unsupported scheme.
     AuthFailed,
+    /// A request other than auth or sasl before the connection authenticated with one of
+    /// `Config::enforced_auth_schemes`.
+    AuthRequired,
     /// An auth packet past `auth_ids_per_connection_max` or `auth_bytes_per_connection_max`.
     TooManyAuthIds,
     /// A watch past `watches_per_connection_max` or `watch_path_bytes_per_connection_max`.

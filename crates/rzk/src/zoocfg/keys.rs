@@ -33,6 +33,12 @@ pub(crate) const HONOURED: &[&str] = &[
     "znode.container.maxPerMinute",
     "datadir.autocreate",
     "dynamicConfigFile",
+    "enforce.auth.enabled",
+    "enforce.auth.schemes",
+    "sessionRequireClientSASLAuth",
+    "metricsProvider.className",
+    "metricsProvider.httpPort",
+    "metricsProvider.httpHost",
 ];
 
 const QUORUM: &str = "not used by a single-node server";
@@ -49,14 +55,6 @@ const IGNORED: &[(&str, Ignored)] = &[
     // The values of these that `refusal` lets through.
     ("secureClientPort", Ignored::NotApplicable(TLS)),
     ("client.portUnification", Ignored::NotApplicable("off; rzk has no TLS (true is refused)")),
-    (
-        "enforce.auth.enabled",
-        Ignored::NotApplicable("off, as in rzk, which does not enforce authentication yet"),
-    ),
-    (
-        "sessionRequireClientSASLAuth",
-        Ignored::NotApplicable("off, as in rzk, which does not enforce authentication yet"),
-    ),
     ("DigestAuthenticationProvider.digestAlg", Ignored::NotApplicable("SHA-1 is rzk's digest")),
     ("initLimit", Ignored::NotApplicable(QUORUM)),
     ("syncLimit", Ignored::NotApplicable(QUORUM)),
@@ -124,10 +122,6 @@ const IGNORED: &[(&str, Ignored)] = &[
     ("requireClientAuthScheme", Ignored::NotApplicable(SASL)),
     ("kerberos.removeHostFromPrincipal", Ignored::NotApplicable(SASL)),
     ("kerberos.removeRealmFromPrincipal", Ignored::NotApplicable(SASL)),
-    (
-        "enforce.auth.schemes",
-        Ignored::NotApplicable("used only with enforce.auth.enabled=true, which rzk refuses"),
-    ),
     (
         "ensembleAuthName",
         Ignored::NotSupported("rzk has no \"ensemble\" auth scheme; clients using it fail auth"),
@@ -272,7 +266,7 @@ fn family(key: &str) -> Option<Ignored> {
     }
     if key.starts_with("metricsProvider.") {
         return Some(Ignored::NotApplicable(
-            "rzk has no metrics exporter; the mntr four-letter word reports its metrics",
+            "a setting of ZooKeeper's Java exporter; rzk serves plain HTTP on httpHost:httpPort",
         ));
     }
     if key.starts_with("pathStats.") {
@@ -284,6 +278,10 @@ fn family(key: &str) -> Option<Ignored> {
 /// What rzk does with a documented key it does not apply; `None` for a key it does not know
 /// (or applies). `key` has any `zookeeper.` prefix removed.
 pub(crate) fn ignored(key: &str) -> Option<Ignored> {
+    if HONOURED.contains(&key) {
+        // Families hold honoured keys too (`metricsProvider.httpPort`).
+        return None;
+    }
     IGNORED.iter().find(|(k, _)| *k == key).map(|(_, why)| *why).or_else(|| family(key))
 }
 
@@ -299,9 +297,10 @@ pub(crate) fn refusal(key: &str, value: &str) -> Option<&'static str> {
         "client.portUnification" if on => {
             Some("rzk has no TLS: the client port cannot accept TLS connections")
         }
-        "enforce.auth.enabled" | "sessionRequireClientSASLAuth" if on => Some(
-            "rzk does not enforce client authentication yet: it would serve unauthenticated \
-             clients that this setting is meant to turn away",
+        "sessionRequireClientSASLAuth" if on => Some(
+            "rzk has no SASL, so no client could ever authenticate as this setting requires; \
+             use enforce.auth.enabled=true with enforce.auth.schemes=digest, or run Apache \
+             ZooKeeper for SASL",
         ),
         "DigestAuthenticationProvider.digestAlg"
             if !matches!(value.to_ascii_uppercase().as_str(), "SHA1" | "SHA-1") =>
@@ -367,8 +366,8 @@ mod tests {
         assert_eq!(ignored("ssl.quorum.keyStore.location"), Some(Ignored::NotApplicable(QUORUM)));
         assert_eq!(ignored("ssl.keyStore.nonsense"), None);
         assert!(matches!(ignored("admin.serverPort"), Some(Ignored::NotApplicable(_))));
-        assert!(refusal("enforce.auth.enabled", "true").is_some());
-        assert!(refusal("enforce.auth.enabled", "false").is_none());
+        assert!(refusal("sessionRequireClientSASLAuth", "true").is_some());
+        assert!(refusal("sessionRequireClientSASLAuth", "false").is_none());
         assert!(refusal("secureClientPort", "2281").is_some());
         assert!(refusal("DigestAuthenticationProvider.digestAlg", "SHA-256").is_some());
         assert!(refusal("DigestAuthenticationProvider.digestAlg", "SHA1").is_none());
