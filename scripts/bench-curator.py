@@ -35,9 +35,9 @@ Measurements:
                ZooKeeper); N from --race-n (needs --rzk, for the rzk binary)
 
 The lock measurements run Curator (tests/interop/java/LockBench.java) and, with --rzk,
-rzk-election through `rzk bench` one after another in each of --rounds rounds.
+rzk-recipes through `rzk bench` one after another in each of --rounds rounds.
 
-With --rzk, the same run also measures rzk-election on rzk through `rzk bench`, and on both
+With --rzk, the same run also measures rzk-recipes on rzk through `rzk bench`, and on both
 servers the protocol's floor under a LeaderLatch handoff (`rzk bench --workload handoff-read`:
 the leader's delete, the successor's event and the list it reads on it, no library).
 """
@@ -57,7 +57,7 @@ from tests.support.stats import median
 
 ALL = ["latch", "selector", "crash", "herd", "predecessor", "mutex", "uncontended", "semaphore",
        "race"]
-# The targets of the lock measurements: rzk-election / Curator, and which way is better.
+# The targets of the lock measurements: rzk-recipes / Curator, and which way is better.
 MUTEX_P50_MAX = 1 / 3.0
 UNCONTENDED_RATE_MIN = 2.0
 SEMAPHORE_RATE_MIN = 2.0
@@ -107,7 +107,7 @@ def run(args, measurement, params, timeout_s, harness="ElectionBench"):
 
 
 def run_bench(args, workload, flags, timeout_s, tag=None, server="rzk"):
-    """`rzk bench` on a fresh durable rzk server: rzk-election's workloads, for the side-by-side
+    """`rzk bench` on a fresh durable rzk server: rzk-recipes' workloads, for the side-by-side
     table; with server="zookeeper", on a fresh Apache ZooKeeper instead (the protocol-level
     handoff-read). `tag` is merged into the result (e.g. the handoff's gap, to pair it with
     Curator's)."""
@@ -257,7 +257,7 @@ def markdown(results, argv):
           and "race_n" not in r]
     hr = [r for r in results if r.get("workload") == "handoff-read"]
     if rz:
-        out += ["", "rzk-election on a durable rzk server, through `rzk bench` in the same run:",
+        out += ["", "rzk-recipes on a durable rzk server, through `rzk bench` in the same run:",
                 "", "| rzk bench workload | N | strategy | p50 | p99 | other | other CPU |",
                 "|---|---|---|---|---|---|---|"]
         for r in rz:
@@ -290,7 +290,7 @@ def markdown(results, argv):
 
 
 def ratio_row(rows, name, a, b, target=None, lower_better=True):
-    """A row of the side-by-side table: Curator's `a`, rzk-election's `b`, b / a and the
+    """A row of the side-by-side table: Curator's `a`, rzk-recipes' `b`, b / a and the
     verdict against `target`."""
     r = b / a if a and b is not None else None
     verdict = ""
@@ -384,7 +384,7 @@ def race_table(results):
 
 
 def comparison(results):
-    """Side by side: Curator 5.4 on ZooKeeper 3.8 against rzk-election on rzk."""
+    """Side by side: Curator 5.4 on ZooKeeper 3.8 against rzk-recipes on rzk."""
     cur = [r for r in results if r.get("server") not in BENCH_SERVERS and "error" not in r]
     rz = [r for r in results if r.get("server") == "rzk" and "error" not in r]
     rows = []
@@ -449,7 +449,7 @@ def comparison(results):
             if z_p50:
                 rows.append("| LeaderLatch handoff p50 x its server's protocol floor, N=%d, %s "
                             "| %.2f | %.2f | | the library's own share: %.0f us on Curator's "
-                            "side, %.0f us on rzk-election's |" % (
+                            "side, %.0f us on rzk-recipes' |" % (
                                 n, how, cur_p50 / zf_p50, z_p50 / rf_p50, cur_p50 - zf_p50,
                                 z_p50 - rf_p50))
     c = one(cur, measurement="selector_rate")
@@ -474,7 +474,7 @@ def comparison(results):
         row("predecessor: notifications per change, N=%d" % c["n"],
             c["notifications_per_change_mean"], z and z["notifications_per_change"])
     rows += lock_comparison(results)
-    return "\n".join(["| measurement | Curator on ZooKeeper | rzk-election on rzk | ratio | "
+    return "\n".join(["| measurement | Curator on ZooKeeper | rzk-recipes on rzk | ratio | "
                       "target |", "|---|---|---|---|---|"] + rows + race_table(results))
 
 
@@ -485,7 +485,7 @@ def parse_args():
     ap.add_argument("--handoffs", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=1,
                     help="LeaderLatch handoff rounds per gap and N; each round runs Curator, "
-                         "rzk-election and both protocol floors in turn, and the comparison "
+                         "rzk-recipes and both protocol floors in turn, and the comparison "
                          "takes medians over the rounds")
     ap.add_argument("--herd-n", default="100,1000")
     ap.add_argument("--changes", type=int, default=20)
@@ -508,11 +508,11 @@ def parse_args():
     ap.add_argument("--quiet-wait-s", type=float, default=300,
                     help="before each measurement, wait up to this long for the machine to idle")
     ap.add_argument("--rzk", action="store_true",
-                    help="also run rzk-election on a durable rzk server through `rzk bench`")
+                    help="also run rzk-recipes on a durable rzk server through `rzk bench`")
     ap.add_argument("--rzk-only", action="store_true", help="only the --rzk part")
     ap.add_argument("--rzk-duration-s", type=float, default=10.0)
     ap.add_argument("--rzk-alone-n", default="10000",
-                    help="rzk-election handoffs at these N on rzk alone (no Curator run)")
+                    help="rzk-recipes handoffs at these N on rzk alone (no Curator run)")
     ap.add_argument("--rzk-bin", default=servers.release_rzk_binary())
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--json-out")
@@ -522,11 +522,11 @@ def parse_args():
 
 
 def latch_handoffs(args, only, latch_n):
-    """The LeaderLatch handoffs of Curator, rzk-election and the protocol floors, per gap and N."""
+    """The LeaderLatch handoffs of Curator, rzk-recipes and the protocol floors, per gap and N."""
     results = []
     gaps = sorted({0, args.gap_ms})
     # The LeaderLatch handoffs side by side: at each gap and N, every round measures Curator,
-    # rzk-election and both servers' protocol floors one after another, the order reversed in
+    # rzk-recipes and both servers' protocol floors one after another, the order reversed in
     # odd rounds, so that a slow spell of the machine (an idle fdatasync's cost drifts by tens
     # of percent over an hour) lands on both sides of a ratio instead of on one.
     for gap in gaps:
@@ -555,7 +555,7 @@ def latch_handoffs(args, only, latch_n):
 
 
 def lock_measurements(args, only):
-    """Curator's and rzk-election's locks, one after the other in each round (the order reversed
+    """Curator's and rzk-recipes' locks, one after the other in each round (the order reversed
     in odd rounds, as the LeaderLatch handoffs are)."""
     plan = []
     if "mutex" in only:
@@ -618,7 +618,7 @@ def curator_measurements(args, only):
 
 
 def rzk_measurements(args, latch_n):
-    """rzk-election on rzk alone: large N, the floor, selector, failover, herd and predecessor."""
+    """rzk-recipes on rzk alone: large N, the floor, selector, failover, herd and predecessor."""
     results = []
     for n in [int(x) for x in args.rzk_alone_n.split(",") if x]:
         # One session per 10 participants: 10,000 sessions would also work, but the

@@ -37,7 +37,7 @@ pub enum Workload {
     /// from the leader's delete to the winner's create reply, and notifications per handoff.
     HandoffEvent,
     /// As handoff-event, but the successor then lists the election's children, as a recipe
-    /// that checks before it claims does (Curator's LeaderLatch, rzk-election); latency from
+    /// that checks before it claims does (Curator's LeaderLatch, rzk-recipes); latency from
     /// the delete to that list's reply: the protocol's floor under a LeaderLatch handoff.
     HandoffRead,
     /// LeaderSelector leaderships per second (auto-requeue, empty task).

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rzk_election::{
+use rzk_recipes::{
     LatchOptions, LeaderLatch, LeaderSelector, Leadership, SelectorOptions, Session, SessionConfig,
 };
 
@@ -239,7 +239,7 @@ impl Demo {
                         l.token()
                     );
                     tokio::time::sleep(Duration::from_millis(20)).await;
-                    Ok::<(), rzk_election::BoxError>(())
+                    Ok::<(), rzk_recipes::BoxError>(())
                 }
             })?;
             let queued = Instant::now() + QUEUE_TIMEOUT;

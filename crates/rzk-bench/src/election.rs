@@ -1,4 +1,4 @@
-//! The election workloads, on rzk-election's recipes: LeaderLatch handoff latency at N
+//! The election workloads, on the recipes of rzk-recipes: LeaderLatch handoff latency at N
 //! participants (predecessor or herd watching), LeaderSelector leaderships per second, and
 //! crash failover.
 
@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rzk_election::{
+use rzk_recipes::{
     LatchOptions, LeaderLatch, LeaderSelector, SelectorOptions, Session, SessionConfig,
     WatchStrategy,
 };
@@ -245,7 +245,7 @@ pub(crate) async fn selector(cfg: &BenchConfig, hosts: &str) -> Result<ElectionR
             let c = c.clone();
             async move {
                 c.fetch_add(1, Ordering::Relaxed);
-                Ok::<(), rzk_election::BoxError>(())
+                Ok::<(), rzk_recipes::BoxError>(())
             }
         })?;
         keep.push((s, sel));

@@ -24,7 +24,7 @@ pub enum BenchError {
     Raw(#[from] RawError),
     /// An election call failed.
     #[error(transparent)]
-    Election(#[from] rzk_election::Error),
+    Election(#[from] rzk_recipes::Error),
     /// A managed client's call failed.
     #[error(transparent)]
     Zookeeper(#[from] zookeeper_client::Error),

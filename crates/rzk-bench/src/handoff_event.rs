@@ -6,7 +6,7 @@
 //!
 //! handoff-read goes one step further: the successor lists the election's children on its
 //! event, as a recipe that checks before it claims must (Curator's LeaderLatch does, and so
-//! does rzk-election), and the handoff ends with that list's reply. No LeaderLatch on any
+//! does rzk-recipes), and the handoff ends with that list's reply. No LeaderLatch on any
 //! server can hand off faster than this workload does on it.
 
 use std::collections::VecDeque;

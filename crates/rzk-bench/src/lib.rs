@@ -6,7 +6,7 @@
 //! itself is cheap and loads Apache ZooKeeper and rzk identically; latency is measured per
 //! request from send to reply (fan-out: from the write to the last notification; the
 //! protocol-level handoffs: from the leader's delete to its successor's event). The election
-//! workloads run rzk-election's recipes.
+//! workloads run the recipes of rzk-recipes.
 //!
 //! # Modules
 //! - [`raw`]: a hand-written, pipelined ZooKeeper client (blocking and async) that writes

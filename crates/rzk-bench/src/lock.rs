@@ -1,4 +1,4 @@
-//! The lock workloads, on rzk-election's recipes: InterProcessMutex handoff among N
+//! The lock workloads, on rzk-recipes' recipes: InterProcessMutex handoff among N
 //! contenders, uncontended acquire+release pairs, and InterProcessSemaphore grants among N
 //! contenders. Every contender has a session of its own (as each of Curator's has its own
 //! CuratorFramework) and loops acquire, release, acquire again, holding for no time.
@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use rzk_election::{
+use rzk_recipes::{
     Error, InterProcessMutex, InterProcessSemaphore, MutexOptions, SemaphoreOptions, Session,
     SessionConfig,
 };

@@ -24,18 +24,18 @@ pub(crate) struct Connect {
 const PROBE_AFTER: Duration = Duration::from_millis(100);
 
 impl Connect {
-    /// A managed election session (rzk-election), or a clear error once the connect timeout
+    /// A managed election session (rzk-recipes), or a clear error once the connect timeout
     /// has passed.
     pub(crate) async fn election_session(
         &self,
         session_timeout: Option<Duration>,
-    ) -> Result<rzk_election::Session, CliError> {
+    ) -> Result<rzk_recipes::Session, CliError> {
         let limit = Duration::from_millis(self.connect_timeout_ms);
-        let mut config = rzk_election::SessionConfig::new(&self.hosts).with_connect_timeout(limit);
+        let mut config = rzk_recipes::SessionConfig::new(&self.hosts).with_connect_timeout(limit);
         if let Some(t) = session_timeout {
             config = config.with_session_timeout(t);
         }
-        self.bounded(rzk_election::Session::connect(config)).await
+        self.bounded(rzk_recipes::Session::connect(config)).await
     }
 
     /// A session, or a clear error once the connect timeout has passed.

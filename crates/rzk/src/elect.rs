@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use rzk_election::{
+use rzk_recipes::{
     LatchOptions, LeaderLatch, LeaderSelector, Leadership, RaceElection, RaceOptions,
     SelectorOptions, Session,
 };
@@ -57,7 +57,7 @@ enum Contender {
 }
 
 impl Contender {
-    async fn await_leadership(&self) -> Result<Leadership, rzk_election::Error> {
+    async fn await_leadership(&self) -> Result<Leadership, rzk_recipes::Error> {
         match self {
             Contender::Latch(l) => l.await_leadership().await,
             Contender::Selector(s) => s.await_leadership().await,
@@ -80,7 +80,7 @@ async fn join(
     id: &str,
     budget: Duration,
 ) -> Result<Contender, CliError> {
-    let err = |e: rzk_election::Error| CliError::usage(format!("cannot join {}: {e}", a.path));
+    let err = |e: rzk_recipes::Error| CliError::usage(format!("cannot join {}: {e}", a.path));
     Ok(match a.recipe {
         Recipe::Latch => {
             let opts = LatchOptions::default().with_id(id).with_stop_budget(budget);
@@ -91,7 +91,7 @@ async fn join(
         Recipe::Selector => {
             let opts = SelectorOptions::default().with_id(id).with_stop_budget(budget);
             let sel = LeaderSelector::new(session, &a.path, opts).map_err(err)?;
-            sel.start(|_leadership| std::future::pending::<Result<(), rzk_election::BoxError>>())
+            sel.start(|_leadership| std::future::pending::<Result<(), rzk_recipes::BoxError>>())
                 .map_err(err)?;
             Contender::Selector(sel)
         }

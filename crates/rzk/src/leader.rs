@@ -1,7 +1,7 @@
 //! `rzk leader PATH`: who leads, in what order the others follow, live with `--watch`.
 
 use clap::Args;
-use rzk_election::{
+use rzk_recipes::{
     LatchOptions, LeaderLatch, LeaderSelector, Participants, RaceElection, RaceOptions,
     SelectorOptions,
 };
@@ -91,7 +91,7 @@ pub(crate) fn to_text(path: &str, p: &Participants) -> String {
 /// Runs `rzk leader`.
 pub(crate) async fn run(connect: &Connect, a: LeaderArgs) -> Result<(), CliError> {
     let session = connect.election_session(None).await?;
-    let bad = |e: rzk_election::Error| CliError::usage(format!("{}: {e}", a.path));
+    let bad = |e: rzk_recipes::Error| CliError::usage(format!("{}: {e}", a.path));
     // A recipe that is never started only reads.
     enum Reader {
         Latch(LeaderLatch),
@@ -136,8 +136,8 @@ pub(crate) async fn run(connect: &Connect, a: LeaderArgs) -> Result<(), CliError
     loop {
         let view = match read().await {
             Ok(v) => v,
-            Err(rzk_election::Error::NoNode { .. }) if a.watch => Participants::default(),
-            Err(rzk_election::Error::NoNode { .. }) => {
+            Err(rzk_recipes::Error::NoNode { .. }) if a.watch => Participants::default(),
+            Err(rzk_recipes::Error::NoNode { .. }) => {
                 return Err(CliError::usage(format!("node {} does not exist", a.path)))
             }
             Err(e) => return Err(bad(e)),

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use clap::Args;
-use rzk_election::{
+use rzk_recipes::{
     InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphore, Leadership, LockGuard,
     LockLayout, MutexOptions, SemaphoreLease, SemaphoreOptions,
 };
@@ -107,11 +107,11 @@ impl Held {
 
 impl Handle {
     fn open(
-        session: &rzk_election::Session,
+        session: &rzk_recipes::Session,
         a: &LockArgs,
         budget: Duration,
     ) -> Result<Handle, CliError> {
-        let bad = |e: rzk_election::Error| CliError::usage(format!("{}: {e}", a.path));
+        let bad = |e: rzk_recipes::Error| CliError::usage(format!("{}: {e}", a.path));
         let opts = MutexOptions::default().with_stop_budget(budget);
         Ok(if let Some(n) = a.semaphore {
             let opts: SemaphoreOptions = opts;
@@ -127,10 +127,7 @@ impl Handle {
     }
 
     /// Takes the lock, or `None` once `timeout` passed.
-    async fn acquire(
-        &self,
-        timeout: Option<Duration>,
-    ) -> Result<Option<Held>, rzk_election::Error> {
+    async fn acquire(&self, timeout: Option<Duration>) -> Result<Option<Held>, rzk_recipes::Error> {
         let mutex = match self {
             Handle::Semaphore(s) => {
                 return match timeout {

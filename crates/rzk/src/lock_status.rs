@@ -1,7 +1,7 @@
 //! `rzk lock --status PATH`: who holds the lock and who waits, for each layout (a mutex, a
 //! read-write lock's readers and writers, a semaphore's lease holders), as text or JSON.
 
-use rzk_election::{LockEntry, LockLayout, LockStatus};
+use rzk_recipes::{LockEntry, LockLayout, LockStatus};
 
 use crate::connect::Connect;
 use crate::error::CliError;
@@ -16,7 +16,7 @@ pub(crate) async fn print(
     json: bool,
 ) -> Result<(), CliError> {
     let session = connect.election_session(None).await?;
-    let bad = |e: rzk_election::Error| CliError::usage(format!("{path}: {e}"));
+    let bad = |e: rzk_recipes::Error| CliError::usage(format!("{path}: {e}"));
     let layout = match layout {
         Some(l) => l,
         None => LockLayout::detect(&session, path).await.map_err(bad)?,

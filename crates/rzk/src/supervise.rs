@@ -25,7 +25,7 @@
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use rzk_election::{Leadership, Session};
+use rzk_recipes::{Leadership, Session};
 use tokio::signal::unix::{signal, SignalKind};
 
 use crate::connect::Connect;

@@ -1,0 +1,244 @@
+//! One election participant in its own process, for the multi-process tests
+//! (docs/election.md §4.2) and for trying the crate by hand:
+//!
+//! ```text
+//! cargo run -p rzk-recipes --bin rzk-recipes-participant -- \
+//!     --connect 127.0.0.1:2181 --path /demo/leader --id a \
+//!     [--recipe latch|selector|race|mutex|read|write|semaphore:N] \
+//!     [--policy suspended|lost] [--session-timeout-ms 4000] [--witness /demo/witness]
+//! ```
+//!
+//! It joins, and while it leads (holds the lock, the read or write side of the read-write
+//! lock, or one of the semaphore's N leases) it writes `"<id>|<token>|<n>"` to the witness node
+//! every 50 ms with a guarded write. A lock recipe releases on loss and acquires again. It
+//! prints one line per event on stdout:
+//!
+//! ```text
+//! joined <node>            (a semaphore: joined <semaphore path>, before its first acquire)
+//! elected <token> <node>
+//! lease <ms until the deadline>
+//! write ok <token> <mzxid> | write refused <reason> | write unknown
+//! lost <reason>
+//! ```
+
+use std::time::Duration;
+
+use std::future::Future;
+
+use rzk_recipes::{
+    ConnectionPolicy, Contender, Error, InterProcessMutex, InterProcessReadWriteLock,
+    InterProcessSemaphore, LatchOptions, LeaderLatch, LeaderSelector, Leadership, MutexOptions,
+    RaceElection, RaceOptions, SelectorOptions, Session, SessionConfig,
+};
+use zookeeper_client::MultiWriteResult;
+
+struct Args {
+    connect: String,
+    path: String,
+    id: String,
+    recipe: String,
+    policy: ConnectionPolicy,
+    timeout: Duration,
+    witness: Option<String>,
+}
+
+fn args() -> Args {
+    let mut a = Args {
+        connect: "127.0.0.1:2181".into(),
+        path: "/demo/leader".into(),
+        id: String::new(),
+        recipe: "latch".into(),
+        policy: ConnectionPolicy::StepDownOnSuspended,
+        timeout: Duration::from_secs(4),
+        witness: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(k) = it.next() {
+        let v = it.next().unwrap_or_else(|| panic!("{k} needs a value"));
+        match k.as_str() {
+            "--connect" => a.connect = v,
+            "--path" => a.path = v,
+            "--id" => a.id = v,
+            "--recipe" => a.recipe = v,
+            "--policy" => {
+                a.policy = match v.as_str() {
+                    "lost" => ConnectionPolicy::StepDownOnLost,
+                    _ => ConnectionPolicy::StepDownOnSuspended,
+                }
+            }
+            "--session-timeout-ms" => a.timeout = Duration::from_millis(v.parse().expect("ms")),
+            "--witness" => a.witness = Some(v),
+            _ => panic!("unknown argument {k}"),
+        }
+    }
+    a
+}
+
+fn say(line: String) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+/// Writes to the witness every 50 ms until the term is lost.
+async fn lead(l: Leadership, id: String, witness: Option<String>) {
+    say(format!("elected {} {}", l.token(), l.node_path()));
+    let mut n = 0u64;
+    loop {
+        let left = l.deadline().saturating_duration_since(std::time::Instant::now());
+        say(format!("lease {}", left.as_millis()));
+        if let Some(w) = &witness {
+            n += 1;
+            let data = format!("{id}|{}|{n}", l.token());
+            let r = match l.guarded() {
+                Ok(mut g) => {
+                    let _ = g.set_data(w, data.as_bytes(), None);
+                    g.commit().await
+                }
+                Err(e) => Err(e),
+            };
+            match r {
+                Ok(results) => {
+                    let mzxid = match results.first() {
+                        Some(MultiWriteResult::SetData { stat }) => stat.mzxid,
+                        _ => -1,
+                    };
+                    say(format!("write ok {} {mzxid}", l.token()));
+                }
+                Err(e) if e.is_not_leader() => say(format!("write refused {e}")),
+                Err(e) => say(format!("write unknown {e}")),
+            }
+        }
+        tokio::select! {
+            reason = l.lost() => {
+                say(format!("lost {reason:?}"));
+                return;
+            }
+            _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+        }
+    }
+}
+
+/// The lock recipes, from `--recipe`.
+enum Lock {
+    Mutex,
+    Read,
+    Write,
+    Semaphore(u32),
+}
+
+impl Lock {
+    fn parse(recipe: &str) -> Option<Lock> {
+        Some(match recipe {
+            "mutex" => Lock::Mutex,
+            "read" => Lock::Read,
+            "write" => Lock::Write,
+            _ => Lock::Semaphore(recipe.strip_prefix("semaphore:")?.parse().ok()?),
+        })
+    }
+}
+
+/// Holds `lock` again and again: acquire, lead while held, release on loss.
+async fn hold_lock(session: &Session, a: &Args, lock: Lock) -> Result<(), Error> {
+    let options = MutexOptions::default().with_id(&a.id).with_policy(a.policy);
+    let mutex = match lock {
+        Lock::Mutex => InterProcessMutex::new(session, &a.path, options)?,
+        Lock::Read | Lock::Write => {
+            let rw = InterProcessReadWriteLock::new(session, &a.path, options)?;
+            let side = if matches!(lock, Lock::Read) { rw.read_lock() } else { rw.write_lock() };
+            side.clone()
+        }
+        Lock::Semaphore(n) => {
+            let semaphore = InterProcessSemaphore::new(session, &a.path, n, options)?;
+            say(format!("joined {}", a.path));
+            return hold_each(a, || async {
+                let lease = semaphore.acquire().await?;
+                let leadership = Leadership::clone(&lease);
+                Ok((lease, leadership))
+            })
+            .await;
+        }
+    };
+    tokio::spawn(announce_join(Contender::clone(&mutex)));
+    hold_each(a, || async {
+        let guard = mutex.acquire().await?;
+        let leadership = guard.leadership().clone();
+        Ok((guard, leadership))
+    })
+    .await
+}
+
+/// Prints `joined <node>` once the recipe has queued its node.
+async fn announce_join(contender: Contender) {
+    loop {
+        if let Some(p) = contender.our_path() {
+            return say(format!("joined {p}"));
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Each hold `acquire` grants is led until lost, then released (its guard dropped).
+async fn hold_each<G, F, Fut>(a: &Args, mut acquire: F) -> Result<(), Error>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<(G, Leadership), Error>>,
+{
+    loop {
+        let (guard, leadership) = acquire().await?;
+        lead(leadership, a.id.clone(), a.witness.clone()).await;
+        drop(guard);
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), Error> {
+    let a = args();
+    let session =
+        Session::connect(SessionConfig::new(&a.connect).with_session_timeout(a.timeout)).await?;
+    if let Some(lock) = Lock::parse(&a.recipe) {
+        hold_lock(&session, &a, lock).await?;
+    } else if a.recipe == "selector" {
+        let sel = LeaderSelector::new(
+            &session,
+            &a.path,
+            SelectorOptions::default().with_id(&a.id).with_policy(a.policy).with_auto_requeue(true),
+        )?;
+        let (id, witness) = (a.id.clone(), a.witness.clone());
+        sel.start(move |l| {
+            let (id, witness) = (id.clone(), witness.clone());
+            async move {
+                // The future is dropped when the term is lost; `lead` also watches lost().
+                lead(l, id, witness).await;
+                std::future::pending::<()>().await;
+                Ok(())
+            }
+        })?;
+        announce_join(Contender::clone(&sel)).await;
+        std::future::pending::<()>().await;
+    } else if a.recipe == "race" {
+        let options = RaceOptions::default().with_id(&a.id).with_policy(a.policy);
+        let race = RaceElection::new(&session, &a.path, options)?;
+        race.start().await?;
+        // No node of its own until it wins: "joined" means the first round is decided.
+        say(format!("joined {}", a.path));
+        loop {
+            let l = race.await_leadership().await?;
+            lead(l, a.id.clone(), a.witness.clone()).await;
+        }
+    } else {
+        let latch = LeaderLatch::new(
+            &session,
+            &a.path,
+            LatchOptions::default().with_id(&a.id).with_policy(a.policy),
+        )?;
+        let joined = latch.start().await?;
+        say(format!("joined {}", joined.node));
+        loop {
+            let l = latch.await_leadership().await?;
+            lead(l, a.id.clone(), a.witness.clone()).await;
+        }
+    }
+    Ok(())
+}

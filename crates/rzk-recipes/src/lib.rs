@@ -1,0 +1,116 @@
+//! Curator-compatible ZooKeeper recipes, on the [`zookeeper-client`](zookeeper_client) crate:
+//! the elections [`LeaderLatch`], [`LeaderSelector`] and [`RaceElection`], and the locks
+//! [`InterProcessMutex`], [`InterProcessReadWriteLock`] and [`InterProcessSemaphore`], with
+//! what Curator leaves to the user done for you: a fencing token per term, a loss signal that
+//! fires before the server can expire the session, guarded writes, a session manager that
+//! rejoins after expiry, and refusal to lead beside nodes the recipe cannot order.
+//!
+//! # Layout
+//!
+//! - [`Session`]: one managed ZooKeeper session (Curator's `CuratorFramework` role): connection
+//!   states `Connected`/`Suspended`/`Reconnected`/`Lost`, a heartbeat that maintains the
+//!   [`Lease`], simulated expiry, a new session after `Lost`.
+//! - [`LeaderLatch`]: Curator's LeaderLatch. Nodes `_c_<uuid>-latch-<seq>`, the id as data.
+//! - [`LeaderSelector`]: Curator's LeaderSelector on the InterProcessMutex layout
+//!   (`_c_<uuid>-lock-<seq>`); an async task per term, cancelled on loss; requeue.
+//! - [`InterProcessReadWriteLock`]: Curator's read-write lock (`_c_<uuid>-__READ__<seq>`,
+//!   `_c_<uuid>-__WRIT__<seq>` in one order), two [`InterProcessMutex`] sides, and a downgrade
+//!   that lets no queued writer in.
+//! - [`InterProcessSemaphore`]: Curator's InterProcessSemaphoreV2 (`locks/`,
+//!   `leases/_c_<uuid>-lease-<seq>`), N leases, each a [`SemaphoreLease`] with a token, a loss
+//!   signal and guarded writes; no lease node is left behind.
+//! - [`RaceElection`]: the non-fair race for one fixed EPHEMERAL node (Kafka's `/controller`),
+//!   with an epoch node beside it that fences the winner's guarded writes and release.
+//! - [`Contender`]: what both recipes share, and dereference to: status, events, metrics, the
+//!   current term, [`Contender::await_leadership`], the participants read from the server.
+//! - [`Leadership`]: one term. [`Leadership::token`] is the czxid of our node, strictly
+//!   increasing from term to term in one election path; [`Leadership::lost`] resolves the
+//!   moment leadership may be lost; [`Leadership::guarded`] builds a multi that checks our
+//!   node, so a write after the loss fails with [`Error::NotLeader`].
+//!
+//! The protocol and its reasoning are in `docs/election.md`.
+//!
+//! # Example
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), rzk_recipes::Error> {
+//! use std::time::Duration;
+//! use rzk_recipes::{LatchOptions, LeaderLatch, Session, SessionConfig};
+//!
+//! let session = Session::connect(
+//!     SessionConfig::new("127.0.0.1:2181").with_session_timeout(Duration::from_secs(4)),
+//! )
+//! .await?;
+//! let latch = LeaderLatch::new(&session, "/demo/leader", LatchOptions::default().with_id("a"))?;
+//! latch.start().await?;
+//! loop {
+//!     let leadership = latch.await_leadership().await?;
+//!     println!("leading, token {}", leadership.token());
+//!     // Do the work; stop as soon as leadership may be lost.
+//!     let reason = leadership.lost().await;
+//!     println!("stepped down: {reason}");
+//! }
+//! # }
+//! ```
+//!
+//! # Mixing clients
+//!
+//! Java Curator latches (or selectors) and these can share one path: same names, same order.
+//! A path that also holds nodes this recipe cannot order (kazoo's `__lock__`, a latch node in a
+//! selector path, junk) makes it refuse to lead with [`Error::ForeignNodes`]: such mixes give
+//! two leaders in every implementation, and ours is the one it can stop.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod contender;
+mod control;
+mod decide;
+mod driver;
+mod error;
+mod event;
+mod guarded;
+mod issuer;
+mod latch;
+mod leadership;
+mod lock_status;
+mod loss;
+mod mutex;
+mod naming;
+mod options;
+mod participants;
+mod race;
+mod reaper;
+mod rule;
+mod rwlock;
+mod selector;
+mod semaphore;
+mod session;
+mod shared;
+mod subscription;
+mod term;
+mod token;
+mod zk_error;
+
+pub use contender::Contender;
+pub use control::BoxError;
+pub use error::Error;
+pub use event::{ElectionEvent, Events, JoinInfo, Metrics, Participant, Participants, Status};
+pub use guarded::GuardedWrite;
+pub use latch::LeaderLatch;
+pub use leadership::Leadership;
+pub use lock_status::{LockEntry, LockKind, LockLayout, LockStatus};
+pub use loss::{LossReason, Lost};
+pub use mutex::{InterProcessMutex, LockGuard};
+pub use options::{
+    CloseMode, ConnectionPolicy, ElectionOptions, LatchOptions, MutexOptions, RaceOptions,
+    SelectorOptions, WatchStrategy,
+};
+pub use race::RaceElection;
+pub use rwlock::InterProcessReadWriteLock;
+pub use selector::LeaderSelector;
+pub use semaphore::{InterProcessSemaphore, SemaphoreLease, SemaphoreOptions};
+pub use session::{
+    ConnectionEvent, ConnectionEvents, ConnectionState, Lease, Session, SessionConfig,
+};
+pub use token::FencingToken;
+pub use zookeeper_client::SessionId;

@@ -1,0 +1,201 @@
+//! The session manager, in the role of Curator's `CuratorFramework`: one `zookeeper-client`
+//! session at a time, connection states in Curator's vocabulary, a heartbeat that maintains the
+//! lease, simulated expiry, and a new session after expiry so that recipes rejoin.
+
+mod config;
+mod events;
+mod state;
+mod supervisor;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
+use zookeeper_client::{Client, SessionId, SessionInfo};
+
+pub use config::SessionConfig;
+pub use events::ConnectionEvents;
+pub use state::{ConnectionEvent, ConnectionState, Lease};
+pub(crate) use state::{Shared, Snapshot};
+pub(crate) use supervisor::sleep_until;
+
+use crate::Error;
+use state::LeaseState;
+use supervisor::{connect_client, Command, Supervisor};
+
+/// Connection events a slow subscriber may fall behind by before it skips some.
+const CONNECTION_EVENT_BUFFER: usize = 1024;
+
+struct Handle {
+    shared: Arc<Shared>,
+    cmd: mpsc::UnboundedSender<Command>,
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        let _ = self.cmd.send(Command::Close(None));
+    }
+}
+
+/// A managed ZooKeeper session: the current `zookeeper-client` [`Client`], its connection
+/// state, its lease, and a fresh session after expiry. Cheap to clone; the session closes when
+/// [`Session::close`] is called or the last clone (including the ones recipes hold) is dropped.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), rzk_recipes::Error> {
+/// use std::time::Duration;
+/// use rzk_recipes::{Session, SessionConfig};
+///
+/// let session = Session::connect(
+///     SessionConfig::new("127.0.0.1:2181").with_session_timeout(Duration::from_secs(4)),
+/// )
+/// .await?;
+/// println!("session {:?}, T = {:?}", session.session_id(), session.negotiated_timeout());
+/// session.close().await;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Session {
+    inner: Arc<Handle>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("session_id", &self.session_id())
+            .field("generation", &self.generation())
+            .field("state", &self.state())
+            .finish()
+    }
+}
+
+impl Session {
+    /// Connects and returns once the first session is established.
+    ///
+    /// # Errors
+    /// [`Error::OperationTimeout`] after `connect_timeout`; [`Error::AuthFailed`];
+    /// [`Error::BadArguments`] for a bad connect string; other connection errors as
+    /// ZooKeeper names them.
+    ///
+    /// # Cancellation safety
+    /// Safe: dropping the future abandons the attempt, and a half-made session is closed.
+    pub async fn connect(config: SessionConfig) -> Result<Session, Error> {
+        let started = Instant::now();
+        let client =
+            match tokio::time::timeout(config.connect_timeout, connect_client(&config)).await {
+                Err(_) => return Err(Error::OperationTimeout),
+                Ok(r) => r.map_err(Error::from)?,
+            };
+        let timeout = client.session_timeout();
+        let margin = config.margin_for(timeout);
+        let heartbeat = config.heartbeat_for(timeout);
+        let snapshot = Snapshot {
+            state: ConnectionState::Connected,
+            session_id: Some(client.session_id()),
+            client: Some(client.clone()),
+            generation: 1,
+            suspensions: 0,
+            reconnects: 0,
+        };
+        let (snap, _) = watch::channel(snapshot);
+        let (lease, _) = watch::channel(LeaseState { generation: 1, last_ack_sent: started });
+        let (events, _) = broadcast::channel(CONNECTION_EVENT_BUFFER);
+        let shared = Arc::new(Shared {
+            snap,
+            lease,
+            prev_lease: std::sync::Mutex::new(None),
+            events,
+            config,
+            timeout,
+            margin,
+            heartbeat,
+        });
+        let (cmd, cmd_rx) = mpsc::unbounded_channel();
+        tokio::spawn(Supervisor { shared: shared.clone(), cmd_rx }.run(client));
+        Ok(Session { inner: Arc::new(Handle { shared, cmd }) })
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.inner.shared
+    }
+
+    pub(crate) fn subscribe(&self) -> watch::Receiver<Snapshot> {
+        self.inner.shared.snap.subscribe()
+    }
+
+    /// The current connection state (level-triggered).
+    pub fn state(&self) -> ConnectionState {
+        self.inner.shared.snap.borrow().state
+    }
+
+    /// A stream of connection-state changes from now on (edge-triggered).
+    pub fn states(&self) -> ConnectionEvents {
+        ConnectionEvents::new(self.inner.shared.events.subscribe())
+    }
+
+    /// The current session id; `None` between `Lost` and the next session.
+    pub fn session_id(&self) -> Option<SessionId> {
+        self.inner.shared.snap.borrow().session_id
+    }
+
+    /// The session generation: 1 for the first session, +1 for every new one.
+    pub fn generation(&self) -> u64 {
+        self.inner.shared.snap.borrow().generation
+    }
+
+    /// The negotiated session timeout `T`.
+    pub fn negotiated_timeout(&self) -> Duration {
+        self.inner.shared.timeout
+    }
+
+    /// The safety margin subtracted from `last_ack_sent + T`.
+    pub fn safety_margin(&self) -> Duration {
+        self.inner.shared.margin
+    }
+
+    /// The current lease.
+    pub fn lease(&self) -> Lease {
+        let s = &self.inner.shared;
+        let l = *s.lease.borrow();
+        Lease {
+            generation: l.generation,
+            last_ack_sent: l.last_ack_sent,
+            server_expiry_not_before: l.last_ack_sent + s.timeout,
+            deadline: l.last_ack_sent + s.timeout - s.margin,
+        }
+    }
+
+    /// The current client, for the application's own reads and writes.
+    ///
+    /// # Errors
+    /// [`Error::ConnectionLoss`] between sessions; [`Error::Closed`] once closed.
+    pub fn client(&self) -> Result<Client, Error> {
+        let s = self.inner.shared.snap.borrow();
+        match (&s.client, s.state) {
+            (Some(c), _) => Ok(c.clone()),
+            (None, st) if st.is_terminal() => Err(Error::Closed),
+            (None, _) => Err(Error::ConnectionLoss),
+        }
+    }
+
+    /// Closes the session: every recipe on it stops (its `lost()` resolves with `ClientClosed`),
+    /// then the ZooKeeper session is closed, which deletes its ephemeral nodes.
+    ///
+    /// # Errors
+    /// None: a session that is already closed or failed is left as it is.
+    ///
+    /// # Cancellation safety
+    /// The close is started synchronously; dropping the future does not stop it.
+    pub async fn close(self) {
+        let (tx, rx) = oneshot::channel();
+        if self.inner.cmd.send(Command::Close(Some(tx))).is_ok() {
+            let _ = rx.await;
+        }
+    }
+
+    /// The current session's id and password, for tests that expire it from another client.
+    #[doc(hidden)]
+    pub fn session_info(&self) -> Option<SessionInfo> {
+        self.inner.shared.snap.borrow().client.as_ref().map(|c| c.session().clone())
+    }
+}

@@ -1,0 +1,184 @@
+//! InterProcessMutex on the shared queue driver, against rzk and Apache ZooKeeper 3.8.
+//!
+//! - Exclusion and order: three handles on three sessions; the holder's node is Curator's
+//!   `_c_<uuid>-lock-<seq>` with the host's address as data; waiters get the lock in node
+//!   order (FIFO), never two at once, with strictly increasing tokens.
+//! - Re-entrancy per handle: a second acquire on the same handle shares the node and token;
+//!   the lock is free only after both guards are released.
+//! - No node left behind: a failed `try_acquire`, a timed-out `acquire_timeout` and a dropped
+//!   `acquire` future each withdraw their node; a dropped guard releases the lock.
+//! - One lock with Java Curator 5.4's InterProcessMutex: ours holds and Java's acquire waits,
+//!   Java holds and ours waits, in node order across both, never two holders at once.
+
+mod support;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rzk_recipes::{FencingToken, InterProcessMutex, LossReason, MutexOptions, Session};
+use support::java::JavaParticipant;
+use support::*;
+
+both_servers! {
+    t13_mutex_exclusion_and_order => exclusion_and_order;
+    t13_mutex_reentrant_per_handle => reentrant_per_handle;
+    t13_mutex_no_node_left_behind => no_node_left_behind;
+    t13_mutex_with_curator => with_curator;
+}
+
+async fn mutexes(server: &Server, path: &str, n: usize) -> (Vec<Session>, Vec<InterProcessMutex>) {
+    let mut sessions = Vec::new();
+    let mut mutexes = Vec::new();
+    for _ in 0..n {
+        let s = session(server).await;
+        mutexes.push(InterProcessMutex::new(&s, path, MutexOptions::default()).unwrap());
+        sessions.push(s);
+    }
+    (sessions, mutexes)
+}
+
+async fn exclusion_and_order(kind: Kind) {
+    let server = Server::start(kind, Settings::default());
+    let path = test_path("t13", kind);
+    let observer = raw_client(&server).await;
+    let (_sessions, mutexes) = mutexes(&server, &path, 3).await;
+
+    let first = mutexes[0].acquire().await.unwrap();
+    let kids = children(&observer, &path).await;
+    assert_eq!(kids.len(), 1, "{kids:?}");
+    assert_curator_name(&kids[0], "lock-");
+    let (data, stat) = observer.get_data(&format!("{path}/{}", kids[0])).await.unwrap();
+    assert_eq!(FencingToken(stat.czxid), first.token());
+    let data = String::from_utf8(data).unwrap();
+    assert!(data.parse::<std::net::IpAddr>().is_ok(), "Curator's default data, got {data:?}");
+    assert!(mutexes[0].is_held());
+
+    // Two waiters queue in order; each records when it holds and releases.
+    let holding = Arc::new(AtomicBool::new(true));
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let mut waiters = Vec::new();
+    for (i, m) in mutexes.iter().enumerate().skip(1) {
+        let (m, holding, order) = (m.clone(), holding.clone(), order.clone());
+        waiters.push(tokio::spawn(async move {
+            let g = m.acquire().await.unwrap();
+            assert!(!holding.swap(true, Ordering::SeqCst), "{i} holds while another does");
+            order.lock().unwrap().push((i, g.token()));
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            holding.store(false, Ordering::SeqCst);
+            g.release().await.unwrap();
+        }));
+        // Queued before the next one joins, so that node order is this order.
+        wait_children(&observer, &path, i + 1).await;
+    }
+    assert!(!mutexes[1].is_held() && !mutexes[2].is_held());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(order.lock().unwrap().is_empty(), "nobody else holds while the first does");
+    holding.store(false, Ordering::SeqCst);
+    first.release().await.unwrap();
+    for w in waiters {
+        w.await.unwrap();
+    }
+    let order = order.lock().unwrap().clone();
+    assert_eq!(order.iter().map(|(i, _)| *i).collect::<Vec<_>>(), vec![1, 2], "FIFO");
+    assert!(order[0].1 < order[1].1, "tokens increase: {order:?}");
+    eventually(Duration::from_secs(2), "lock free", || !mutexes.iter().any(|m| m.is_held())).await;
+    assert!(children(&observer, &path).await.is_empty());
+}
+
+async fn reentrant_per_handle(kind: Kind) {
+    let server = Server::start(kind, Settings::default());
+    let path = test_path("t13", kind);
+    let observer = raw_client(&server).await;
+    let (_sessions, mutexes) = mutexes(&server, &path, 2).await;
+    let (a, b) = (&mutexes[0], &mutexes[1]);
+
+    let g1 = a.acquire().await.unwrap();
+    let g2 = a.acquire().await.unwrap();
+    assert_eq!(g1.token(), g2.token(), "one node, one token");
+    assert_eq!(children(&observer, &path).await.len(), 1);
+    assert!(b.try_acquire().await.unwrap().is_none(), "held by a");
+
+    g1.release().await.unwrap();
+    assert!(a.is_held(), "the second hold keeps the lock");
+    assert!(g2.is_valid());
+    assert!(b.try_acquire().await.unwrap().is_none(), "still held by a");
+
+    let lost = g2.lost();
+    g2.release().await.unwrap();
+    assert_eq!(lost.await, LossReason::Resigned);
+    assert!(!a.is_held());
+    let gb = b.try_acquire().await.unwrap().expect("free after the last release");
+    assert!(gb.is_valid());
+    drop(gb);
+    assert!(!b.is_held(), "released on drop");
+    wait_children(&observer, &path, 0).await;
+}
+
+async fn no_node_left_behind(kind: Kind) {
+    let server = Server::start(kind, Settings::default());
+    let path = test_path("t13", kind);
+    let observer = raw_client(&server).await;
+    let (_sessions, mutexes) = mutexes(&server, &path, 2).await;
+    let (a, b) = (&mutexes[0], &mutexes[1]);
+    let held = a.acquire().await.unwrap();
+
+    assert!(b.try_acquire().await.unwrap().is_none());
+    wait_children(&observer, &path, 1).await;
+
+    let timed_out = b.acquire_timeout(Duration::from_millis(300)).await.unwrap();
+    assert!(timed_out.is_none());
+    wait_children(&observer, &path, 1).await;
+
+    let pending = tokio::spawn({
+        let b = b.clone();
+        async move { b.acquire().await }
+    });
+    wait_children(&observer, &path, 2).await;
+    pending.abort();
+    let _ = pending.await;
+    wait_children(&observer, &path, 1).await;
+
+    // The holder drops its guard: the lock is free for a fresh attempt.
+    drop(held);
+    wait_children(&observer, &path, 0).await;
+    let g = b.try_acquire().await.unwrap().expect("free");
+    assert!(g.is_valid());
+    g.release().await.unwrap();
+    wait_children(&observer, &path, 0).await;
+}
+
+/// rust-0 holds; Java queues behind it, then rust-2 behind Java. rust-0 releases: Java holds
+/// (for 300 ms) while rust-2 waits, then rust-2 holds.
+async fn with_curator(kind: Kind) {
+    let server = Server::start(kind, Settings::default());
+    let path = test_path("t13", kind);
+    let observer = raw_client(&server).await;
+    let (_sessions, mutexes) = mutexes(&server, &path, 2).await;
+    let first = mutexes[0].acquire().await.unwrap();
+    let mut java = JavaParticipant::start(&server.hosts(), &path, "mutex", "java-1", 300).await;
+    wait_children(&observer, &path, 2).await;
+    let second = tokio::spawn({
+        let m = mutexes[1].clone();
+        async move {
+            let g = m.acquire().await.unwrap();
+            (std::time::Instant::now(), g)
+        }
+    });
+    wait_children(&observer, &path, 3).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!second.is_finished(), "rust-2 waits behind the holder and Java");
+    let released = std::time::Instant::now();
+    first.release().await.unwrap();
+    let (elected, _) = java.expect("elected", Duration::from_secs(5)).await;
+    let (rust_acquired, guard) = second.await.unwrap();
+    java.expect("lost", Duration::from_secs(5)).await;
+    assert!(elected >= released, "Java acquires after rust-0 released");
+    // Java holds for 300 ms after it says "elected"; rust-2 cannot hold before that is over
+    // (less the time the line took to reach us).
+    let waited = rust_acquired.duration_since(elected);
+    assert!(waited >= Duration::from_millis(250), "rust-2 held {waited:?} after Java's hold");
+    assert!(guard.token() > FencingToken(0));
+    guard.release().await.unwrap();
+    wait_children(&observer, &path, 0).await;
+}
