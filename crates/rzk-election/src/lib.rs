@@ -20,6 +20,8 @@
 //!   signal and guarded writes; no lease node is left behind.
 //! - [`RaceElection`]: the non-fair race for one fixed EPHEMERAL node (Kafka's `/controller`),
 //!   with an epoch node beside it that fences the winner's guarded writes and release.
+//! - [`SimpleDistributedQueue`]: ZooKeeper's and Curator's queue (`qn-<seq>`, raw bytes):
+//!   offer, poll, take on a children watch, each item taken once, lowest sequence first.
 //! - [`Contender`]: what both recipes share, and dereference to: status, events, metrics, the
 //!   current term, [`Contender::await_leadership`], the participants read from the server.
 //! - [`Leadership`]: one term. [`Leadership::token`] is the czxid of our node, strictly
@@ -75,8 +77,10 @@ mod lock_status;
 mod loss;
 mod mutex;
 mod naming;
+mod ops;
 mod options;
 mod participants;
+mod queue;
 mod race;
 mod reaper;
 mod rule;
@@ -104,6 +108,7 @@ pub use options::{
     CloseMode, ConnectionPolicy, ElectionOptions, LatchOptions, MutexOptions, RaceOptions,
     SelectorOptions, WatchStrategy,
 };
+pub use queue::SimpleDistributedQueue;
 pub use race::RaceElection;
 pub use rwlock::InterProcessReadWriteLock;
 pub use selector::LeaderSelector;
