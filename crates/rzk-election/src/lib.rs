@@ -22,6 +22,8 @@
 //!   with an epoch node beside it that fences the winner's guarded writes and release.
 //! - [`SimpleDistributedQueue`]: ZooKeeper's and Curator's queue (`qn-<seq>`, raw bytes):
 //!   offer, poll, take on a children watch, each item taken once, lowest sequence first.
+//! - [`IdGenerator`]: unique, strictly increasing ids (or disjoint ranges) from
+//!   PERSISTENT_SEQUENTIAL sequence numbers, the nodes deleted again.
 //! - [`Contender`]: what both recipes share, and dereference to: status, events, metrics, the
 //!   current term, [`Contender::await_leadership`], the participants read from the server.
 //! - [`Leadership`]: one term. [`Leadership::token`] is the czxid of our node, strictly
@@ -70,6 +72,7 @@ mod driver;
 mod error;
 mod event;
 mod guarded;
+mod id;
 mod issuer;
 mod latch;
 mod leadership;
@@ -99,6 +102,7 @@ pub use control::BoxError;
 pub use error::Error;
 pub use event::{ElectionEvent, Events, JoinInfo, Metrics, Participant, Participants, Status};
 pub use guarded::GuardedWrite;
+pub use id::IdGenerator;
 pub use latch::LeaderLatch;
 pub use leadership::Leadership;
 pub use lock_status::{LockEntry, LockKind, LockLayout, LockStatus};
