@@ -24,6 +24,8 @@
 //!   offer, poll, take on a children watch, each item taken once, lowest sequence first.
 //! - [`IdGenerator`]: unique, strictly increasing ids (or disjoint ranges) from
 //!   PERSISTENT_SEQUENTIAL sequence numbers, the nodes deleted again.
+//! - [`DistributedAtomicLong`] and [`SharedCount`]: Curator's counters (8 and 4 big-endian
+//!   bytes), versioned compare-and-set under a bounded [`RetryPolicy`], a watch of changes.
 //! - [`Contender`]: what both recipes share, and dereference to: status, events, metrics, the
 //!   current term, [`Contender::await_leadership`], the participants read from the server.
 //! - [`Leadership`]: one term. [`Leadership::token`] is the czxid of our node, strictly
@@ -67,6 +69,7 @@
 
 mod contender;
 mod control;
+mod counter;
 mod decide;
 mod driver;
 mod error;
@@ -92,6 +95,7 @@ mod selector;
 mod semaphore;
 mod session;
 mod shared;
+mod shared_count;
 mod subscription;
 mod term;
 mod token;
@@ -99,6 +103,7 @@ mod zk_error;
 
 pub use contender::Contender;
 pub use control::BoxError;
+pub use counter::{AtomicValue, DistributedAtomicLong, RetryPolicy};
 pub use error::Error;
 pub use event::{ElectionEvent, Events, JoinInfo, Metrics, Participant, Participants, Status};
 pub use guarded::GuardedWrite;
@@ -120,5 +125,6 @@ pub use semaphore::{InterProcessSemaphore, SemaphoreLease, SemaphoreOptions};
 pub use session::{
     ConnectionEvent, ConnectionEvents, ConnectionState, Lease, Session, SessionConfig,
 };
+pub use shared_count::{CountChanges, SharedCount, VersionedCount};
 pub use token::FencingToken;
 pub use zookeeper_client::SessionId;
