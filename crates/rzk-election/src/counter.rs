@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use zookeeper_client::{Acls, Client, CreateMode, Stat};
+use zookeeper_client::{Acls, Client, Stat};
 
 use crate::naming;
 use crate::ops;
@@ -203,30 +203,12 @@ impl DistributedAtomicLong {
         let data = value.to_be_bytes();
         let result = match read {
             Some(stat) => client.set_data(&self.path, &data, Some(stat.version)).await.map(drop),
-            None => self.create(client, &data).await,
+            None => ops::create_in_containers(client, &self.path, &data, self.acls).await,
         };
         match result {
             Ok(()) => Ok(true),
             Err(ZkError::BadVersion | ZkError::NodeExists | ZkError::NoNode) => Ok(false),
             Err(e) => ops::write_failed(e, &self.path).await.map(|()| false),
-        }
-    }
-
-    /// Creates the node with `data`, and its missing parents as containers (Curator's
-    /// `creatingParentContainersIfNeeded`).
-    async fn create(&self, client: &Client, data: &[u8]) -> Result<(), ZkError> {
-        let persistent = CreateMode::Persistent.with_acls(self.acls);
-        match client.create(&self.path, data, &persistent).await {
-            Err(ZkError::NoNode) => {
-                let parent = naming::parent_of(&self.path);
-                let containers = CreateMode::Container.with_acls(self.acls);
-                match client.mkdir(parent, &containers).await {
-                    Ok(()) | Err(ZkError::NodeExists) => {}
-                    Err(e) => return Err(e),
-                }
-                client.create(&self.path, data, &persistent).await.map(drop)
-            }
-            other => other.map(drop),
         }
     }
 }

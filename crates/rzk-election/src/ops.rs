@@ -5,8 +5,9 @@
 
 use std::time::Duration;
 
-use zookeeper_client::Client;
+use zookeeper_client::{Acls, Client, CreateMode};
 
+use crate::naming;
 use crate::session::Session;
 use crate::zk_error::{classify, Class, ZkError};
 use crate::Error;
@@ -45,5 +46,27 @@ pub(crate) async fn write_failed(e: ZkError, path: &str) -> Result<(), Error> {
     match classify(&e) {
         Class::ConnectionLoss => Err(Error::ConnectionLoss),
         _ => pause_or_fail(e, path).await,
+    }
+}
+
+/// Creates the PERSISTENT node `path` with `data`, its missing parents as containers
+/// (Curator's `creatingParentContainersIfNeeded`, so an unused parent is reaped).
+pub(crate) async fn create_in_containers(
+    client: &Client,
+    path: &str,
+    data: &[u8],
+    acls: Acls<'_>,
+) -> Result<(), ZkError> {
+    let persistent = CreateMode::Persistent.with_acls(acls);
+    match client.create(path, data, &persistent).await {
+        Err(ZkError::NoNode) => {
+            let containers = CreateMode::Container.with_acls(acls);
+            match client.mkdir(naming::parent_of(path), &containers).await {
+                Ok(()) | Err(ZkError::NodeExists) => {}
+                Err(e) => return Err(e),
+            }
+            client.create(path, data, &persistent).await.map(drop)
+        }
+        other => other.map(drop),
     }
 }

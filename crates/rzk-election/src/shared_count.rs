@@ -2,7 +2,7 @@
 //! read with its version, set with a version check, watched for changes.
 
 use tokio::sync::mpsc;
-use zookeeper_client::{Acls, Client, CreateMode, EventType};
+use zookeeper_client::{Acls, Client, EventType};
 
 use crate::naming;
 use crate::ops;
@@ -133,18 +133,9 @@ impl SharedCount {
 
     /// Creates the node with the seed, and its missing parents as containers.
     async fn create_seed(&self, client: &Client) -> Result<(), Error> {
-        let persistent = CreateMode::Persistent.with_acls(self.acls);
         let seed = self.seed.to_be_bytes();
-        match client.create(&self.path, &seed, &persistent).await {
-            Ok(_) | Err(ZkError::NodeExists) => Ok(()),
-            Err(ZkError::NoNode) => {
-                let parent = naming::parent_of(&self.path);
-                let containers = CreateMode::Container.with_acls(self.acls);
-                match client.mkdir(parent, &containers).await {
-                    Ok(()) | Err(ZkError::NodeExists) => Ok(()),
-                    Err(e) => ops::pause_or_fail(e, parent).await,
-                }
-            }
+        match ops::create_in_containers(client, &self.path, &seed, self.acls).await {
+            Ok(()) | Err(ZkError::NodeExists) => Ok(()),
             Err(e) => ops::pause_or_fail(e, &self.path).await,
         }
     }
