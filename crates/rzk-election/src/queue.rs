@@ -65,6 +65,16 @@ impl std::fmt::Debug for SimpleDistributedQueue {
     }
 }
 
+/// What an attempt to remove one item came to.
+enum Removed {
+    /// Deleted by us: ours to return.
+    Item(Vec<u8>),
+    /// Another consumer took it first.
+    Gone,
+    /// A connection or session problem (nothing was removed): list again.
+    Retry,
+}
+
 /// How a take waits for an item.
 #[derive(Clone, Copy)]
 enum Wait {
@@ -169,7 +179,10 @@ impl SimpleDistributedQueue {
     /// # Cancellation safety
     /// As [`SimpleDistributedQueue::poll`].
     pub async fn take_timeout(&self, timeout: Duration) -> Result<Option<Vec<u8>>, Error> {
-        self.take_with(Wait::Until(Some(Instant::now() + timeout))).await
+        let deadline = Instant::now() + timeout;
+        // Also bounds the waits for a connection; dropping a take is safe.
+        let take = self.take_with(Wait::Until(Some(deadline)));
+        tokio::time::timeout_at(deadline.into(), take).await.unwrap_or(Ok(None))
     }
 
     /// The head of the queue without removing it, or `None` if it is empty.
@@ -261,12 +274,20 @@ impl SimpleDistributedQueue {
                     continue;
                 }
             };
+            let mut retry = false;
             for name in items(names) {
-                if let Some(item) = self.remove(&client, &name).await? {
-                    return Ok(Some(item));
+                match self.remove(&client, &name).await? {
+                    Removed::Item(item) => return Ok(Some(item)),
+                    Removed::Gone => {}
+                    Removed::Retry => {
+                        retry = true;
+                        break;
+                    }
                 }
             }
             match (wait, watcher) {
+                // A later item must not be taken before this one: list again.
+                _ if retry => {}
                 (Wait::Until(deadline), Some(watcher)) => {
                     if !wake_before(watcher, deadline).await {
                         return Ok(None);
@@ -277,14 +298,14 @@ impl SimpleDistributedQueue {
         }
     }
 
-    /// Reads and deletes one item; `None` if another consumer took it first.
-    async fn remove(&self, client: &Client, name: &str) -> Result<Option<Vec<u8>>, Error> {
+    /// Reads and deletes one item.
+    async fn remove(&self, client: &Client, name: &str) -> Result<Removed, Error> {
         let path = naming::child_path(&self.inner.path, name);
         loop {
             let (data, stat) = match client.get_data(&path).await {
                 Ok(read) => read,
-                Err(ZkError::NoNode) => return Ok(None),
-                Err(e) => return ops::pause_or_fail(e, &path).await.map(|()| None),
+                Err(ZkError::NoNode) => return Ok(Removed::Gone),
+                Err(e) => return ops::pause_or_fail(e, &path).await.map(|()| Removed::Retry),
             };
             // The delete runs on its own task: once sent, its item is delivered even if this
             // future is dropped (to the next take of the handle).
@@ -304,11 +325,11 @@ impl SimpleDistributedQueue {
                 }
             });
             match rx.await.expect("the delete task always answers") {
-                Ok(item) => return Ok(Some(item)),
-                Err(ZkError::NoNode) => return Ok(None),
+                Ok(item) => return Ok(Removed::Item(item)),
+                Err(ZkError::NoNode) => return Ok(Removed::Gone),
                 // Changed between our read and delete: read it again.
                 Err(ZkError::BadVersion) => continue,
-                Err(e) => return ops::write_failed(e, &path).await.map(|()| None),
+                Err(e) => return ops::write_failed(e, &path).await.map(|()| Removed::Retry),
             }
         }
     }

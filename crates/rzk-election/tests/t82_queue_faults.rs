@@ -1,5 +1,6 @@
 //! SimpleDistributedQueue under session faults, against rzk and Apache ZooKeeper 3.8.
 //!
+//! - take_timeout keeps its bound while the connection is down.
 //! - A take waiting through a cut connection, then through an expired session (the manager
 //!   opens a new one), still gets the next item, and the queue holds nothing afterwards.
 
@@ -24,6 +25,15 @@ async fn take_survives_cut_and_expiry(kind: Kind) {
     let consumer = SimpleDistributedQueue::new(&s1, &path).unwrap();
     let s2 = session(&server).await;
     let producer = SimpleDistributedQueue::new(&s2, &path).unwrap();
+
+    // Disconnected: take_timeout still returns at its deadline.
+    proxy.cut();
+    eventually(TAKE_LIMIT, "suspended", || !s1.state().is_connected()).await;
+    let bounded = consumer.take_timeout(Duration::from_millis(300));
+    let got = tokio::time::timeout(Duration::from_secs(3), bounded).await;
+    assert_eq!(got.expect("take_timeout kept its bound").unwrap(), None);
+    proxy.heal();
+    eventually(TAKE_LIMIT, "reconnected", || s1.state().is_connected()).await;
 
     // Through a short cut: the session lives on.
     let waiting = tokio::spawn({
