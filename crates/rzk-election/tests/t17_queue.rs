@@ -4,7 +4,8 @@
 //!   once, and each consumer takes a producer's items in the order they were offered. Items
 //!   are `qn-<10 digits>` nodes holding the raw bytes; a foreign child is skipped.
 //! - A waiting take is woken by an offer; take_timeout gives up with None; poll, peek, len.
-//! - A dropped take future loses nothing, also when its delete was in flight; a queue path
+//! - A dropped take future loses nothing, also when its delete was in flight (and its handle
+//!   dropped with it); a queue path
 //!   deleted under a waiting take is recreated and the take still gets the next item.
 //! - One queue with Java Curator 5.4's SimpleDistributedQueue: ours takes Java's items in
 //!   order, and Java takes ours.
@@ -145,16 +146,19 @@ async fn dropped_take_loses_nothing(kind: Kind) {
     for i in 0..ITEMS {
         producer.offer(format!("{i}").as_bytes()).await.unwrap();
     }
-    let mut got = Vec::new();
-    let mut budget = Duration::from_micros(50);
-    while got.len() < ITEMS {
-        match tokio::time::timeout(budget, consumer.take()).await {
-            Ok(item) => got.push(String::from_utf8(item.unwrap()).unwrap()),
-            Err(_) => budget += Duration::from_micros(50),
-        }
-    }
+    let got = take_dropping(ITEMS, || consumer.clone()).await;
     let expected: Vec<String> = (0..ITEMS).map(|i| i.to_string()).collect();
     assert_eq!(got, expected, "every item once, in order");
+    assert_eq!(consumer.poll().await.unwrap(), None);
+
+    // The same with a handle of its own per take, dropped with it: an item whose delete was
+    // in flight is offered again (at the tail) when the handle goes, never lost.
+    for i in 0..ITEMS {
+        producer.offer(format!("{i}").as_bytes()).await.unwrap();
+    }
+    let mut got = take_dropping(ITEMS, || SimpleDistributedQueue::new(&_s1, &path).unwrap()).await;
+    got.sort_by_key(|s| s.parse::<usize>().unwrap());
+    assert_eq!(got, expected, "every item once");
     assert_eq!(consumer.poll().await.unwrap(), None);
 
     // The queue path deleted under a waiting take: recreated, and the take still works.
@@ -169,6 +173,23 @@ async fn dropped_take_loses_nothing(kind: Kind) {
     producer.offer(b"after").await.unwrap();
     let woke = tokio::time::timeout(TAKE_LIMIT, waiting).await.expect("take woken");
     assert_eq!(woke.unwrap().unwrap(), b"after");
+}
+
+/// Takes `n` items, each through a take future on `handle()` that is dropped at a later
+/// point of its progress than the last one was, until one returns.
+async fn take_dropping(n: usize, handle: impl Fn() -> SimpleDistributedQueue) -> Vec<String> {
+    let drain = async {
+        let mut got = Vec::new();
+        let mut budget = Duration::from_micros(50);
+        while got.len() < n {
+            match tokio::time::timeout(budget, handle().take()).await {
+                Ok(item) => got.push(String::from_utf8(item.unwrap()).unwrap()),
+                Err(_) => budget += Duration::from_micros(50),
+            }
+        }
+        got
+    };
+    tokio::time::timeout(TAKE_LIMIT, drain).await.expect("an item was lost")
 }
 
 async fn with_curator(kind: Kind) {
