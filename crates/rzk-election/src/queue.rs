@@ -324,7 +324,8 @@ impl SimpleDistributedQueue {
                     let _ = tx.send(result.map(|()| Vec::new()));
                 }
             });
-            match rx.await.expect("the delete task always answers") {
+            let mut answer = Answer { rx, inner: self.inner.clone() };
+            match (&mut answer.rx).await.expect("the delete task always answers") {
                 Ok(item) => return Ok(Removed::Item(item)),
                 Err(ZkError::NoNode) => return Ok(Removed::Gone),
                 // Changed between our read and delete: read it again.
@@ -340,6 +341,23 @@ impl SimpleDistributedQueue {
         match client.mkdir(&self.inner.path, &containers).await {
             Ok(()) | Err(ZkError::NodeExists) => Ok(()),
             Err(e) => ops::pause_or_fail(e, &self.inner.path).await,
+        }
+    }
+}
+
+/// The answer of a delete task. Dropped unread (the take was dropped), it keeps an item the
+/// task already sent for the handle's next take; the task itself keeps one sent after that.
+struct Answer {
+    rx: oneshot::Receiver<Result<Vec<u8>, ZkError>>,
+    inner: Arc<Inner>,
+}
+
+impl Drop for Answer {
+    fn drop(&mut self) {
+        // Closed first, so the task's send either landed already or fails and keeps the item.
+        self.rx.close();
+        if let Ok(Ok(item)) = self.rx.try_recv() {
+            self.inner.returned.lock().expect("poisoned").push_back(item);
         }
     }
 }
