@@ -127,6 +127,31 @@ pub enum Error {
         /// The race node.
         path: String,
     },
+    /// A node's data is not in the layout the recipe reads (a counter that is not 8 or 4
+    /// big-endian bytes, an id path of another batch size).
+    #[error("bad data in {path}: {reason}")]
+    BadData {
+        /// The node concerned.
+        path: String,
+        /// What was expected and found.
+        reason: String,
+    },
+    /// An optimistic update lost the race to other writers on every attempt its retry policy
+    /// allows. Nothing was applied.
+    #[error("{path}: no attempt of {attempts} succeeded against concurrent writers")]
+    RetriesExhausted {
+        /// The node concerned.
+        path: String,
+        /// The attempts made.
+        attempts: u32,
+    },
+    /// A parent's sequence counter passed ZooKeeper's limit (2^31 - 1): it hands out no more
+    /// increasing numbers.
+    #[error("sequence numbers of {path} exhausted")]
+    SequenceOverflow {
+        /// The parent whose counter overflowed.
+        path: String,
+    },
     /// The recipe or the session is closed (Curator's `EOFException` / `IllegalStateException`).
     #[error("closed")]
     Closed,

@@ -1,7 +1,8 @@
 //! Curator-compatible ZooKeeper recipes, on the [`zookeeper-client`](zookeeper_client) crate:
 //! the elections [`LeaderLatch`], [`LeaderSelector`] and [`RaceElection`], and the locks
-//! [`InterProcessMutex`], [`InterProcessReadWriteLock`] and [`InterProcessSemaphore`], with
-//! what Curator leaves to the user done for you: a fencing token per term, a loss signal that
+//! [`InterProcessMutex`], [`InterProcessReadWriteLock`] and [`InterProcessSemaphore`], the
+//! [`SimpleDistributedQueue`], [`IdGenerator`], [`DistributedAtomicLong`] and [`SharedCount`];
+//! the elections and locks with what Curator leaves to the user done for you: a fencing token per term, a loss signal that
 //! fires before the server can expire the session, guarded writes, a session manager that
 //! rejoins after expiry, and refusal to lead beside nodes the recipe cannot order.
 //!
@@ -21,6 +22,12 @@
 //!   signal and guarded writes; no lease node is left behind.
 //! - [`RaceElection`]: the non-fair race for one fixed EPHEMERAL node (Kafka's `/controller`),
 //!   with an epoch node beside it that fences the winner's guarded writes and release.
+//! - [`SimpleDistributedQueue`]: ZooKeeper's and Curator's queue (`qn-<seq>`, raw bytes):
+//!   offer, poll, take on a children watch, each item taken once, lowest sequence first.
+//! - [`IdGenerator`]: unique, strictly increasing ids (or disjoint ranges) from
+//!   PERSISTENT_SEQUENTIAL sequence numbers, the nodes deleted again.
+//! - [`DistributedAtomicLong`] and [`SharedCount`]: Curator's counters (8 and 4 big-endian
+//!   bytes), versioned compare-and-set under a bounded [`RetryPolicy`], a watch of changes.
 //! - [`Contender`]: what both recipes share, and dereference to: status, events, metrics, the
 //!   current term, [`Contender::await_leadership`], the participants read from the server.
 //! - [`Leadership`]: one term. [`Leadership::token`] is the czxid of our node, strictly
@@ -64,11 +71,13 @@
 
 mod contender;
 mod control;
+mod counter;
 mod decide;
 mod driver;
 mod error;
 mod event;
 mod guarded;
+mod id;
 mod issuer;
 mod latch;
 mod leadership;
@@ -76,8 +85,10 @@ mod lock_status;
 mod loss;
 mod mutex;
 mod naming;
+mod ops;
 mod options;
 mod participants;
+mod queue;
 mod race;
 mod reaper;
 mod rule;
@@ -86,6 +97,7 @@ mod selector;
 mod semaphore;
 mod session;
 mod shared;
+mod shared_count;
 mod subscription;
 mod term;
 mod token;
@@ -93,9 +105,11 @@ mod zk_error;
 
 pub use contender::Contender;
 pub use control::BoxError;
+pub use counter::{AtomicValue, DistributedAtomicLong, RetryPolicy};
 pub use error::Error;
 pub use event::{ElectionEvent, Events, JoinInfo, Metrics, Participant, Participants, Status};
 pub use guarded::GuardedWrite;
+pub use id::IdGenerator;
 pub use latch::LeaderLatch;
 pub use leadership::Leadership;
 pub use lock_status::{LockEntry, LockKind, LockLayout, LockStatus};
@@ -105,6 +119,7 @@ pub use options::{
     CloseMode, ConnectionPolicy, ElectionOptions, LatchOptions, MutexOptions, RaceOptions,
     SelectorOptions, WatchStrategy,
 };
+pub use queue::SimpleDistributedQueue;
 pub use race::RaceElection;
 pub use rwlock::InterProcessReadWriteLock;
 pub use selector::LeaderSelector;
@@ -112,5 +127,6 @@ pub use semaphore::{InterProcessSemaphore, SemaphoreLease, SemaphoreOptions};
 pub use session::{
     ConnectionEvent, ConnectionEvents, ConnectionState, Lease, Session, SessionConfig,
 };
+pub use shared_count::{CountChanges, SharedCount, VersionedCount};
 pub use token::FencingToken;
 pub use zookeeper_client::SessionId;

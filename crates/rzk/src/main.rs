@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod connect;
+mod counter;
 mod demo;
 mod elect;
 mod error;
@@ -16,6 +17,7 @@ mod lock;
 mod lock_status;
 mod logging;
 mod node;
+mod queue;
 mod server;
 mod supervise;
 mod watchdog;
@@ -43,6 +45,10 @@ enum Command {
     /// Run a command only while holding a lock (mutex, read-write lock or semaphore); show
     /// its holders and waiters with --status.
     Lock(lock::LockArgs),
+    /// Offer to, take from, or count a queue (Curator's SimpleDistributedQueue layout).
+    Queue(queue::QueueArgs),
+    /// Read or add to a counter (Curator's DistributedAtomicLong layout).
+    Counter(counter::CounterArgs),
     /// Show the leader and the queue of an election (live with --watch).
     Leader(leader::LeaderArgs),
     /// Play leader-election scenarios (handoffs, a crashed leader, a fair rotation) on an
@@ -82,11 +88,13 @@ fn main() -> ExitCode {
         }
         Command::Node(cmd) => rt.block_on(node::run(&cli.connect, cmd)),
         Command::Leader(args) => rt.block_on(leader::run(&cli.connect, args)),
+        Command::Counter(args) => rt.block_on(counter::run(&cli.connect, args)),
         Command::Demo(args) => rt.block_on(demo::run(args)),
         Command::Bench(args) => rt.block_on(bench::run(&cli.connect, args)),
         Command::Watchdog(_) => unreachable!("the watchdog returns before the runtime starts"),
         Command::Elect(args) => return status_exit(rt.block_on(elect::run(&cli.connect, args))),
         Command::Lock(args) => return status_exit(rt.block_on(lock::run(&cli.connect, args))),
+        Command::Queue(args) => return status_exit(rt.block_on(queue::run(&cli.connect, args))),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

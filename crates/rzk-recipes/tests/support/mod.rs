@@ -6,6 +6,7 @@
 
 pub mod candidate;
 pub mod checker;
+pub mod curator;
 pub mod java;
 pub mod locks;
 pub mod participant;

@@ -1,0 +1,409 @@
+//! ZooKeeper's own queue recipe, as Curator's `SimpleDistributedQueue`: one PERSISTENT_SEQUENTIAL
+//! child `qn-<10-digit sequence>` per item, the item's bytes as its data, taken lowest first.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{oneshot, RwLock};
+use zookeeper_client::{Acls, Client, CreateMode, OneshotWatcher};
+
+use crate::naming;
+use crate::ops;
+use crate::session::{sleep_until, Session};
+use crate::zk_error::ZkError;
+use crate::Error;
+
+/// The name prefix of a queue item (Curator's and ZooKeeper's `qn-`).
+pub(crate) const ITEM_PREFIX: &str = "qn-";
+
+/// A distributed FIFO queue in the layout of ZooKeeper's recipe and Curator's
+/// `SimpleDistributedQueue` (`<path>/qn-<10-digit sequence>`, raw bytes), so Java and Rust
+/// producers and consumers share one queue.
+///
+/// Each item is taken by exactly one consumer: only the delete that removes an item returns
+/// it. Consumers take the lowest sequence first; one that loses the race for an item moves to
+/// the next. The queue path is created as needed, as containers (Curator's
+/// `EnsurePathContainers`), and created again if it is deleted while a consumer waits.
+/// Children not named `qn-...` are skipped, as Curator does.
+///
+/// Where the recipe cannot give more: an [`offer`](SimpleDistributedQueue::offer) or a take
+/// that fails with [`Error::ConnectionLoss`] may or may not have happened (the write's reply
+/// was lost); nothing is retried behind the caller's back, so nothing is duplicated.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), rzk_recipes::Error> {
+/// use rzk_recipes::{Session, SessionConfig, SimpleDistributedQueue};
+///
+/// let session = Session::connect(SessionConfig::new("127.0.0.1:2181")).await?;
+/// let queue = SimpleDistributedQueue::new(&session, "/jobs")?;
+/// queue.offer(b"resize 42.png").await?;
+/// let job = queue.take().await?;
+/// assert_eq!(job, b"resize 42.png");
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct SimpleDistributedQueue {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    session: Session,
+    path: String,
+    acls: Acls<'static>,
+    /// Items this handle removed for a take that was dropped before it could return them:
+    /// the next take of this handle returns them first.
+    returned: Mutex<VecDeque<Vec<u8>>>,
+    /// Held (shared) by each delete in flight; a take waits for them first, so that an item
+    /// whose take was dropped is returned before any later one.
+    deletes: Arc<RwLock<()>>,
+}
+
+impl std::fmt::Debug for SimpleDistributedQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimpleDistributedQueue").field("path", &self.inner.path).finish()
+    }
+}
+
+/// What an attempt to remove one item came to.
+enum Removed {
+    /// Deleted by us: ours to return.
+    Item(Vec<u8>),
+    /// Another consumer took it first.
+    Gone,
+    /// A connection or session problem (nothing was removed): list again.
+    Retry,
+}
+
+/// How a take waits for an item.
+#[derive(Clone, Copy)]
+enum Wait {
+    Never,
+    Until(Option<Instant>),
+}
+
+impl SimpleDistributedQueue {
+    /// A queue at `path` (nothing is created before the first operation).
+    ///
+    /// # Errors
+    /// [`Error::BadArguments`] for a bad path.
+    pub fn new(session: &Session, path: &str) -> Result<Self, Error> {
+        naming::validate_path(path)?;
+        Ok(SimpleDistributedQueue {
+            inner: Arc::new(Inner {
+                session: session.clone(),
+                path: path.to_string(),
+                acls: Acls::anyone_all(),
+                returned: Mutex::default(),
+                deletes: Arc::default(),
+            }),
+        })
+    }
+
+    /// The same queue, creating its nodes with `acls` (default: open to anyone).
+    pub fn with_acls(self, acls: Acls<'static>) -> Self {
+        let inner = &self.inner;
+        SimpleDistributedQueue {
+            inner: Arc::new(Inner {
+                session: inner.session.clone(),
+                path: inner.path.clone(),
+                acls,
+                returned: Mutex::default(),
+                deletes: Arc::default(),
+            }),
+        }
+    }
+
+    /// The queue path.
+    pub fn path(&self) -> &str {
+        &self.inner.path
+    }
+
+    /// Appends an item; returns the name of its node (`qn-<sequence>`).
+    ///
+    /// # Errors
+    /// [`Error::ConnectionLoss`] if the reply was lost: the item may or may not be queued.
+    /// [`Error::Closed`] once the session is closed; `NoAuth` and other fatal errors as
+    /// ZooKeeper names them.
+    ///
+    /// # Cancellation safety
+    /// Dropping the future after the create was sent leaves the same uncertainty as a lost
+    /// reply: the item may be queued.
+    pub async fn offer(&self, item: &[u8]) -> Result<String, Error> {
+        let inner = &self.inner;
+        let prefix = naming::child_path(&inner.path, ITEM_PREFIX);
+        let options = CreateMode::PersistentSequential.with_acls(inner.acls);
+        loop {
+            let client = ops::client(&inner.session).await?;
+            match client.create(&prefix, item, &options).await {
+                Ok((_, seq)) => return Ok(format!("{ITEM_PREFIX}{seq}")),
+                Err(ZkError::NoNode) => self.ensure_path(&client).await?,
+                Err(e) => ops::write_failed(e, &prefix).await?,
+            }
+        }
+    }
+
+    /// Removes and returns the head of the queue, or `None` if it is empty (Curator's `poll()`).
+    ///
+    /// # Errors
+    /// [`Error::ConnectionLoss`] if the reply to the delete was lost: the item may be gone.
+    /// [`Error::Closed`] once the session is closed; fatal ZooKeeper errors as named.
+    ///
+    /// # Cancellation safety
+    /// Safe: an item is removed only by the delete that returns it; if the future is dropped
+    /// while that delete is in flight, the item is kept by this handle and returned by its
+    /// next take, before any other (or offered again at the tail when the last clone of the handle is dropped).
+    pub async fn poll(&self) -> Result<Option<Vec<u8>>, Error> {
+        self.take_with(Wait::Never).await
+    }
+
+    /// Removes and returns the head of the queue, waiting (on a children watch) until there is
+    /// one (Curator's `take()`).
+    ///
+    /// # Errors
+    /// As [`SimpleDistributedQueue::poll`].
+    ///
+    /// # Cancellation safety
+    /// As [`SimpleDistributedQueue::poll`]: dropping a waiting take loses nothing.
+    pub async fn take(&self) -> Result<Vec<u8>, Error> {
+        let item = self.take_with(Wait::Until(None)).await?;
+        Ok(item.expect("an unbounded take returns an item"))
+    }
+
+    /// [`SimpleDistributedQueue::take`], giving up after `timeout` with `Ok(None)` (Curator's
+    /// `poll(timeout, unit)`).
+    ///
+    /// # Errors
+    /// As [`SimpleDistributedQueue::poll`].
+    ///
+    /// # Cancellation safety
+    /// As [`SimpleDistributedQueue::poll`].
+    pub async fn take_timeout(&self, timeout: Duration) -> Result<Option<Vec<u8>>, Error> {
+        let deadline = Instant::now() + timeout;
+        // Also bounds the waits for a connection; dropping a take is safe.
+        let take = self.take_with(Wait::Until(Some(deadline)));
+        tokio::time::timeout_at(deadline.into(), take).await.unwrap_or(Ok(None))
+    }
+
+    /// The head of the queue without removing it, or `None` if it is empty.
+    ///
+    /// # Errors
+    /// [`Error::Closed`] once the session is closed; fatal ZooKeeper errors as named.
+    ///
+    /// # Cancellation safety
+    /// Safe: it only reads.
+    pub async fn peek(&self) -> Result<Option<Vec<u8>>, Error> {
+        drop(self.inner.deletes.write().await);
+        if let Some(item) = self.inner.returned.lock().expect("poisoned").front() {
+            return Ok(Some(item.clone()));
+        }
+        loop {
+            let client = ops::client(&self.inner.session).await?;
+            let names = match client.list_children(&self.inner.path).await {
+                Ok(names) => items(names),
+                Err(ZkError::NoNode) => return Ok(None),
+                Err(e) => {
+                    ops::pause_or_fail(e, &self.inner.path).await?;
+                    continue;
+                }
+            };
+            for name in names {
+                let path = naming::child_path(&self.inner.path, &name);
+                match client.get_data(&path).await {
+                    Ok((data, _)) => return Ok(Some(data)),
+                    Err(ZkError::NoNode) => continue,
+                    Err(e) => return Err(Error::from_zk(e, &path)),
+                }
+            }
+            return Ok(None);
+        }
+    }
+
+    /// The number of items queued (the `qn-` children, and the items this handle holds for
+    /// its next take).
+    ///
+    /// # Errors
+    /// As [`SimpleDistributedQueue::peek`].
+    ///
+    /// # Cancellation safety
+    /// Safe: it only reads.
+    pub async fn len(&self) -> Result<usize, Error> {
+        let held = self.inner.returned.lock().expect("poisoned").len();
+        loop {
+            let client = ops::client(&self.inner.session).await?;
+            match client.list_children(&self.inner.path).await {
+                Ok(names) => return Ok(held + items(names).len()),
+                Err(ZkError::NoNode) => return Ok(held),
+                Err(e) => ops::pause_or_fail(e, &self.inner.path).await?,
+            }
+        }
+    }
+
+    /// True when [`SimpleDistributedQueue::len`] is 0.
+    ///
+    /// # Errors
+    /// As [`SimpleDistributedQueue::peek`].
+    pub async fn is_empty(&self) -> Result<bool, Error> {
+        Ok(self.len().await? == 0)
+    }
+
+    async fn take_with(&self, wait: Wait) -> Result<Option<Vec<u8>>, Error> {
+        let inner = &self.inner;
+        loop {
+            drop(inner.deletes.write().await);
+            if let Some(item) = inner.returned.lock().expect("poisoned").pop_front() {
+                return Ok(Some(item));
+            }
+            let client = ops::client(&inner.session).await?;
+            let listed = match wait {
+                Wait::Never => client.list_children(&inner.path).await.map(|n| (n, None)),
+                Wait::Until(_) => {
+                    client.get_and_watch_children(&inner.path).await.map(|(n, _, w)| (n, Some(w)))
+                }
+            };
+            let (names, watcher) = match listed {
+                Ok(listed) => listed,
+                Err(ZkError::NoNode) if matches!(wait, Wait::Never) => return Ok(None),
+                // Deleted while we wait: recreated, so that a watch can be set again.
+                Err(ZkError::NoNode) => {
+                    self.ensure_path(&client).await?;
+                    continue;
+                }
+                Err(e) => {
+                    ops::pause_or_fail(e, &inner.path).await?;
+                    continue;
+                }
+            };
+            let mut retry = false;
+            for name in items(names) {
+                match self.remove(&client, &name).await? {
+                    Removed::Item(item) => return Ok(Some(item)),
+                    Removed::Gone => {}
+                    Removed::Retry => {
+                        retry = true;
+                        break;
+                    }
+                }
+            }
+            match (wait, watcher) {
+                // A later item must not be taken before this one: list again.
+                _ if retry => {}
+                (Wait::Until(deadline), Some(watcher)) => {
+                    if !wake_before(watcher, deadline).await {
+                        return Ok(None);
+                    }
+                }
+                _ => return Ok(None),
+            }
+        }
+    }
+
+    /// Reads and deletes one item.
+    async fn remove(&self, client: &Client, name: &str) -> Result<Removed, Error> {
+        let path = naming::child_path(&self.inner.path, name);
+        loop {
+            let (data, stat) = match client.get_data(&path).await {
+                Ok(read) => read,
+                Err(ZkError::NoNode) => return Ok(Removed::Gone),
+                Err(e) => return ops::pause_or_fail(e, &path).await.map(|()| Removed::Retry),
+            };
+            // The delete runs on its own task: once sent, its item is delivered even if this
+            // future is dropped (to the next take of the handle).
+            let (tx, rx) = oneshot::channel();
+            let in_flight = self.inner.deletes.clone().read_owned().await;
+            let (inner, client, version) = (self.inner.clone(), client.clone(), stat.version);
+            let node = path.clone();
+            tokio::spawn(async move {
+                let result = client.delete(&node, Some(version)).await;
+                let _in_flight = in_flight;
+                if result.is_ok() {
+                    if let Err(Ok(item)) = tx.send(Ok(data)) {
+                        inner.returned.lock().expect("poisoned").push_back(item);
+                    }
+                } else {
+                    let _ = tx.send(result.map(|()| Vec::new()));
+                }
+            });
+            let mut answer = Answer { rx, inner: self.inner.clone() };
+            match (&mut answer.rx).await.expect("the delete task always answers") {
+                Ok(item) => return Ok(Removed::Item(item)),
+                Err(ZkError::NoNode) => return Ok(Removed::Gone),
+                // Changed between our read and delete: read it again.
+                Err(ZkError::BadVersion) => continue,
+                Err(e) => return ops::write_failed(e, &path).await.map(|()| Removed::Retry),
+            }
+        }
+    }
+
+    /// Creates the queue path and its missing parents as containers.
+    async fn ensure_path(&self, client: &Client) -> Result<(), Error> {
+        let containers = CreateMode::Container.with_acls(self.inner.acls);
+        match client.mkdir(&self.inner.path, &containers).await {
+            Ok(()) | Err(ZkError::NodeExists) => Ok(()),
+            Err(e) => ops::pause_or_fail(e, &self.inner.path).await,
+        }
+    }
+}
+
+/// The answer of a delete task. Dropped unread (the take was dropped), it keeps an item the
+/// task already sent for the handle's next take; the task itself keeps one sent after that.
+struct Answer {
+    rx: oneshot::Receiver<Result<Vec<u8>, ZkError>>,
+    inner: Arc<Inner>,
+}
+
+impl Drop for Answer {
+    fn drop(&mut self) {
+        // Closed first, so the task's send either landed already or fails and keeps the item.
+        self.rx.close();
+        if let Ok(Ok(item)) = self.rx.try_recv() {
+            self.inner.returned.lock().expect("poisoned").push_back(item);
+        }
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        let items: Vec<_> = self.returned.get_mut().expect("poisoned").drain(..).collect();
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        if items.is_empty() {
+            return;
+        }
+        // Items removed for takes that never returned them: queued again rather than lost.
+        let queue = SimpleDistributedQueue {
+            inner: Arc::new(Inner {
+                session: self.session.clone(),
+                path: self.path.clone(),
+                acls: self.acls,
+                returned: Mutex::default(),
+                deletes: Arc::default(),
+            }),
+        };
+        runtime.spawn(async move {
+            for item in items {
+                if let Err(e) = queue.offer(&item).await {
+                    tracing::error!(
+                        path = queue.path(),
+                        "could not queue a returned item again: {e}"
+                    );
+                }
+            }
+        });
+    }
+}
+
+/// The item names among `names`, lowest sequence first (Curator sorts the names; for
+/// `qn-<10 digits>` that is the sequence order). Foreign children are skipped.
+fn items(mut names: Vec<String>) -> Vec<String> {
+    names.retain(|n| n.starts_with(ITEM_PREFIX));
+    names.sort_unstable();
+    names
+}
+
+/// Waits for the children watch; false if `deadline` passed first.
+async fn wake_before(watcher: OneshotWatcher, deadline: Option<Instant>) -> bool {
+    tokio::select! {
+        _ = watcher.changed() => true,
+        _ = sleep_until(deadline) => false,
+    }
+}

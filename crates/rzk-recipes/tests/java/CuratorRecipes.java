@@ -1,0 +1,103 @@
+// One Apache Curator 5.4 recipe operation per run, for the Rust interop tests
+// (tests/t17_queue.rs, tests/t18_counter.rs):
+//
+//   java -cp ... CuratorRecipes HOST:PORT PATH COMMAND [ARG]
+//
+//   queue-offer N TAG   SimpleDistributedQueue.offer of "TAG-0" .. "TAG-(N-1)", in order
+//   queue-take N        N SimpleDistributedQueue.take(); prints "took <item as UTF-8>" each
+//   long-add N          N DistributedAtomicLong.increment(), each retried until it succeeds
+//   long-get            prints "long <value>" (DistributedAtomicLong.get().postValue())
+//   count-get           prints "count <value> <version>" (SharedCount.getVersionedValue())
+//   count-set VALUE     SharedCount.setCount(VALUE)
+//
+// Prints "done" when the command has finished; exits 1 with the exception on stderr otherwise.
+
+import java.nio.charset.StandardCharsets;
+
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.atomic.AtomicValue;
+import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
+import org.apache.curator.framework.recipes.queue.SimpleDistributedQueue;
+import org.apache.curator.framework.recipes.shared.SharedCount;
+import org.apache.curator.framework.recipes.shared.VersionedValue;
+import org.apache.curator.retry.ExponentialBackoffRetry;
+import org.apache.curator.retry.RetryNTimes;
+
+public class CuratorRecipes {
+    static void say(String line) {
+        System.out.println(line);
+        System.out.flush();
+    }
+
+    public static void main(String[] args) throws Exception {
+        String hosts = args[0], path = args[1], command = args[2];
+        String arg = args.length > 3 ? args[3] : null;
+        CuratorFramework client = CuratorFrameworkFactory.builder()
+                .connectString(hosts)
+                .sessionTimeoutMs(4000)
+                .retryPolicy(new ExponentialBackoffRetry(100, 10))
+                .build();
+        client.start();
+        client.blockUntilConnected();
+        try {
+            run(client, path, command, arg, args.length > 4 ? args[4] : null);
+            say("done");
+        } finally {
+            client.close();
+        }
+    }
+
+    static void run(CuratorFramework client, String path, String command, String arg, String tag)
+            throws Exception {
+        switch (command) {
+            case "queue-offer": {
+                SimpleDistributedQueue q = new SimpleDistributedQueue(client, path);
+                for (int i = 0; i < Integer.parseInt(arg); i++) {
+                    q.offer((tag + "-" + i).getBytes(StandardCharsets.UTF_8));
+                }
+                break;
+            }
+            case "queue-take": {
+                SimpleDistributedQueue q = new SimpleDistributedQueue(client, path);
+                for (int i = 0; i < Integer.parseInt(arg); i++) {
+                    say("took " + new String(q.take(), StandardCharsets.UTF_8));
+                }
+                break;
+            }
+            case "long-add": {
+                DistributedAtomicLong n = new DistributedAtomicLong(client, path, new RetryNTimes(1000, 1));
+                for (int i = 0; i < Integer.parseInt(arg); i++) {
+                    AtomicValue<Long> v = n.increment();
+                    while (!v.succeeded()) {
+                        v = n.increment();
+                    }
+                }
+                break;
+            }
+            case "long-get": {
+                DistributedAtomicLong n = new DistributedAtomicLong(client, path, new RetryNTimes(10, 10));
+                say("long " + n.get().postValue());
+                break;
+            }
+            case "count-get":
+            case "count-set": {
+                SharedCount c = new SharedCount(client, path, 0);
+                c.start();
+                try {
+                    if (command.equals("count-set")) {
+                        c.setCount(Integer.parseInt(arg));
+                    } else {
+                        VersionedValue<Integer> v = c.getVersionedValue();
+                        say("count " + v.getValue() + " " + v.getVersion());
+                    }
+                } finally {
+                    c.close();
+                }
+                break;
+            }
+            default:
+                throw new IllegalArgumentException("unknown command " + command);
+        }
+    }
+}

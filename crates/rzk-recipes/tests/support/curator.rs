@@ -1,0 +1,39 @@
+//! One Apache Curator 5.4 recipe operation in a child JVM (tests/java/CuratorRecipes.java:
+//! queue, DistributedAtomicLong, SharedCount), compiled once per test binary.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use rzk_testkit::java;
+
+/// Compiles the program (once per process) and returns the class directory.
+fn compiled() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/java/CuratorRecipes.java");
+        let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("curator-recipes");
+        java::compile(&src, &out)
+    })
+}
+
+/// Runs `CuratorRecipes hosts path args...` to the end; returns its stdout lines before the
+/// final `done`. Panics if it fails.
+pub async fn run(hosts: &str, path: &str, args: &[&str]) -> Vec<String> {
+    let mut cmd = java::java(&[compiled()]);
+    cmd.args(["-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"])
+        .arg("-Dorg.slf4j.simpleLogger.defaultLogLevel=error")
+        .arg("CuratorRecipes")
+        .args([hosts, path])
+        .args(args);
+    let out =
+        tokio::task::spawn_blocking(move || cmd.output()).await.expect("join").expect("run java");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let mut lines: Vec<String> = stdout.lines().map(str::to_string).collect();
+    assert!(
+        out.status.success() && lines.last().map(String::as_str) == Some("done"),
+        "CuratorRecipes {args:?} failed: {}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    lines.pop();
+    lines
+}
