@@ -14,7 +14,7 @@ use crate::Error;
 ///
 /// Nodes are named exactly as Curator names them (`_c_<uuid>-latch-<10-digit sequence>`, the
 /// participant id as data), so Rust and Java latches can share one election path. Each term is
-/// handed out as a [`Leadership`] with a fencing token, a loss signal and guarded writes.
+/// handed out as a [`Leadership`](crate::Leadership) with a fencing token, a loss signal and guarded writes.
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), rzk_recipes::Error> {

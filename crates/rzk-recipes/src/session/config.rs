@@ -14,7 +14,7 @@ pub struct SessionConfig {
     /// `zookeeper-client`'s idle timeout before it declares the connection lost (Curator's
     /// Suspended). Default: the library's, `2/5·T`.
     pub connection_timeout: Option<Duration>,
-    /// Bound on the first connect of [`Session::connect`]. Default 10 s.
+    /// Bound on the first connect of [`Session::connect`](crate::Session::connect). Default 10 s.
     pub connect_timeout: Duration,
     /// Period of the lease heartbeat (a `exists /`). Default `T/6`.
     pub heartbeat: Option<Duration>,

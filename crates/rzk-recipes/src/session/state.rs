@@ -28,7 +28,7 @@ pub enum ConnectionState {
     /// The session expired, or was declared expired locally (simulated expiry). Every
     /// ephemeral node of it is, or will soon be, gone.
     Lost,
-    /// Closed by [`Session::close`] or by dropping every handle.
+    /// Closed by [`Session::close`](crate::Session::close) or by dropping every handle.
     Closed,
     /// Authentication failed; nothing more will happen.
     Failed,
