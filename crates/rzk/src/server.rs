@@ -118,6 +118,7 @@ fn build_config(args: ServerArgs) -> anyhow::Result<ServerConfig> {
     };
     file.report();
     let file_metrics = file.metrics_addr();
+    let disk = if args.in_memory { None } else { Some(disk_config(&args, &file)?) };
     let port = args.port.or(file.client_port).unwrap_or(2181);
     let bind = args.bind.or(file.client_port_address).unwrap_or(IpAddr::from([0, 0, 0, 0]));
     let tick_ms = args.tick_ms.or(file.tick_ms).unwrap_or(2000);
@@ -178,42 +179,53 @@ fn build_config(args: ServerArgs) -> anyhow::Result<ServerConfig> {
         .max_packet_bytes
         .or(file.max_packet_bytes)
         .unwrap_or(rzk_proto::DEFAULT_MAX_PACKET_BYTES);
-    if !args.in_memory {
-        let data_dir =
-            args.data_dir.or(file.data_dir.map(PathBuf::from)).unwrap_or_else(default_data_dir);
-        let log_dir =
-            args.data_log_dir.or(file.data_log_dir.map(PathBuf::from)).unwrap_or(data_dir.clone());
-        if file.datadir_autocreate == Some(false) {
-            for dir in [&data_dir, &log_dir] {
-                anyhow::ensure!(
-                    dir.is_dir(),
-                    "{} does not exist, and zookeeper.datadir.autocreate=false forbids creating it",
-                    dir.display()
-                );
-            }
-        }
-        let mut disk = DiskConfig::new(&data_dir);
-        disk.log_dir = log_dir;
-        if let Some(n) = args.snap_count.or(file.snap_count) {
-            anyhow::ensure!(n > 0, "snapCount must be positive");
-            disk.snap_count = n;
-        }
-        if let Some(p) = args.snapshot_log_pct_min {
-            disk.snapshot_log_pct_min = p;
-        }
-        if let Some(n) = args.snap_retain_count.or(file.snap_retain_count) {
-            disk.snap_retain_count = n;
-        }
-        if let Some(h) = args.purge_interval_hours.or(file.purge_interval_hours) {
-            disk.purge_interval_hours = h;
-        }
-        if let Some(kb) = file.prealloc_kb {
-            disk.segment_bytes = kb * 1024;
-        }
+    if let Some(disk) = disk {
         config.core.data_dir = Some(disk.snap_dir.display().to_string());
         config.durability = Durability::Disk(disk);
     }
     Ok(config)
+}
+
+/// Where and how the log and snapshots are kept: the flags over zoo.cfg over the defaults.
+fn disk_config(args: &ServerArgs, file: &zoocfg::ZooCfg) -> anyhow::Result<DiskConfig> {
+    let data_dir = args
+        .data_dir
+        .clone()
+        .or(file.data_dir.as_ref().map(PathBuf::from))
+        .unwrap_or_else(default_data_dir);
+    let log_dir = args
+        .data_log_dir
+        .clone()
+        .or(file.data_log_dir.as_ref().map(PathBuf::from))
+        .unwrap_or(data_dir.clone());
+    if file.datadir_autocreate == Some(false) {
+        for dir in [&data_dir, &log_dir] {
+            anyhow::ensure!(
+                dir.is_dir(),
+                "{} does not exist, and zookeeper.datadir.autocreate=false forbids creating it",
+                dir.display()
+            );
+        }
+    }
+    let mut disk = DiskConfig::new(&data_dir);
+    disk.log_dir = log_dir;
+    if let Some(n) = args.snap_count.or(file.snap_count) {
+        anyhow::ensure!(n > 0, "snapCount must be positive");
+        disk.snap_count = n;
+    }
+    if let Some(p) = args.snapshot_log_pct_min {
+        disk.snapshot_log_pct_min = p;
+    }
+    if let Some(n) = args.snap_retain_count.or(file.snap_retain_count) {
+        disk.snap_retain_count = n;
+    }
+    if let Some(h) = args.purge_interval_hours.or(file.purge_interval_hours) {
+        disk.purge_interval_hours = h;
+    }
+    if let Some(kb) = file.prealloc_kb {
+        disk.segment_bytes = kb * 1024;
+    }
+    Ok(disk)
 }
 
 pub(crate) async fn run(args: ServerArgs) -> anyhow::Result<()> {
