@@ -1,7 +1,8 @@
 //! Curator-compatible ZooKeeper recipes, on the [`zookeeper-client`](zookeeper_client) crate:
 //! the elections [`LeaderLatch`], [`LeaderSelector`] and [`RaceElection`], and the locks
 //! [`InterProcessMutex`], [`InterProcessReadWriteLock`] and [`InterProcessSemaphore`], the
-//! [`SimpleDistributedQueue`], [`IdGenerator`], [`DistributedAtomicLong`] and [`SharedCount`];
+//! [`SimpleDistributedQueue`], [`IdGenerator`], [`DistributedAtomicLong`], [`SharedCount`],
+//! [`DistributedBarrier`] and [`DistributedDoubleBarrier`];
 //! the elections and locks with what Curator leaves to the user done for you: a fencing token per term, a loss signal that
 //! fires before the server can expire the session, guarded writes, a session manager that
 //! rejoins after expiry, and refusal to lead beside nodes the recipe cannot order.
@@ -28,6 +29,9 @@
 //!   PERSISTENT_SEQUENTIAL sequence numbers, the nodes deleted again.
 //! - [`DistributedAtomicLong`] and [`SharedCount`]: Curator's counters (8 and 4 big-endian
 //!   bytes), versioned compare-and-set under a bounded [`RetryPolicy`], a watch of changes.
+//! - [`DistributedBarrier`] and [`DistributedDoubleBarrier`]: Curator's barriers (the barrier
+//!   node's existence; EPHEMERAL `<uuid>` members and `ready`), waits on `exists` watches
+//!   that outlive disconnects and session expiries.
 //! - [`Contender`]: what both recipes share, and dereference to: status, events, metrics, the
 //!   current term, [`Contender::await_leadership`], the participants read from the server.
 //! - [`Leadership`]: one term. [`Leadership::token`] is the czxid of our node, strictly
@@ -69,10 +73,12 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod barrier;
 mod contender;
 mod control;
 mod counter;
 mod decide;
+mod double_barrier;
 mod driver;
 mod error;
 mod event;
@@ -103,9 +109,11 @@ mod term;
 mod token;
 mod zk_error;
 
+pub use barrier::DistributedBarrier;
 pub use contender::Contender;
 pub use control::BoxError;
 pub use counter::{AtomicValue, DistributedAtomicLong, RetryPolicy};
+pub use double_barrier::DistributedDoubleBarrier;
 pub use error::Error;
 pub use event::{ElectionEvent, Events, JoinInfo, Metrics, Participant, Participants, Status};
 pub use guarded::GuardedWrite;

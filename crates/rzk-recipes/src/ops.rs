@@ -57,16 +57,58 @@ pub(crate) async fn create_in_containers(
     data: &[u8],
     acls: Acls<'_>,
 ) -> Result<(), ZkError> {
-    let persistent = CreateMode::Persistent.with_acls(acls);
-    match client.create(path, data, &persistent).await {
+    create_with_parents(client, path, data, CreateMode::Persistent, CreateMode::Container, acls)
+        .await
+}
+
+/// Creates `path` with `data` in `mode`, its missing parents in `parents` mode (Curator's
+/// `creatingParentsIfNeeded` for PERSISTENT, `creatingParentContainersIfNeeded` for CONTAINER).
+pub(crate) async fn create_with_parents(
+    client: &Client,
+    path: &str,
+    data: &[u8],
+    mode: CreateMode,
+    parents: CreateMode,
+    acls: Acls<'_>,
+) -> Result<(), ZkError> {
+    let options = mode.with_acls(acls);
+    match client.create(path, data, &options).await {
         Err(ZkError::NoNode) => {
-            let containers = CreateMode::Container.with_acls(acls);
-            match client.mkdir(naming::parent_of(path), &containers).await {
+            match client.mkdir(naming::parent_of(path), &parents.with_acls(acls)).await {
                 Ok(()) | Err(ZkError::NodeExists) => {}
                 Err(e) => return Err(e),
             }
-            client.create(path, data, &persistent).await.map(drop)
+            client.create(path, data, &options).await.map(drop)
         }
         other => other.map(drop),
     }
+}
+
+/// The session's state, subscribed before an operation whose watch [`woken_before`] awaits.
+pub(crate) type StateWatch = tokio::sync::watch::Receiver<crate::session::Snapshot>;
+
+/// Waits for `watcher`, or for any change of the session's state (a disconnect, a new
+/// session: the caller checks again on the current client, so no wait is lost with a
+/// connection or a session); false if `deadline` passed first.
+pub(crate) async fn woken_before(
+    watcher: zookeeper_client::OneshotWatcher,
+    states: &mut StateWatch,
+    deadline: Option<std::time::Instant>,
+) -> bool {
+    tokio::select! {
+        _ = watcher.changed() => true,
+        _ = states.changed() => true,
+        _ = crate::session::sleep_until(deadline) => false,
+    }
+}
+
+/// Runs the wait `f(deadline)` bounded by `timeout` (the waits for a connection included):
+/// its result, or `Ok(false)` once the time ran out (the wait is then dropped).
+pub(crate) async fn bounded<F, W>(timeout: Duration, f: F) -> Result<bool, Error>
+where
+    F: FnOnce(Option<std::time::Instant>) -> W,
+    W: std::future::Future<Output = Result<bool, Error>>,
+{
+    let deadline = std::time::Instant::now() + timeout;
+    tokio::time::timeout_at(deadline.into(), f(Some(deadline))).await.unwrap_or(Ok(false))
 }

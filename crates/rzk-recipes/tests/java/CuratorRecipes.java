@@ -1,5 +1,5 @@
 // One Apache Curator 5.4 recipe operation per run, for the Rust interop tests
-// (tests/t17_queue.rs, tests/t18_counter.rs):
+// (tests/t17_queue.rs, tests/t18_counter.rs, tests/t23_barriers.rs):
 //
 //   java -cp ... CuratorRecipes HOST:PORT PATH COMMAND [ARG]
 //
@@ -9,15 +9,25 @@
 //   long-get            prints "long <value>" (DistributedAtomicLong.get().postValue())
 //   count-get           prints "count <value> <version>" (SharedCount.getVersionedValue())
 //   count-set VALUE     SharedCount.setCount(VALUE)
+//   barrier-set         DistributedBarrier.setBarrier()
+//   barrier-remove      DistributedBarrier.removeBarrier()
+//   barrier-wait SIGNAL waitOnBarrier(200 ms) until it times out once (so the barrier was up
+//                       while it waited), then creates the node SIGNAL and waits unbounded;
+//                       prints "released"
+//   double N            DistributedDoubleBarrier(N): enter(), prints "entered", leave(),
+//                       prints "left"
 //
 // Prints "done" when the command has finished; exits 1 with the exception on stderr otherwise.
 
 import java.nio.charset.StandardCharsets;
+import java.util.concurrent.TimeUnit;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.atomic.AtomicValue;
 import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
+import org.apache.curator.framework.recipes.barriers.DistributedBarrier;
+import org.apache.curator.framework.recipes.barriers.DistributedDoubleBarrier;
 import org.apache.curator.framework.recipes.queue.SimpleDistributedQueue;
 import org.apache.curator.framework.recipes.shared.SharedCount;
 import org.apache.curator.framework.recipes.shared.VersionedValue;
@@ -94,6 +104,30 @@ public class CuratorRecipes {
                 } finally {
                     c.close();
                 }
+                break;
+            }
+            case "barrier-set":
+                new DistributedBarrier(client, path).setBarrier();
+                break;
+            case "barrier-remove":
+                new DistributedBarrier(client, path).removeBarrier();
+                break;
+            case "barrier-wait": {
+                DistributedBarrier b = new DistributedBarrier(client, path);
+                while (b.waitOnBarrier(200, TimeUnit.MILLISECONDS)) {
+                    Thread.sleep(50);
+                }
+                client.create().creatingParentsIfNeeded().forPath(arg);
+                b.waitOnBarrier();
+                say("released");
+                break;
+            }
+            case "double": {
+                DistributedDoubleBarrier b = new DistributedDoubleBarrier(client, path, Integer.parseInt(arg));
+                b.enter();
+                say("entered");
+                b.leave();
+                say("left");
                 break;
             }
             default:
