@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod barrier;
 mod bench;
 mod connect;
 mod counter;
@@ -49,6 +50,9 @@ enum Command {
     Queue(queue::QueueArgs),
     /// Read or add to a counter (Curator's DistributedAtomicLong layout).
     Counter(counter::CounterArgs),
+    /// Set, remove or wait on a barrier; run a command inside a double barrier (Curator's
+    /// DistributedBarrier and DistributedDoubleBarrier layouts).
+    Barrier(barrier::BarrierArgs),
     /// Show the leader and the queue of an election (live with --watch).
     Leader(leader::LeaderArgs),
     /// Play leader-election scenarios (handoffs, a crashed leader, a fair rotation) on an
@@ -95,6 +99,9 @@ fn main() -> ExitCode {
         Command::Elect(args) => return status_exit(rt.block_on(elect::run(&cli.connect, args))),
         Command::Lock(args) => return status_exit(rt.block_on(lock::run(&cli.connect, args))),
         Command::Queue(args) => return status_exit(rt.block_on(queue::run(&cli.connect, args))),
+        Command::Barrier(args) => {
+            return status_exit(rt.block_on(barrier::run(&cli.connect, args)))
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

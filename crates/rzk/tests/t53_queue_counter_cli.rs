@@ -1,7 +1,10 @@
 //! `rzk queue` and `rzk counter` against the in-process server and Apache ZooKeeper: offered
 //! items are taken in order, once, by two `rzk queue take`s; `len` and its `--json`; a take
 //! with nothing to take exits 3 after `--timeout-ms`; `rzk counter add` from 4 processes at
-//! once sums exactly, and `get --json` reads it.
+//! once sums exactly, and `get --json` reads it. `rzk barrier`: a wait on a set barrier
+//! times out with 3 and a waiting one returns once `remove` ran; two `enter --members 2`
+//! processes run their commands together; an `enter` alone times out with 3 without running
+//! its command and leaves no member node.
 
 mod support;
 
@@ -14,6 +17,7 @@ use support::{Kind, Server};
 both_servers! {
     queue => offered_items_are_taken_once_in_order_and_an_empty_take_times_out;
     counter => concurrent_adds_sum_exactly;
+    barrier => a_barrier_holds_waiters_and_a_double_barrier_runs_members_together;
 }
 
 fn rzk(cs: &str, args: &[&str]) -> Output {
@@ -100,4 +104,46 @@ fn concurrent_adds_sum_exactly(kind: Kind) {
         stdout_ok(&cs, &["counter", "add", "--json", "/c/hits", "-61"]),
         "{\"path\":\"/c/hits\",\"pre\":60,\"post\":-1}\n"
     );
+}
+
+fn a_barrier_holds_waiters_and_a_double_barrier_runs_members_together(kind: Kind) {
+    let server = Server::start(kind);
+    let cs = server.hosts();
+    stdout_ok(&cs, &["barrier", "set", "/b/gate"]);
+    stdout_ok(&cs, &["barrier", "set", "/b/gate"]);
+    let out = rzk(&cs, &["barrier", "wait", "--timeout-ms", "300", "/b/gate"]);
+    assert_eq!(out.status.code(), Some(3), "a wait on a set barrier times out with 3");
+    let waiter = {
+        let cs = cs.clone();
+        thread::spawn(move || rzk(&cs, &["barrier", "wait", "/b/gate"]))
+    };
+    stdout_ok(&cs, &["barrier", "remove", "/b/gate"]);
+    assert!(waiter.join().unwrap().status.success(), "the waiter was released");
+    stdout_ok(&cs, &["barrier", "wait", "--timeout-ms", "300", "/b/gate"]);
+
+    let members: Vec<_> = (0..2)
+        .map(|i| {
+            let cs = cs.clone();
+            thread::spawn(move || {
+                let echo = format!("echo member {i}; exit {i}");
+                let args = ["barrier", "enter", "/b/double", "--members", "2", "--"];
+                rzk(&cs, &[&args[..], &["sh", "-c", &echo]].concat())
+            })
+        })
+        .collect();
+    for (i, m) in members.into_iter().enumerate() {
+        let out = m.join().unwrap();
+        assert_eq!(out.status.code(), Some(i as i32), "the command's status");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), format!("member {i}\n"));
+    }
+
+    let lonely = ["barrier", "enter", "/b/lonely", "--members", "2", "--timeout-ms", "300"];
+    let out = rzk(&cs, &[&lonely[..], &["--", "echo", "ran"]].concat());
+    assert_eq!(out.status.code(), Some(3), "an enter alone times out with 3");
+    assert!(out.stdout.is_empty(), "the command did not run");
+    for path in ["/b/double", "/b/lonely"] {
+        let out = rzk(&cs, &["node", "ls", path]);
+        let left = String::from_utf8_lossy(&out.stdout);
+        assert!(left.trim().is_empty(), "left in {path}: {left}");
+    }
 }
