@@ -1,9 +1,10 @@
 //! Curator's `DistributedDoubleBarrier`: members enter together and leave together.
 //!
 //! Layout: one EPHEMERAL `<path>/<uuid>` node per member (empty data) and `<path>/ready`,
-//! created by the member that sees the threshold reached. Leaving follows Curator: each
-//! member deletes its node and watches the highest remaining one until none remains; the
-//! last one out deletes `ready`.
+//! created by the member that sees the threshold reached. Leaving follows ZooKeeper's recipe
+//! as Curator 5.4 runs it: the lowest member (by name) keeps its node until it is alone,
+//! watching the highest; every other deletes its node and watches the lowest. Whoever finds
+//! the barrier empty deletes `ready`.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -136,16 +137,19 @@ impl DistributedDoubleBarrier {
     /// [`Error::Closed`] once the session is closed; `NoAuth` and other fatal errors as
     /// ZooKeeper names them. Disconnects and session expiries are waited out.
     ///
+    /// Called without having entered (or after our session ended), it waits for the members
+    /// that are in to leave.
+    ///
     /// # Cancellation safety
-    /// Safe: dropped before our node is deleted, we are still a member and may leave again;
-    /// after, the others no longer wait for us.
+    /// Safe: dropping the future deletes our member node (on its own task, once connected),
+    /// so the others do not wait for us; we do not wait for them.
     pub async fn leave(&self) -> Result<(), Error> {
         self.leave_until(None).await.map(drop)
     }
 
     /// [`DistributedDoubleBarrier::leave`], giving up after `timeout`: true once all have
-    /// left, false if the time ran out first (our member node is deleted either way, once
-    /// the session is connected in time).
+    /// left, false if the time ran out first. Our member node is deleted either way (the
+    /// lowest member's, which it keeps while it waits, on the timeout), so nobody waits for us.
     ///
     /// # Errors
     /// As [`DistributedDoubleBarrier::leave`].
@@ -157,7 +161,7 @@ impl DistributedDoubleBarrier {
     }
 
     async fn enter_until(&self, deadline: Option<Instant>) -> Result<bool, Error> {
-        let mut pending = Pending { barrier: self, entered: false };
+        let mut pending = Pending { barrier: self, done: false };
         loop {
             let (client, generation, mut states) = self.connected().await?;
             let ready = match client.check_and_watch_stat(&self.ready).await {
@@ -171,7 +175,7 @@ impl DistributedDoubleBarrier {
                 continue;
             }
             if ready.0.is_some() {
-                pending.entered = true;
+                pending.done = true;
                 return Ok(true);
             }
             let members = match client.list_children(&self.path).await {
@@ -187,7 +191,7 @@ impl DistributedDoubleBarrier {
                     .await
                 {
                     Ok(_) | Err(ZkError::NodeExists) => {
-                        pending.entered = true;
+                        pending.done = true;
                         return Ok(true);
                     }
                     // Idempotent: checked again on the next round.
@@ -239,12 +243,9 @@ impl DistributedDoubleBarrier {
     }
 
     async fn leave_until(&self, deadline: Option<Instant>) -> Result<bool, Error> {
-        let mut should_exist = true;
+        let mut pending = Pending { barrier: self, done: false };
         loop {
             let (client, generation, mut states) = self.connected().await?;
-            let ours = self.ours.lock().expect("poisoned").clone();
-            // A node of an earlier session is gone (or no longer ours): nothing to delete.
-            let ours = ours.filter(|m| m.generation == generation && should_exist);
             let mut names = match client.list_children(&self.path).await {
                 Ok(names) => names,
                 Err(ZkError::NoNode) => Vec::new(),
@@ -255,38 +256,64 @@ impl DistributedDoubleBarrier {
             };
             names.retain(|n| n != READY);
             names.sort_unstable();
-            let Some(highest) = names.last() else { break };
-            let highest = naming::child_path(&self.path, highest);
-            let watched = match client.check_and_watch_stat(&highest).await {
-                Ok(watched) => watched,
-                Err(e) => {
-                    ops::pause_or_fail(e, &highest).await?;
-                    continue;
-                }
+            let ours = self.our_index(&names, generation);
+            let Some(lowest) = names.first() else { break };
+            // ZooKeeper's recipe, as Curator 5.4 runs it: the lowest member keeps its node and
+            // waits for the highest; every other deletes its node and waits for the lowest.
+            let (watch, delete) = match ours {
+                Some((0, _)) if names.len() == 1 => (None, ours),
+                Some((0, _)) => (names.last(), None),
+                Some(_) => (Some(lowest), ours),
+                None => (Some(lowest), None),
             };
-            if let Some(member) = ours {
-                match client.delete(&member.path, None).await {
-                    Ok(()) | Err(ZkError::NoNode) => {}
+            if let Some((_, path)) = delete {
+                match client.delete(&path, None).await {
+                    Ok(()) | Err(ZkError::NoNode) => {
+                        drop(self.ours.lock().expect("poisoned").take())
+                    }
                     // Idempotent: deleted on the next round.
                     Err(e) => {
-                        ops::pause_or_fail(e, &member.path).await?;
+                        ops::pause_or_fail(e, &path).await?;
                         continue;
                     }
                 }
-                self.ours.lock().expect("poisoned").take();
             }
-            should_exist = false;
-            if watched.0.is_some() && !ops::woken_before(watched.1, &mut states, deadline).await {
-                return Ok(false);
+            let Some(watch) = watch else { break };
+            let watch = naming::child_path(&self.path, watch);
+            match client.check_and_watch_stat(&watch).await {
+                Ok((None, _)) => {}
+                Ok((Some(_), watcher)) => {
+                    if !ops::woken_before(watcher, &mut states, deadline).await {
+                        return Ok(false);
+                    }
+                }
+                Err(e) => ops::pause_or_fail(e, &watch).await?,
             }
         }
         loop {
             let client = ops::client(&self.session).await?;
             match client.delete(&self.ready, None).await {
-                Ok(()) | Err(ZkError::NoNode) => return Ok(true),
+                Ok(()) | Err(ZkError::NoNode) => {
+                    pending.done = true;
+                    return Ok(true);
+                }
                 Err(e) => ops::pause_or_fail(e, &self.ready).await?,
             }
         }
+    }
+
+    /// Our member's index among the sorted `names` and its path; `None` (and we are no
+    /// member any more) if our node is not among them or belongs to an earlier session.
+    fn our_index(&self, names: &[String], generation: u64) -> Option<(usize, String)> {
+        let mut ours = self.ours.lock().expect("poisoned");
+        let found = ours.as_ref().filter(|m| m.generation == generation).and_then(|m| {
+            let name = naming::name_of(&m.path);
+            names.iter().position(|n| n == name).map(|i| (i, m.path.clone()))
+        });
+        if found.is_none() {
+            *ours = None;
+        }
+        found
     }
 
     /// The current client once connected, its session generation, and the session's state
@@ -299,16 +326,17 @@ impl DistributedDoubleBarrier {
     }
 }
 
-/// An enter in progress: dropped before it entered (timed out, failed or cancelled), it
-/// deletes the member node it created.
+/// An enter or a leave in progress: dropped unfinished (timed out, failed or cancelled), it
+/// deletes our member node, so that nobody counts or waits for a member that gave up.
 struct Pending<'a> {
     barrier: &'a DistributedDoubleBarrier,
-    entered: bool,
+    /// Entered, or left with everyone else.
+    done: bool,
 }
 
 impl Drop for Pending<'_> {
     fn drop(&mut self) {
-        if self.entered {
+        if self.done {
             return;
         }
         let Some(member) = self.barrier.ours.lock().expect("poisoned").take() else { return };

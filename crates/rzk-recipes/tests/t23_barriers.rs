@@ -5,7 +5,10 @@
 //!   and removing are idempotent; a bounded wait gives up with false.
 //! - A double barrier of 3: nobody enters before the third member, nobody leaves before the
 //!   last; the members are `<uuid>` nodes beside `ready`, and nothing is left afterwards.
-//! - An enter that times out, or is dropped, leaves no member node.
+//! - Leaving as Curator 5.4 does: the lowest member keeps its node until it is alone, the
+//!   others delete theirs at once.
+//! - An enter that times out, or is dropped, leaves no member node; a leave that times out
+//!   deletes ours, the lowest's too.
 //! - With Java Curator 5.4: a Java waiter released by our remove and ours by Java's; one
 //!   double barrier of a Java member and two of ours.
 
@@ -111,11 +114,12 @@ async fn double_members(
     server: &Server,
     path: &str,
     n: usize,
+    threshold: usize,
 ) -> Vec<(Session, std::sync::Arc<DistributedDoubleBarrier>)> {
     let mut out = Vec::new();
     for _ in 0..n {
         let s = session(server).await;
-        let b = std::sync::Arc::new(DistributedDoubleBarrier::new(&s, path, 3).unwrap());
+        let b = std::sync::Arc::new(DistributedDoubleBarrier::new(&s, path, threshold).unwrap());
         out.push((s, b));
     }
     out
@@ -125,7 +129,7 @@ async fn double_enters_and_leaves_together(kind: Kind) {
     let server = Server::start(kind, Settings::default());
     let path = test_path("t23", kind);
     let raw = raw_client(&server).await;
-    let m = double_members(&server, &path, 3).await;
+    let m = double_members(&server, &path, 3, 3).await;
 
     let first = vec![enter(&m[0].1).await, enter(&m[1].1).await];
     let names = wait_members(&raw, &path, 2).await;
@@ -139,11 +143,19 @@ async fn double_enters_and_leaves_together(kind: Kind) {
         joined(e, "an early member entered").await;
     }
     assert!(raw.check_stat(&format!("{path}/ready")).await.unwrap().is_some());
-    assert_eq!(wait_members(&raw, &path, 3).await.len(), 3);
+    let all = wait_members(&raw, &path, 3).await;
     assert!(m.iter().all(|(_, b)| b.member().is_some()));
 
+    // Curator 5.4's leave: the lowest keeps its node until it is alone, the others delete
+    // theirs at once.
+    let last = m[2].1.member().unwrap();
     let early = vec![leave(&m[0].1).await, leave(&m[1].1).await];
+    let mut staying = vec![all[0].clone(), last];
+    staying.sort();
+    staying.dedup();
+    wait_members(&raw, &path, staying.len()).await;
     tokio::time::sleep(HOLD).await;
+    assert_eq!(members(&raw, &path).await, staying, "the lowest waits, the others left");
     assert!(early.iter().all(|l| !l.is_finished()), "left before the last member");
     joined(leave(&m[2].1).await, "the last member left").await;
     for l in early {
@@ -157,7 +169,7 @@ async fn double_timeout_leaves_nothing(kind: Kind) {
     let server = Server::start(kind, Settings::default());
     let path = test_path("t23", kind);
     let raw = raw_client(&server).await;
-    let m = double_members(&server, &path, 1).await;
+    let m = double_members(&server, &path, 1, 3).await;
     let b = &m[0].1;
 
     assert!(!b.enter_timeout(HOLD).await.unwrap(), "entered alone into a barrier of 3");
@@ -170,6 +182,19 @@ async fn double_timeout_leaves_nothing(kind: Kind) {
     entering.abort();
     wait_members(&raw, &path, 0).await;
     assert!(raw.check_stat(&format!("{path}/ready")).await.unwrap().is_none());
+
+    // A leave that times out deletes our node anyway, the lowest's too: nobody waits for us.
+    let pair_path = format!("{path}-pair");
+    let pair = double_members(&server, &pair_path, 2, 2).await;
+    let entering = vec![enter(&pair[0].1).await, enter(&pair[1].1).await];
+    for e in entering {
+        joined(e, "a pair member entered").await;
+    }
+    let (lo, hi) = if pair[0].1.member() < pair[1].1.member() { (0, 1) } else { (1, 0) };
+    assert!(!pair[lo].1.leave_timeout(HOLD).await.unwrap(), "left while the other is in");
+    assert_eq!(wait_members(&raw, &pair_path, 1).await, [pair[hi].1.member().unwrap()]);
+    joined(leave(&pair[hi].1).await, "the other left").await;
+    wait_members(&raw, &pair_path, 0).await;
 }
 
 async fn barrier_with_curator(kind: Kind) {
@@ -207,7 +232,7 @@ async fn double_with_curator(kind: Kind) {
     let server = Server::start(kind, Settings::default());
     let path = test_path("t23", kind);
     let raw = raw_client(&server).await;
-    let m = double_members(&server, &path, 2).await;
+    let m = double_members(&server, &path, 2, 3).await;
     let hosts = server.hosts();
     let java = tokio::spawn({
         let (hosts, path) = (hosts.clone(), path.clone());
