@@ -139,8 +139,6 @@ async fn forced_expiry_selector(kind: Kind) {
     checker.assert_ok();
 }
 
-/// Deletes every child of `path` and `path` itself in one multi, the way zkCli `deleteall`
-/// does but atomically; retries while participants race it.
 /// Deletes the election parent with everything in it; returns when the server has applied it
 /// (the multi's reply), so that a bound on how fast the leader learns excludes the server's
 /// fdatasync, which on a loaded machine is not the recipe's doing.

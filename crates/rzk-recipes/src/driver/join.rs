@@ -109,14 +109,26 @@ impl Driver {
 
     /// Recreates the election path as a container (Curator's `creatingParentContainersIfNeeded`).
     async fn create_parent(&mut self, client: &Client, generation: u64) -> Result<(), Stop> {
-        let containers = CreateMode::Container.with_acls(self.options.acls);
         let path = self.path().to_string();
+        self.create_container(client, generation, path, "creating the election path").await
+    }
+
+    /// Creates `path` and its missing parents as containers and reports it recreated; `what`
+    /// names the step in an error.
+    pub(super) async fn create_container(
+        &mut self,
+        client: &Client,
+        generation: u64,
+        path: String,
+        what: &str,
+    ) -> Result<(), Stop> {
+        let containers = CreateMode::Container.with_acls(self.options.acls);
         match self.wait_op(generation, client.mkdir(&path, &containers)).await? {
             Ok(()) => {
                 self.shared.emit(ElectionEvent::ParentRecreated { path });
                 Ok(())
             }
-            Err(e) => self.recover(generation, e, "creating the election path", &path).await,
+            Err(e) => self.recover(generation, e, what, &path).await,
         }
     }
 

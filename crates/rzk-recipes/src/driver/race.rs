@@ -353,14 +353,7 @@ impl Driver {
     /// `creatingParentContainersIfNeeded`).
     async fn create_race_parent(&mut self, client: &Client, generation: u64) -> Result<(), Stop> {
         let parent = naming::parent_of(self.path()).to_string();
-        let containers = CreateMode::Container.with_acls(self.options.acls);
-        match self.wait_op(generation, client.mkdir(&parent, &containers)).await? {
-            Ok(()) => {
-                self.shared.emit(ElectionEvent::ParentRecreated { path: parent });
-                Ok(())
-            }
-            Err(e) => self.recover(generation, e, "creating the parent", &parent).await,
-        }
+        self.create_container(client, generation, parent, "creating the parent").await
     }
 
     /// Creates the epoch node (PERSISTENT: its version must outlive every candidate).
