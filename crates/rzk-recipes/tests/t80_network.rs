@@ -171,18 +171,7 @@ async fn short_cut_selector(kind: Kind) {
         .unwrap();
     assert!(lb.started_at() > healed);
     assert!(lb.token() > la.token());
-    eventually(Duration::from_secs(2), "a requeued", || {
-        selectors[0].our_path().is_some_and(|p| p != la.node_path())
-    })
-    .await;
-    let p = selectors[1].participants().await.unwrap();
-    let ids: Vec<&str> = p.list.iter().map(|p| p.id.as_str()).collect();
-    assert_eq!(ids, ["b", "a"]);
-    for s in selectors {
-        s.close().await.unwrap();
-    }
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    checker.assert_ok();
+    requeued_behind_then_close(selectors, &la, Duration::from_secs(2), &checker).await;
 }
 
 async fn long_cut_suspended(kind: Kind) {

@@ -125,18 +125,7 @@ async fn forced_expiry_selector(kind: Kind) {
     assert!(lb.token() > la.token());
     assert!(la.lost_at().is_some());
     // A's task was cancelled and A requeued on its new session, behind B.
-    eventually(Duration::from_secs(3), "a requeued", || {
-        selectors[0].our_path().is_some_and(|p| p != la.node_path())
-    })
-    .await;
-    let p = selectors[1].participants().await.unwrap();
-    let ids: Vec<&str> = p.list.iter().map(|p| p.id.as_str()).collect();
-    assert_eq!(ids, ["b", "a"]);
-    for s in selectors {
-        s.close().await.unwrap();
-    }
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    checker.assert_ok();
+    requeued_behind_then_close(selectors, &la, Duration::from_secs(3), &checker).await;
 }
 
 /// Deletes the election parent with everything in it; returns when the server has applied it

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use rzk_recipes::{LeaderSelector, SelectorOptions, Session, SessionConfig};
+use rzk_recipes::{LeaderSelector, Leadership, SelectorOptions, Session, SessionConfig};
 use rzk_testkit::proxy::Proxy;
 use rzk_testkit::tempdir::TempDir;
 use rzk_testkit::zookeeper::{self, ZooKeeper};
@@ -379,4 +379,27 @@ pub async fn wait_children(client: &zookeeper_client::Client, path: &str, n: usi
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+}
+
+/// The end of the selector scenarios where A (`selectors[0]`) lost its term `old` and B
+/// (`selectors[1]`) took over: A requeues on a new node within `within`, the queue reads
+/// [b, a], every selector closes, and the checker's invariants hold.
+pub async fn requeued_behind_then_close(
+    selectors: Vec<LeaderSelector>,
+    old: &Leadership,
+    within: Duration,
+    checker: &checker::Checker,
+) {
+    eventually(within, "a requeued", || {
+        selectors[0].our_path().is_some_and(|p| p != old.node_path())
+    })
+    .await;
+    let p = selectors[1].participants().await.unwrap();
+    let ids: Vec<&str> = p.list.iter().map(|p| p.id.as_str()).collect();
+    assert_eq!(ids, ["b", "a"]);
+    for s in selectors {
+        s.close().await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    checker.assert_ok();
 }
