@@ -1,4 +1,4 @@
-"""Enforced authentication with kazoo 2.8: the server runs with zoo.cfg's
+"""Enforced authentication with kazoo 2.8 and the ZooKeeper 3.8 Java client: the server runs with zoo.cfg's
 `enforce.auth.enabled=true` and `enforce.auth.schemes=digest` (ZooKeeper reads them from its
 zoo.cfg, rzk from `--config`). Written against ZooKeeper 3.8 first.
 
@@ -6,12 +6,18 @@ zoo.cfg, rzk from `--config`). Written against ZooKeeper 3.8 first.
 
 An unauthenticated client connects, but its first request is answered with error -124 and the
 connection closed: kazoo, which has no exception for -124, reports the session LOST and never
-completes the request. A client with digest auth_data is served.
+completes the request. The Java client gets SESSIONCLOSEDREQUIRESASLAUTH (-124) for the
+request, sees Disconnected and reconnects to the same session (the server closes the connection,
+not the session). A client with digest auth_data is served.
 """
+
+import os
+import subprocess
 
 from kazoo.client import KazooClient
 
-from tests.interop.common import Suite, check, check_eq, wait_until
+from tests.interop.common import Failure, Suite, check, check_eq, wait_until
+from tests.support import java
 
 ENFORCE_DIGEST = {"enforce.auth.enabled": "true", "enforce.auth.schemes": "digest"}
 # How long an unanswered request is given to be answered after all.
@@ -53,6 +59,40 @@ def digest_authenticated_client_is_served(srv):
     finally:
         zk.stop()
         zk.close()
+
+
+def java_client(srv, auth):
+    """Runs tests/interop/java/EnforcedAuthClient.java against `srv` and returns what it printed,
+    as a dict of its `key: value` lines."""
+    try:
+        java.compile_harness("EnforcedAuthClient", 120)
+    except java.JavaError as e:
+        raise Failure(str(e))
+    log = os.path.join(java.BUILD, "enforced-auth-client.log")
+    cmd = java.harness_command("EnforcedAuthClient", [srv.hosts, auth], "128m", log)
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       timeout=60)
+    for line in p.stdout.splitlines():
+        print("    " + line)
+    check_eq(p.returncode, 0, "EnforcedAuthClient's exit status")
+    return dict(line.split(": ", 1) for line in p.stdout.splitlines() if ": " in line)
+
+
+@suite.test
+def java_client_unauthenticated_fails_auth(srv):
+    got = java_client(srv, "none")
+    check_eq(got.get("request"), "KeeperException SESSIONCLOSEDREQUIRESASLAUTH", "request")
+    # ZooKeeper 3.8 closes the connection, not the session: the client reconnects to it.
+    check_eq(got.get("states"), "SyncConnected,Disconnected,SyncConnected", "watcher states")
+    check_eq(got.get("alive"), "true", "client alive after the refusal")
+
+
+@suite.test
+def java_client_with_digest_is_served(srv):
+    got = java_client(srv, "digest")
+    check_eq(got.get("request"), "ok served", "request")
+    check_eq(got.get("states"), "SyncConnected", "watcher states")
+    check_eq(got.get("alive"), "true", "client alive")
 
 
 if __name__ == "__main__":
