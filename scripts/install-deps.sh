@@ -7,14 +7,21 @@
 #   default-jdk-headless    javac, to compile tests/interop/java/CuratorSuite.java
 #   zookeeper-bin           the ZooKeeper 3.8 C client's cli_mt and load_gen (pulls the C
 #                           library, libzookeeper-mt2), for tests/interop/cclient_suite.py
+#   prometheus              Prometheus 2.42, which tests/interop/prometheus_suite.py runs to
+#                           scrape rzk's metrics endpoint
 # Idempotent: when every package is already installed it does not touch apt at all.
 # Run as root (or as a user with sudo).
 set -euo pipefail
 
 PKGS=(zookeeper libcurator-recipes-java python3-kazoo default-jdk-headless zookeeper-bin)
+PKGS+=(prometheus)
 
 installed() {
-    dpkg -s "$1" 2>/dev/null | grep -q '^Status: install ok installed$'
+    # Read whole, not piped into `grep -q`: under pipefail, grep's early exit gives dpkg a
+    # SIGPIPE on a long status and the package would count as missing.
+    local status
+    status=$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null) || return 1
+    [ "$status" = "install ok installed" ]
 }
 
 missing=()
@@ -46,7 +53,7 @@ for f in /usr/share/zookeeper/bin/zkCli.sh "${jars[@]}" \
         fail=1
     fi
 done
-for cmd in java javac stdbuf; do
+for cmd in java javac stdbuf prometheus; do
     if ! command -v "$cmd" >/dev/null; then
         echo "install-deps: $cmd not on PATH" >&2
         fail=1

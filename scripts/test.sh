@@ -5,14 +5,15 @@
 #   scripts/test.sh
 #
 # Steps, each of which must pass:
-#   1. Debian packages for the real-client suites (Apache ZooKeeper 3.8, Curator 5.4, kazoo);
+#   1. Debian packages for the real-client suites (Apache ZooKeeper 3.8, Curator 5.4, kazoo,
+#      Prometheus);
 #   2. rustfmt, clippy -D warnings;
 #   3. cargo test: codec golden bytes, core unit tests, the zookeeper-client tour and the
 #      bad-input/limit tests against in-process servers;
 #   4. the README's set-up and quickstart commands, run verbatim in a fresh clone of HEAD
 #      (scripts/readme-commands.py; the README's server needs port 2181 free);
 #   5. interop suites with unmodified clients (kazoo, zkCli, Curator, C client) against rzk and,
-#      to keep the suites honest, against Apache ZooKeeper;
+#      to keep the suites honest, against Apache ZooKeeper; Debian's Prometheus scraping rzk;
 #   6. the differential test: one scripted scenario, rzk vs Apache ZooKeeper, byte for byte
 #      modulo masked ids and times;
 #   7. a fuzz smoke run of every fuzz target ($RZK_FUZZ_SECONDS per target, default 30);
@@ -46,6 +47,9 @@ step "interop suites against rzk"
 tests/interop/run_all.sh --server rzk
 step "interop suites against Apache ZooKeeper (the suites' own reference)"
 tests/interop/run_all.sh --server zookeeper
+
+step "Prometheus scrapes rzk's metrics endpoint"
+/usr/bin/python3 -m tests.interop.prometheus_suite --server rzk
 
 step "differential test: rzk vs Apache ZooKeeper"
 /usr/bin/python3 -m tests.differential.diff_test
