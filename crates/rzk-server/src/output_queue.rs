@@ -3,7 +3,7 @@
 //! A pump fills the queues under the core's lock, so each holds its frames in the core's order;
 //! the writes happen after the lock is released (on loopback a `sendto` also runs the
 //! receiver's TCP input, so writing under the lock would stop every other connection for the
-//! whole of a watch fan-out: docs/BENCHMARKS.md, "Socket writes after the core's lock"). One
+//! whole of a watch fan-out). One
 //! thread at a time flushes a connection's queue: whoever finds it idle writes, and a thread
 //! that queues more while another is writing leaves it to that one, so the order on the wire is
 //! the queue's.

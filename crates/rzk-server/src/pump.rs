@@ -77,8 +77,8 @@ impl Inner {
 /// those getting replies, as ZooKeeper sends a change's watch events before the reply to the
 /// request that made it. Each `sendto` to a client asleep on an idle CPU costs the sender its
 /// wake-up, so in an idle election handoff writing the old leader's delete reply first delays
-/// the successor's event by that wake-up (docs/BENCHMARKS.md, "Notifications before replies"). Each connection's own
-/// frames keep the core's order; only connections are reordered.
+/// the successor's event by that wake-up. Each connection's own frames keep the core's order;
+/// only connections are reordered.
 fn notifications_first(outgoing: &mut [Outgoing]) {
     outgoing.sort_unstable_by_key(|o| o.replies > 0);
 }

@@ -44,7 +44,7 @@ pub(crate) struct Inner {
     /// The core and the connections. parking_lot's mutex, for its eventual fairness: with
     /// std's, the connection tasks could re-take the lock so fast under load that the log
     /// thread, woken to mark a batch durable, lost the race again and again, and every write's
-    /// reply waited with it (docs/BENCHMARKS.md, "A fair core mutex").
+    /// reply waited with it.
     /// It does not poison: after a panic mid-update the state is still the best we have.
     shared: parking_lot::Mutex<Shared>,
     /// Set when the server can no longer keep its promises (a failed fsync).

@@ -4,8 +4,8 @@
 //! connection waits on that lock: at a million znodes that rehash was the server's longest
 //! pause. Split [`SHARDS`] ways, each shard grows on its own, so one growth moves at most a
 //! 64th of the table and the pause is bounded by the rehash of one shard; the shards reach
-//! their thresholds at different writes, so the pauses do not add up. The pauses measured
-//! before and after are in docs/BENCHMARKS.md ("The node table sharded 64 ways"). Each shard
+//! their thresholds at different writes, so the pauses do not add up
+//! (`scripts/bench-stalls.py --workload populate` shows them). Each shard
 //! keeps std's randomly keyed SipHash, so clients choosing paths cannot flood one bucket; the
 //! shard index uses a fixed cheap hash, and paths crafted to share a shard only bring back one
 //! big map's pauses.
