@@ -4,8 +4,8 @@
 
 rzk serves /metrics as configured the ZooKeeper way (zoo.cfg's `metricsProvider.*` keys, read
 through `--config`). A Prometheus server scrapes it every second; its HTTP query API must then
-return the znode count the server reports and a request rate that matches the load the suite
-generated. Debian's ZooKeeper 3.8 ships without its Prometheus exporter (the
+return the znode count the server reports, a request rate that matches the load the suite
+generated, and the reads in the read-latency histogram. Debian's ZooKeeper 3.8 ships without its Prometheus exporter (the
 zookeeper-prometheus-metrics jar and the Prometheus simpleclient are not packaged), so the names
 are checked against what that exporter publishes: the keys of ZooKeeper's own `mntr`, which it
 exports under the same names without the `zk_` prefix. rzk only: `--server zookeeper` fails.
@@ -44,13 +44,22 @@ suite = Suite("prometheus", overall_timeout_s=150, server_options={"extra_cfg": 
 
 
 def metric_names(text):
-    """The sample names of an exposition text, without the `_total` of counters."""
-    names = set()
+    """The metric names of an exposition text: `# TYPE` lines name each once (a counter
+    without its `_total`, a histogram without `_bucket`/`_sum`/`_count`), with its type."""
+    names = {}
     for line in text.splitlines():
-        if line and not line.startswith("#"):
-            name = line.split("{")[0].split(" ")[0]
-            names.add(name[:-len("_total")] if name.endswith("_total") else name)
+        if line.startswith("# TYPE "):
+            _, _, name, kind = line.split(" ", 3)
+            names[name] = kind
     return names
+
+
+def published_by_zookeeper(name, kind, mntr_keys):
+    """Whether ZooKeeper's exporter serves `name`: a gauge is an `mntr` key, a summary (rzk
+    serves it as a histogram) an `mntr` key's `avg_` row."""
+    if kind == "histogram":
+        return "avg_" + name in mntr_keys
+    return name in mntr_keys
 
 
 class Prometheus:
@@ -125,6 +134,12 @@ def prometheus_scrapes_znode_count_and_request_rate(srv):
         want = int(mntr(srv)["zk_znode_count"])
         wait_until(lambda: prom.query("znode_count").get("rzk") == want, 15,
                    "Prometheus to report znode_count %d" % want)
+        wait_until(lambda: prom.query("readlatency_count").get("rzk", 0) >= reads, 15,
+                   "Prometheus to count the %d reads in readlatency_count" % reads)
+        p50 = prom.query("histogram_quantile(0.5, rate(readlatency_bucket[%ds]))"
+                         % RATE_WINDOW_S, end - 1).get("rzk")
+        print("    read latency p50 by Prometheus %s ms" % p50)
+        check(p50 is not None and 0 < p50 < 1000, "read latency p50 %s ms", p50)
         # The rate over a window inside the read phase, against the rate the client measured.
         at = end - 1
         got = prom.query("rate(packets_received[%ds])" % RATE_WINDOW_S, at).get("rzk")
@@ -143,7 +158,8 @@ def prometheus_scrapes_znode_count_and_request_rate(srv):
 @suite.test
 def zookeeper_names_mean_the_same(srv):
     """Every metric rzk publishes under a ZooKeeper name is one ZooKeeper 3.8 publishes: a key
-    of its `mntr`, which its exporter serves without the `zk_` prefix."""
+    of its `mntr`, which its exporter serves without the `zk_` prefix (a summary such as
+    `readlatency` shows in `mntr` as `zk_avg_readlatency`, `zk_cnt_readlatency`, ...)."""
     with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % METRICS_PORT, timeout=5) as r:
         ours = metric_names(r.read().decode())
     zk = servers.start_zookeeper()
@@ -151,9 +167,12 @@ def zookeeper_names_mean_the_same(srv):
         theirs = {k[len("zk_"):] for k in mntr(zk)}
     finally:
         zk.stop()
-    named_like_zookeeper = {n for n in ours if not n.startswith("rzk_")}
+    named_like_zookeeper = {n: k for n, k in ours.items() if not n.startswith("rzk_")}
     check(named_like_zookeeper, "no metric under a ZooKeeper name in %s", sorted(ours))
-    check_eq(sorted(named_like_zookeeper - theirs), [], "names ZooKeeper's mntr does not have")
+    check("histogram" in named_like_zookeeper.values(), "no latency histogram in %s", ours)
+    unknown = [n for n, k in named_like_zookeeper.items()
+               if not published_by_zookeeper(n, k, theirs)]
+    check_eq(sorted(unknown), [], "names ZooKeeper's mntr does not have")
 
 
 if __name__ == "__main__":

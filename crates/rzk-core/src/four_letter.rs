@@ -23,9 +23,26 @@ fn zk_node_count(core: &Core) -> usize {
     core.state().node_count() + 1
 }
 
-fn server_stats(core: &Core, out: &mut String) {
+/// What the server shell measures and the core cannot (request latency, the disk's timings),
+/// for the words that show it. The default shows zeros, as a server that measured nothing.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ShellFigures {
+    /// Request latency min / avg / max, in milliseconds (`srvr`, `stat`, `mntr`).
+    pub latency_ms: (u64, f64, u64),
+    /// More `mntr` rows, keys with their `zk_` prefix.
+    pub mntr_rows: Vec<(String, String)>,
+}
+
+/// An average as ZooKeeper prints it: rounded to four decimals, with at least one (`0.0`,
+/// `3.75`, `4.6667`).
+pub fn zk_decimal(v: f64) -> String {
+    format!("{:?}", (v * 1e4).round() / 1e4)
+}
+
+fn server_stats(core: &Core, shell: &ShellFigures, out: &mut String) {
     let c = core.counters();
-    let _ = writeln!(out, "Latency min/avg/max: 0/0.0/0");
+    let (min, avg, max) = shell.latency_ms;
+    let _ = writeln!(out, "Latency min/avg/max: {min}/{}/{max}", zk_decimal(avg));
     let _ = writeln!(out, "Received: {}", c.received);
     let _ = writeln!(out, "Sent: {}", c.sent);
     let _ = writeln!(out, "Connections: {}", core.connection_count());
@@ -48,6 +65,11 @@ fn connections(core: &Core, out: &mut String) {
 /// Runs a four-letter word. `None` if the word is unknown; a refusal text if it is not
 /// whitelisted.
 pub fn run(core: &Core, word: &str, now: Now) -> Option<String> {
+    run_with(core, word, now, &ShellFigures::default())
+}
+
+/// [`run`], showing the shell's figures where ZooKeeper's words show them.
+pub fn run_with(core: &Core, word: &str, now: Now, shell: &ShellFigures) -> Option<String> {
     if !rzk_proto::frame::FOUR_LETTER_WORDS.contains(&word) {
         return None;
     }
@@ -60,14 +82,14 @@ pub fn run(core: &Core, word: &str, now: Now) -> Option<String> {
         "isro" => out.push_str("rw"),
         "srvr" => {
             let _ = writeln!(out, "Zookeeper version: {}", version_line());
-            server_stats(core, &mut out);
+            server_stats(core, shell, &mut out);
         }
         "stat" => {
             let _ = writeln!(out, "Zookeeper version: {}", version_line());
             out.push_str("Clients:\n");
             connections(core, &mut out);
             out.push('\n');
-            server_stats(core, &mut out);
+            server_stats(core, shell, &mut out);
         }
         "cons" => {
             connections(core, &mut out);
@@ -103,7 +125,7 @@ pub fn run(core: &Core, word: &str, now: Now) -> Option<String> {
             }
         }
         "dump" => dump(core, now, &mut out),
-        "mntr" => mntr(core, now, &mut out),
+        "mntr" => mntr(core, now, shell, &mut out),
         "dirs" => {
             out.push_str("datadir_size: 0\nlogdir_size: 0\n");
         }
@@ -216,14 +238,15 @@ impl Gauges {
     }
 }
 
-fn mntr(core: &Core, now: Now, out: &mut String) {
+fn mntr(core: &Core, now: Now, shell: &ShellFigures, out: &mut String) {
     let g = Gauges::of(core, now);
+    let (min, avg, max) = shell.latency_ms;
     let rows: [(&str, String); 15] = [
         ("zk_version", version_line()),
         ("zk_server_state", "standalone".into()),
         ("zk_ephemerals_count", g.ephemerals_count.to_string()),
         ("zk_num_alive_connections", g.num_alive_connections.to_string()),
-        ("zk_avg_latency", "0.0".into()),
+        ("zk_avg_latency", zk_decimal(avg)),
         ("zk_outstanding_requests", g.outstanding_requests.to_string()),
         ("zk_znode_count", g.znode_count.to_string()),
         ("zk_global_sessions", g.global_sessions.to_string()),
@@ -232,10 +255,13 @@ fn mntr(core: &Core, now: Now, out: &mut String) {
         ("zk_watch_count", g.watch_count.to_string()),
         ("zk_approximate_data_size", g.approximate_data_size.to_string()),
         ("zk_uptime", g.uptime.to_string()),
-        ("zk_min_latency", "0".into()),
-        ("zk_max_latency", "0".into()),
+        ("zk_min_latency", min.to_string()),
+        ("zk_max_latency", max.to_string()),
     ];
     for (k, v) in rows {
+        let _ = writeln!(out, "{k}\t{v}");
+    }
+    for (k, v) in &shell.mntr_rows {
         let _ = writeln!(out, "{k}\t{v}");
     }
 }

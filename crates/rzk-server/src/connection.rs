@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::ops::Range;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rzk_core::{ConnError, ConnId};
 use rzk_proto::{four_letter_word, split_frame};
@@ -47,6 +47,7 @@ pub(crate) async fn serve(
         let mut sh = inner.lock();
         sh.core.closed(conn);
         if let Some(h) = sh.conns.remove(&conn) {
+            inner.stats.retire(&h.ctl.clock.figures());
             if let Some(n) = sh.per_ip.get_mut(&h.ip) {
                 *n -= 1;
                 if *n == 0 {
@@ -201,9 +202,10 @@ async fn wait_for_room(
 /// Answers a four-letter word in place of the connection's first frame, and waits for the
 /// writer to close the connection after the answer.
 async fn answer_four_letter_word(inner: &Inner, conn: ConnId, ctl: &ConnCtl, word: &str) {
+    let shell = inner.stats_report().shell_figures();
     let out = {
         let sh = inner.lock();
-        let text = rzk_core::four_letter::run(&sh.core, word, inner.now());
+        let text = rzk_core::four_letter::run_with(&sh.core, word, inner.now(), &shell);
         sh.conns.get(&conn).map(|h| {
             let bytes = text.unwrap_or_default().into_bytes();
             h.out.push(Outgoing { conn, bytes, replies: 0, close: true, framed: false });
@@ -231,6 +233,7 @@ fn feed(
     output_budget: usize,
 ) -> Result<bool, ConnError> {
     ctl.in_flight.fetch_add(frames.len(), Ordering::SeqCst);
+    ctl.clock.arrived(Instant::now(), frames.iter().map(|r| &buf[r.clone()]));
     let mut sh = inner.lock();
     let now = inner.now();
     let mut result = Ok(());
@@ -246,6 +249,7 @@ fn feed(
     if let Some(rest) = frames.get(fed) {
         *start = rest.start - 4;
         ctl.in_flight.fetch_sub(frames.len() - fed, Ordering::SeqCst);
+        ctl.clock.withdrawn(frames.len() - fed);
     }
     frames.clear();
     let flush = inner.pump(&mut sh);

@@ -21,6 +21,7 @@ use rzk_core::{State, Txn};
 use rzk_storage::{LogEnd, LogWriter, SnapshotWriter, StorageError};
 
 use crate::config::DiskConfig;
+use crate::server_stats::ServerStats;
 
 /// What the log thread and the threads it starts need from the server, and nothing more: the
 /// state to snapshot, the durability report that releases outputs, and the failure flag.
@@ -36,6 +37,12 @@ pub(crate) trait LogHost: Send + Sync + 'static {
     fn fail(&self, why: String);
     /// Whether [`LogHost::fail`] has been called.
     fn is_failed(&self) -> bool;
+    /// Where the log's fsync, batch and snapshot figures go.
+    fn stats(&self) -> &ServerStats;
+}
+
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
 
 /// Nodes serialised per hold of the core's lock while snapshotting: small enough that a hold
@@ -117,7 +124,13 @@ fn log_thread<H: LogHost>(
             }
         }
         let Some(host) = host.upgrade() else { return };
-        let result = batch.iter().try_for_each(|t| log.append(t)).and_then(|_| log.sync());
+        let result = batch.iter().try_for_each(|t| log.append(t)).and_then(|_| {
+            let started = Instant::now();
+            let synced = log.sync();
+            host.stats().fsync_us.record(micros(started.elapsed()));
+            host.stats().group_commit_txns.record(batch.len() as u64);
+            synced
+        });
         match result {
             Ok(zxid) => host.mark_durable(zxid),
             Err(e) => {
@@ -157,8 +170,10 @@ fn log_thread<H: LogHost>(
             let weak = Arc::downgrade(&host);
             let started = start_unless_busy(&snapshotting, "rzk-snapshot", move || {
                 let Some(host) = weak.upgrade() else { return };
+                let started = Instant::now();
                 match take_snapshot(&*host, &snap_disk) {
                     Ok((path, bytes)) => {
+                        host.stats().snapshot_ms.record(started.elapsed().as_millis() as u64);
                         size.store(bytes, Ordering::Relaxed);
                         tracing::info!(bytes, "snapshot written: {}", path.display())
                     }

@@ -5,6 +5,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use tokio::sync::Notify;
 
+use crate::request_clock::RequestClock;
+
 /// Per-connection flow control, shared by the reader, the writer and the router.
 #[derive(Default)]
 pub(crate) struct ConnCtl {
@@ -23,6 +25,8 @@ pub(crate) struct ConnCtl {
     /// `CLOSE_LINGER_MS` without progress to reach the socket.
     pub(crate) closing: AtomicBool,
     pub(crate) close_requested: Notify,
+    /// The latency of each request, from its read to its reply's write.
+    pub(crate) clock: RequestClock,
 }
 
 impl ConnCtl {
@@ -31,9 +35,15 @@ impl ConnCtl {
         self.stop.notify_one();
     }
 
+    /// Bytes taken from the core for this connection and not yet in its socket.
+    pub(crate) fn queued_bytes(&self) -> usize {
+        self.queued_bytes.load(Ordering::Relaxed) + self.transit_bytes.load(Ordering::Relaxed)
+    }
+
     /// `replies` answers are on the wire: their requests no longer count as in flight.
     pub(crate) fn replies_sent(&self, replies: usize) {
         if replies > 0 {
+            self.clock.answered(replies);
             let _ = self.in_flight.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
                 Some(n.saturating_sub(replies))
             });

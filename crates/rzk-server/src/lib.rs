@@ -26,12 +26,15 @@
 
 mod config;
 mod connection;
+mod distribution;
 mod durable;
 mod flow_control;
 mod metrics;
 mod output_queue;
 mod pump;
+mod request_clock;
 mod server;
+mod server_stats;
 mod shared;
 mod testing;
 mod timer;

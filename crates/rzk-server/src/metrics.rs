@@ -109,6 +109,7 @@ fn exposition(inner: &Inner) -> String {
         (Gauges::of(&sh.core, inner.now()), sh.core.counters().clone())
     };
     let mut registry = Registry::default();
+    inner.stats_report().register(&mut registry);
     for (name, value) in gauges.named() {
         let gauge: Gauge = Gauge::default();
         gauge.set(i64::try_from(value).unwrap_or(i64::MAX));

@@ -219,7 +219,7 @@ fn admit(
     let (rd, wr) = stream.into_split();
     let wr = Arc::new(wr);
     let out = ConnOut::new(tx, wr.clone(), ctl.clone());
-    sh.conns.insert(conn, ConnHandle { out: Arc::new(out), ip });
+    sh.conns.insert(conn, ConnHandle { out: Arc::new(out), ip, ctl: ctl.clone() });
     sh.core.open(conn, peer);
     drop(sh);
     Some(connection::serve(inner.clone(), conn, peer, rd, wr, rx, ctl))

@@ -18,12 +18,15 @@ use tokio::sync::Notify;
 
 use crate::config::ServerConfig;
 use crate::durable::LogHost;
+use crate::flow_control::ConnCtl;
 use crate::output_queue::{ConnOut, Outgoing};
+use crate::server_stats::{Report, ServerStats};
 
 /// A connection in the table: where its output goes, and the address it counts against.
 pub(crate) struct ConnHandle {
     pub(crate) out: Arc<ConnOut>,
     pub(crate) ip: IpAddr,
+    pub(crate) ctl: Arc<ConnCtl>,
 }
 
 /// What the core's mutex guards: the core and everything that must change in step with it.
@@ -55,6 +58,7 @@ pub(crate) struct Inner {
     pub(crate) timer_wake: Notify,
     pub(crate) timer_target_ms: AtomicU64,
     pub(crate) shutdown: Notify,
+    pub(crate) stats: ServerStats,
 }
 
 impl Inner {
@@ -78,7 +82,18 @@ impl Inner {
             timer_wake: Notify::new(),
             timer_target_ms: AtomicU64::new(u64::MAX),
             shutdown: Notify::new(),
+            stats: ServerStats::default(),
         }
+    }
+
+    /// The shell's figures now (see [`ServerStats::report`]); takes the core's lock briefly.
+    pub(crate) fn stats_report(&self) -> Report {
+        let live: Vec<_> = {
+            let sh = self.lock();
+            sh.conns.values().map(|h| h.ctl.clone()).collect()
+        };
+        let queued = live.iter().map(|c| c.queued_bytes() as u64).sum();
+        self.stats.report(live.iter().map(|c| c.clock.figures()), queued)
     }
 
     pub(crate) fn now(&self) -> Now {
@@ -137,5 +152,9 @@ impl LogHost for Inner {
 
     fn is_failed(&self) -> bool {
         Inner::is_failed(self)
+    }
+
+    fn stats(&self) -> &ServerStats {
+        &self.stats
     }
 }

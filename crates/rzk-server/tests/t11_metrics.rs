@@ -1,6 +1,7 @@
 //! The Prometheus endpoint: scraped over HTTP, its text parsed, ZooKeeper's metric names with
-//! the values the server's own `mntr` reports; a client that never finishes its request is
-//! cut off while scrapes go on.
+//! the values the server's own `mntr` reports; the request latencies and the log's fsync and
+//! batch figures of a durable server, in the scrape, `mntr` and `srvr`; a client that never
+//! finishes its request is cut off while scrapes go on.
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -10,14 +11,19 @@ use std::time::{Duration, Instant};
 use rzk_server::{TestServer, METRICS_HEADER_READ_TIMEOUT};
 use rzk_testkit::four_letter::four_letter;
 use rzk_testkit::ports::free_port;
+use rzk_testkit::tempdir::TempDir;
 use zookeeper_client as zk;
 
 /// Generous bound for anything the server should do at once, on a loaded machine.
 const PATIENCE: Duration = Duration::from_secs(30);
 
 fn server() -> (TestServer, SocketAddr) {
+    server_on(TestServer::builder())
+}
+
+fn server_on(builder: rzk_server::TestServerBuilder) -> (TestServer, SocketAddr) {
     let metrics: SocketAddr = ([127, 0, 0, 1], free_port()).into();
-    let server = TestServer::builder()
+    let server = builder
         .config(|c| {
             c.metrics = Some(metrics);
             c.core.four_letter_words = vec!["*".into()];
@@ -90,6 +96,48 @@ async fn a_scrape_reports_zookeeper_names_with_the_values_mntr_reports() {
     let from_mntr =
         tokio::task::spawn_blocking(move || mntr_value(addr, "zk_znode_count")).await.unwrap();
     assert_eq!(after["znode_count"], from_mntr, "the scrape and mntr agree");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn latencies_and_the_logs_figures_are_reported_by_the_scrape_mntr_and_srvr() {
+    let tmp = TempDir::new("rzk-t11-latency");
+    let (server, metrics) = server_on(TestServer::builder().data_dir(tmp.join("data")));
+    let client = zk::Client::connect(&server.connect_string()).await.unwrap();
+    let open = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+    const WRITES: usize = 20;
+    const READS: usize = 30;
+    for i in 0..WRITES {
+        client.create(&format!("/w{i}"), b"x", &open).await.unwrap();
+    }
+    for i in 0..READS {
+        client.get_data(&format!("/w{}", i % WRITES)).await.unwrap();
+    }
+    let scrape = tokio::task::spawn_blocking(move || get(metrics, "/metrics")).await.unwrap();
+    let s = samples(&scrape);
+    // The session's creation is a write too, and pings are reads.
+    assert!(s["updatelatency_count"] >= WRITES as f64, "{scrape}");
+    assert!(s["readlatency_count"] >= READS as f64, "{scrape}");
+    assert!(s["readlatency_sum"] > 0.0 && s["updatelatency_sum"] > 0.0, "{scrape}");
+    assert!(s["fsynctime_count"] >= 1.0, "{scrape}");
+    assert!(s["sync_processor_batch_size_sum"] >= WRITES as f64, "{scrape}");
+    assert_eq!(s["readlatency_bucket{le=\"+Inf\"}"], s["readlatency_count"], "{scrape}");
+    assert!(s.contains_key("snapshottime_count") && s.contains_key("rzk_output_queued_bytes"));
+
+    // Quiet now (the client sends no request until its next ping, a third of the session
+    // timeout away): mntr counts what the scrape counted.
+    let addr = server.addr();
+    let (cnt, srvr) = tokio::task::spawn_blocking(move || {
+        (mntr_value(addr, "zk_cnt_updatelatency"), four_letter(addr, "srvr").unwrap())
+    })
+    .await
+    .unwrap();
+    assert_eq!(cnt, s["updatelatency_count"], "mntr and the scrape agree");
+    let latency = srvr.lines().find_map(|l| l.strip_prefix("Latency min/avg/max: ")).unwrap();
+    let parts: Vec<f64> = latency.split('/').map(|v| v.parse().unwrap()).collect();
+    // Min and max are whole milliseconds (truncated, as ZooKeeper's clock has them); the
+    // average is exact, so it may exceed a max of 0.
+    assert!(parts[0] <= parts[2] && parts[1] > 0.0, "{srvr}");
+    drop(client);
 }
 
 #[test]
