@@ -12,6 +12,7 @@
 set -euo pipefail
 
 PKGS=(zookeeper libcurator-recipes-java python3-kazoo default-jdk-headless zookeeper-bin)
+PKGS+=(libcurator-discovery-java) # curator-x-discovery 5.4 (pulls Jackson), discovery interop
 
 installed() {
     dpkg -s "$1" 2>/dev/null | grep -q '^Status: install ok installed$'

@@ -109,6 +109,14 @@ mod term;
 mod token;
 mod zk_error;
 
+// Service registry and discovery.
+mod discovery;
+pub use discovery::{
+    DownInstancePolicy, Instances, MalformedInstance, ProviderStrategy, Random, RoundRobin,
+    ServerEntry, ServerList, Servers, ServiceDiscovery, ServiceInstance, ServiceProvider,
+    ServiceType, UriPart, UriSpec, DEFAULT_BASE_PATH, MAX_SEGMENT_BYTES, SERVER_PREFIX,
+};
+
 pub use barrier::DistributedBarrier;
 pub use contender::Contender;
 pub use control::BoxError;
