@@ -5,6 +5,7 @@
 //!   Curator does (names: `NoNode`; instances: empty; an instance: none).
 //! - After a forced session expiry the instance is registered again on the new session with
 //!   the same id and the data of the latest update.
+//! - A provider leaves out disabled instances and the ones reported down.
 //! - Malformed instance JSON written by a raw client is skipped and reported; an ACL that
 //!   forbids the registration or the query gives `NoAuth`.
 //! - The plain layout: EPHEMERAL_SEQUENTIAL `server<seq>` nodes with `host:port`, listed by
@@ -16,7 +17,8 @@ mod support;
 use std::time::Duration;
 
 use rzk_recipes::{
-    Error, ServerList, ServiceDiscovery, ServiceInstance, ServiceType, UriSpec, SERVER_PREFIX,
+    Error, Random, ServerList, ServiceDiscovery, ServiceInstance, ServiceProvider, ServiceType,
+    UriSpec, SERVER_PREFIX,
 };
 use serde_json::{json, Value};
 use support::*;
@@ -63,6 +65,15 @@ async fn register_update_unregister(kind: Kind) {
     assert_eq!(d.query_for_names().await.unwrap(), ["api"]);
     assert_eq!(d.query_for_instances("api").await.unwrap(), [a.clone(), b.clone()]);
     assert_eq!(d.query_for_instance("api", "a").await.unwrap(), Some(a.clone()));
+
+    // The provider hands out enabled instances that are not down.
+    let provider = ServiceProvider::new(&d, "api").with_strategy(Random);
+    assert_eq!(provider.get_all_instances().await.unwrap(), std::slice::from_ref(&a));
+    provider.note_error(&a);
+    assert_eq!(provider.get_instance().await.unwrap(), Some(a.clone()), "one error: still up");
+    provider.note_error(&a);
+    assert_eq!(provider.get_instance().await.unwrap(), None, "two errors: down");
+    drop(provider);
 
     let mut a2 = a.clone().with_payload(json!({"v": 2}));
     a2.port = Some(9090);

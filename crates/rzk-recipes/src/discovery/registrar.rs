@@ -82,7 +82,12 @@ impl Registrar {
             Some(old) if old.target == entry.target && old.mode == entry.mode => {
                 Entry { data: entry.data, ..old }
             }
-            _ => entry,
+            // Moved (another name or mode for the same key): the old node goes first.
+            Some(old) => {
+                self.shared.delete(&old).await?;
+                entry
+            }
+            None => entry,
         };
         let entry = entries.entry(key.to_string()).or_insert(entry);
         match self.shared.settle(entry).await {
