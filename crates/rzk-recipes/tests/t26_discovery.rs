@@ -87,6 +87,13 @@ async fn register_update_unregister(kind: Kind) {
     assert_eq!(d.query_for_instances("api").await.unwrap(), [a2]);
     d.close().await.unwrap();
     assert!(d_empty(&s, &base).await);
+    // The service node is a container: the server reaps it once empty.
+    let service = format!("{base}/api");
+    let deadline = std::time::Instant::now() + LIMIT;
+    while raw.check_stat(&service).await.unwrap().is_some() {
+        assert!(std::time::Instant::now() < deadline, "{service} not reaped");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// True when no instance of "api" is left under `base`.
