@@ -15,6 +15,7 @@ set -euo pipefail
 
 PKGS=(zookeeper libcurator-recipes-java python3-kazoo default-jdk-headless zookeeper-bin)
 PKGS+=(prometheus)
+PKGS+=(libcurator-discovery-java) # curator-x-discovery 5.4 (pulls Jackson), discovery interop
 
 installed() {
     # Read whole, not piped into `grep -q`: under pipefail, grep's early exit gives dpkg a

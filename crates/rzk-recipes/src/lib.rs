@@ -32,6 +32,10 @@
 //! - [`DistributedBarrier`] and [`DistributedDoubleBarrier`]: Curator's barriers (the barrier
 //!   node's existence; EPHEMERAL `<uuid>` members and `ready`), waits on `exists` watches
 //!   that outlive disconnects and session expiries.
+//! - [`ServiceDiscovery`]: curator-x-discovery's registry (`<base>/<name>/<id>`, the
+//!   [`ServiceInstance`] JSON), instances re-registered with their current data after a
+//!   session loss; [`ServiceProvider`] picks one; [`ServerList`] is the plain
+//!   EPHEMERAL_SEQUENTIAL `host:port` layout.
 //! - [`Contender`]: what both recipes share, and dereference to: status, events, metrics, the
 //!   current term, [`Contender::await_leadership`], the participants read from the server.
 //! - [`Leadership`]: one term. [`Leadership::token`] is the czxid of our node, strictly
@@ -108,6 +112,14 @@ mod subscription;
 mod term;
 mod token;
 mod zk_error;
+
+// Service registry and discovery.
+mod discovery;
+pub use discovery::{
+    DownInstancePolicy, Instances, MalformedInstance, ProviderStrategy, Random, RoundRobin,
+    ServerEntry, ServerList, Servers, ServiceDiscovery, ServiceInstance, ServiceProvider,
+    ServiceType, UriPart, UriSpec, DEFAULT_BASE_PATH, MAX_SEGMENT_BYTES, SERVER_PREFIX,
+};
 
 pub use barrier::DistributedBarrier;
 pub use contender::Contender;

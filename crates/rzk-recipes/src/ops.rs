@@ -71,17 +71,34 @@ pub(crate) async fn create_with_parents(
     parents: CreateMode,
     acls: Acls<'_>,
 ) -> Result<(), ZkError> {
+    create_with_parents_at(client, path, data, mode, parents, acls).await.map(drop)
+}
+
+/// [`create_with_parents`], returning the path created (with its sequence number for a
+/// sequential `mode`).
+pub(crate) async fn create_with_parents_at(
+    client: &Client,
+    path: &str,
+    data: &[u8],
+    mode: CreateMode,
+    parents: CreateMode,
+    acls: Acls<'_>,
+) -> Result<String, ZkError> {
     let options = mode.with_acls(acls);
-    match client.create(path, data, &options).await {
+    let created = match client.create(path, data, &options).await {
         Err(ZkError::NoNode) => {
             match client.mkdir(naming::parent_of(path), &parents.with_acls(acls)).await {
                 Ok(()) | Err(ZkError::NodeExists) => {}
                 Err(e) => return Err(e),
             }
-            client.create(path, data, &options).await.map(drop)
+            client.create(path, data, &options).await
         }
-        other => other.map(drop),
-    }
+        other => other,
+    };
+    let (_, sequence) = created?;
+    let sequential =
+        matches!(mode, CreateMode::PersistentSequential | CreateMode::EphemeralSequential);
+    Ok(if sequential { format!("{path}{sequence}") } else { path.to_string() })
 }
 
 /// The session's state, subscribed before an operation whose watch [`woken_before`] awaits.

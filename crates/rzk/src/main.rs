@@ -25,6 +25,9 @@ mod watchdog;
 mod watchdog_handle;
 mod watchdog_proto;
 mod zoocfg;
+// Service discovery.
+mod register;
+mod services;
 
 /// ZooKeeper-style coordination in Rust: a ZooKeeper-compatible server, leader election and
 /// the tools around them.
@@ -60,6 +63,10 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Load a ZooKeeper-protocol server and report throughput and latency.
     Bench(bench::BenchArgs),
+    /// Register a service instance (curator-x-discovery layout) while a command runs.
+    Register(register::RegisterArgs),
+    /// List the services of a registry, or one service's instances.
+    Services(services::ServicesArgs),
     #[command(flatten)]
     Node(node::NodeCommand),
     /// Runs a command for `rzk elect` or `rzk lock` and stops it when they cannot (internal).
@@ -102,6 +109,10 @@ fn main() -> ExitCode {
         Command::Barrier(args) => {
             return status_exit(rt.block_on(barrier::run(&cli.connect, args)))
         }
+        Command::Register(args) => {
+            return status_exit(rt.block_on(register::run(&cli.connect, args)))
+        }
+        Command::Services(args) => rt.block_on(services::run(&cli.connect, args)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

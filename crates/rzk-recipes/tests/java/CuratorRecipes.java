@@ -16,10 +16,18 @@
 //                       prints "released"
 //   double N            DistributedDoubleBarrier(N): enter(), prints "entered", leave(),
 //                       prints "left"
+//   discovery-register NAME ID
+//                       curator-x-discovery (base path PATH): registers a STATIC instance (it
+//                       outlives this process) with every field set and a Map payload
+//   discovery-query NAME
+//                       queryForInstances(NAME); prints "instance <fields as Java reads them>"
+//                       for each (see describe)
 //
 // Prints "done" when the command has finished; exits 1 with the exception on stderr otherwise.
 
 import java.nio.charset.StandardCharsets;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.curator.framework.CuratorFramework;
@@ -33,6 +41,12 @@ import org.apache.curator.framework.recipes.shared.SharedCount;
 import org.apache.curator.framework.recipes.shared.VersionedValue;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.apache.curator.retry.RetryNTimes;
+import org.apache.curator.x.discovery.ServiceDiscovery;
+import org.apache.curator.x.discovery.ServiceDiscoveryBuilder;
+import org.apache.curator.x.discovery.ServiceInstance;
+import org.apache.curator.x.discovery.ServiceType;
+import org.apache.curator.x.discovery.UriSpec;
+import org.apache.curator.x.discovery.details.JsonInstanceSerializer;
 
 public class CuratorRecipes {
     static void say(String line) {
@@ -130,8 +144,47 @@ public class CuratorRecipes {
                 say("left");
                 break;
             }
+            case "discovery-register": {
+                Map<String, Object> payload = new TreeMap<>();
+                payload.put("zone", "eu-1");
+                payload.put("weight", 3);
+                ServiceInstance<Map> instance = ServiceInstance.<Map>builder()
+                        .name(arg).id(tag).address("10.1.2.3").port(8080).sslPort(8443)
+                        .payload(payload).registrationTimeUTC(1700000000123L)
+                        .serviceType(ServiceType.STATIC)
+                        .uriSpec(new UriSpec("{scheme}://{address}:{port}/v1")).build();
+                // Not closed: closing would unregister; the STATIC node outlives us.
+                discovery(client, path).registerService(instance);
+                break;
+            }
+            case "discovery-query": {
+                ServiceDiscovery<Map> d = discovery(client, path);
+                for (ServiceInstance<Map> i : d.queryForInstances(arg)) {
+                    say("instance " + describe(i));
+                }
+                d.close();
+                break;
+            }
             default:
                 throw new IllegalArgumentException("unknown command " + command);
         }
+    }
+
+    @SuppressWarnings("unchecked")
+    static ServiceDiscovery<Map> discovery(CuratorFramework client, String basePath) throws Exception {
+        ServiceDiscovery<Map> d = ServiceDiscoveryBuilder.builder(Map.class).client(client)
+                .basePath(basePath).serializer(new JsonInstanceSerializer<>(Map.class)).build();
+        d.start();
+        return d;
+    }
+
+    /** Every field as Java read it, space-separated, the payload as a sorted map. */
+    static String describe(ServiceInstance<Map> i) {
+        String payload = i.getPayload() == null ? "null" : new TreeMap<Object, Object>(i.getPayload()).toString();
+        String uri = i.getUriSpec() == null ? "null" : i.buildUriSpec(Map.<String, Object>of("scheme", "https"));
+        return "name=" + i.getName() + " id=" + i.getId() + " address=" + i.getAddress()
+                + " port=" + i.getPort() + " sslPort=" + i.getSslPort() + " payload=" + payload
+                + " time=" + i.getRegistrationTimeUTC() + " type=" + i.getServiceType()
+                + " uri=" + uri + " enabled=" + i.isEnabled();
     }
 }

@@ -71,3 +71,26 @@ macro_rules! both_servers {
         )*
     };
 }
+
+/// Runs `rzk --connect cs args...` to its end (it must exit, not die by a signal).
+pub fn rzk(cs: &str, args: &[&str]) -> std::process::Output {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rzk"))
+        .args(["--connect", cs])
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.code().is_some(),
+        "rzk {args:?} died: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// [`rzk`], which must succeed; its standard output.
+pub fn stdout_ok(cs: &str, args: &[&str]) -> String {
+    let out = rzk(cs, args);
+    assert!(out.status.success(), "rzk {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
