@@ -7,11 +7,14 @@
 #   default-jdk-headless    javac, to compile tests/interop/java/CuratorSuite.java
 #   zookeeper-bin           the ZooKeeper 3.8 C client's cli_mt and load_gen (pulls the C
 #                           library, libzookeeper-mt2), for tests/interop/cclient_suite.py
+#   libservlet-api-java     the servlet API ZooKeeper's Jetty AdminServer needs, which the tests
+#                           compare rzk's AdminServer with (zookeeper pulls it in via jetty9)
 # Idempotent: when every package is already installed it does not touch apt at all.
 # Run as root (or as a user with sudo).
 set -euo pipefail
 
-PKGS=(zookeeper libcurator-recipes-java python3-kazoo default-jdk-headless zookeeper-bin)
+PKGS=(zookeeper libcurator-recipes-java python3-kazoo default-jdk-headless zookeeper-bin
+      libservlet-api-java)
 
 installed() {
     dpkg -s "$1" 2>/dev/null | grep -q '^Status: install ok installed$'
