@@ -1,4 +1,4 @@
-//! What the four-letter words read: uptime, connection details, outstanding outputs, session
+//! What the four-letter words and the AdminServer read: uptime, connection details, outstanding outputs, session
 //! deadlines, and the operation names `cons` prints.
 
 use std::net::SocketAddr;
