@@ -95,7 +95,8 @@ fn kind(v: &Value) -> &'static str {
 }
 
 /// Asserts that `rzk` has `zk`'s shape: the same keys at every level (a subset of them if
-/// `subset`), the same JSON types, arrays' elements shaped like ZooKeeper's first one.
+/// `subset`), the same JSON types, arrays as long as ZooKeeper's with elements shaped like
+/// its first one.
 fn same_shape(at: &str, rzk: &Value, zk: &Value, subset: bool) {
     assert_eq!(kind(rzk), kind(zk), "{at}: rzk {rzk} vs ZooKeeper {zk}");
     match (rzk, zk) {
@@ -121,6 +122,8 @@ fn same_shape(at: &str, rzk: &Value, zk: &Value, subset: bool) {
             }
         }
         (Value::Array(r), Value::Array(z)) => {
+            // Both servers have the same one client, paths and watches: the same counts.
+            assert_eq!(r.len(), z.len(), "{at}: rzk {rzk} vs ZooKeeper {zk}");
             if let Some(z0) = z.first() {
                 for rv in r {
                     same_shape(&format!("{at}[]"), rv, z0, false);
