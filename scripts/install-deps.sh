@@ -9,11 +9,14 @@
 #                           library, libzookeeper-mt2), for tests/interop/cclient_suite.py
 #   prometheus              Prometheus 2.42, which tests/interop/prometheus_suite.py runs to
 #                           scrape rzk's metrics endpoint
+#   libservlet-api-java     the servlet API ZooKeeper's Jetty AdminServer needs, which the tests
+#                           compare rzk's AdminServer with (zookeeper pulls it in via jetty9)
 # Idempotent: when every package is already installed it does not touch apt at all.
 # Run as root (or as a user with sudo).
 set -euo pipefail
 
-PKGS=(zookeeper libcurator-recipes-java python3-kazoo default-jdk-headless zookeeper-bin)
+PKGS=(zookeeper libcurator-recipes-java python3-kazoo default-jdk-headless zookeeper-bin
+      libservlet-api-java)
 PKGS+=(prometheus)
 PKGS+=(libcurator-discovery-java) # curator-x-discovery 5.4 (pulls Jackson), discovery interop
 

@@ -119,6 +119,30 @@ pub struct ServerConfig {
     /// Where to serve Prometheus metrics (`GET /metrics`), if anywhere
     /// (`metricsProvider.httpHost` and `metricsProvider.httpPort`); port 0 picks a free port.
     pub metrics: Option<SocketAddr>,
+    /// Where to serve ZooKeeper's AdminServer commands over HTTP, if anywhere
+    /// (`admin.enableServer`, `admin.serverAddress`, `admin.serverPort`, `admin.commandURL`).
+    pub admin: Option<AdminConfig>,
+}
+
+/// The AdminServer's listener and the path its commands live under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdminConfig {
+    /// Address to listen on (`admin.serverAddress`, `admin.serverPort`); port 0 picks a free
+    /// port.
+    pub addr: SocketAddr,
+    /// The path of the command list; each command is `<command_url>/<name>`
+    /// (`admin.commandURL`, ZooKeeper's default `/commands`).
+    pub command_url: String,
+}
+
+impl AdminConfig {
+    /// ZooKeeper's default command path.
+    pub const DEFAULT_COMMAND_URL: &'static str = "/commands";
+
+    /// The AdminServer on `addr` under the default `/commands`.
+    pub fn new(addr: SocketAddr) -> AdminConfig {
+        AdminConfig { addr, command_url: AdminConfig::DEFAULT_COMMAND_URL.into() }
+    }
 }
 
 impl ServerConfig {
@@ -135,6 +159,7 @@ impl ServerConfig {
             max_queued_bytes_per_connection: 64 * 1024 * 1024,
             sessionless_connection_timeout_ms: 10_000,
             metrics: None,
+            admin: None,
         }
     }
 }

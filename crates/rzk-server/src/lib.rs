@@ -13,7 +13,10 @@
 //! - `connection`: a connection's reader and writer tasks; `timer`: the timer task.
 //! - `durable`: recovery, the log thread (group commit) behind its narrow `LogHost`
 //!   interface, snapshots and autopurge.
+//! - `http_listener`: the bounded HTTP listener the metrics endpoint and the AdminServer share.
 //! - `metrics`: the Prometheus endpoint, on a listener of its own.
+//! - `admin`: the AdminServer, ZooKeeper's `/commands` over HTTP; `admin_commands`: each
+//!   command's JSON, from the numbers the four-letter words read.
 //! - `config`, `testing`: [`ServerConfig`] and [`TestServer`].
 //!
 //! ```no_run
@@ -24,11 +27,14 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod admin;
+mod admin_commands;
 mod config;
 mod connection;
 mod distribution;
 mod durable;
 mod flow_control;
+mod http_listener;
 mod metrics;
 mod output_queue;
 mod pump;
@@ -39,10 +45,10 @@ mod shared;
 mod testing;
 mod timer;
 
-pub use config::{DiskConfig, Durability, ServerConfig};
-pub use metrics::{
-    METRICS_CONNECTIONS_MAX, METRICS_CONNECTION_LIFETIME, METRICS_HEADER_READ_TIMEOUT,
-    METRICS_REQUEST_BYTES_MAX,
+pub use config::{AdminConfig, DiskConfig, Durability, ServerConfig};
+pub use http_listener::{
+    HTTP_CONNECTIONS_MAX, HTTP_CONNECTION_LIFETIME, HTTP_HEADER_READ_TIMEOUT,
+    HTTP_REQUEST_BYTES_MAX,
 };
 pub use server::{Server, ServerError};
 pub use testing::{TestServer, TestServerBuilder};

@@ -10,6 +10,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
+use crate::admin;
 use crate::config::{Durability, ServerConfig};
 use crate::connection;
 use crate::durable;
@@ -40,6 +41,7 @@ pub struct Server {
     inner: Arc<Inner>,
     local_addr: SocketAddr,
     metrics_addr: Option<SocketAddr>,
+    admin_addr: Option<SocketAddr>,
     tasks: tokio::task::JoinHandle<()>,
 }
 
@@ -69,21 +71,10 @@ impl Server {
         let local_addr = listener
             .local_addr()
             .map_err(|source| ServerError::Bind { addr: config.bind, source })?;
-        let metrics_listener = match config.metrics {
-            None => None,
-            Some(addr) => Some(
-                TcpListener::bind(addr)
-                    .await
-                    .map_err(|source| ServerError::Bind { addr, source })?,
-            ),
-        };
-        let metrics_addr = match &metrics_listener {
-            None => None,
-            Some(l) => Some(l.local_addr().map_err(|source| ServerError::Bind {
-                addr: config.metrics.unwrap_or(config.bind),
-                source,
-            })?),
-        };
+        let metrics_listener = bind_http(config.metrics).await?;
+        let metrics_addr = metrics_listener.as_ref().map(|(_, a)| *a);
+        let admin_listener = bind_http(config.admin.as_ref().map(|a| a.addr)).await?;
+        let admin_addr = admin_listener.as_ref().map(|(_, a)| *a);
         let origin = Instant::now();
         let mut core_config = config.core.clone();
         core_config.client_port = local_addr.port();
@@ -107,12 +98,19 @@ impl Server {
                 }
             };
         }
-        let tasks = tokio::spawn(run(inner.clone(), listener, metrics_listener));
-        tracing::info!(%local_addr, "rzk server listening");
-        if let Some(addr) = metrics_addr {
+        let mut http = Vec::new();
+        if let Some((l, addr)) = metrics_listener {
             tracing::info!(%addr, "Prometheus metrics on http://{addr}/metrics");
+            http.push(tokio::spawn(metrics::serve(inner.clone(), l)));
         }
-        Ok(Server { inner, local_addr, metrics_addr, tasks })
+        if let (Some((l, addr)), Some(admin)) = (admin_listener, &inner.config.admin) {
+            let url = admin.command_url.trim_end_matches('/').to_string();
+            tracing::info!(%addr, "AdminServer on http://{addr}{url}");
+            http.push(tokio::spawn(admin::serve(inner.clone(), l, url)));
+        }
+        let tasks = tokio::spawn(run(inner.clone(), listener, http));
+        tracing::info!(%local_addr, "rzk server listening");
+        Ok(Server { inner, local_addr, metrics_addr, admin_addr, tasks })
     }
 
     /// The bound address (useful with port 0).
@@ -123,6 +121,11 @@ impl Server {
     /// Where Prometheus metrics are served, if they are.
     pub fn metrics_addr(&self) -> Option<SocketAddr> {
         self.metrics_addr
+    }
+
+    /// Where the AdminServer listens, if it does.
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.admin_addr
     }
 
     /// Resolves if the server fails and stops serving (for example when the log cannot be
@@ -158,9 +161,21 @@ impl Server {
     }
 }
 
-async fn run(inner: Arc<Inner>, listener: TcpListener, metrics: Option<TcpListener>) {
+/// Binds an HTTP listener (metrics, AdminServer) if one is configured: its listener and the
+/// address it got.
+async fn bind_http(
+    addr: Option<SocketAddr>,
+) -> Result<Option<(TcpListener, SocketAddr)>, ServerError> {
+    let Some(addr) = addr else { return Ok(None) };
+    let bind_error = |source| ServerError::Bind { addr, source };
+    let listener = TcpListener::bind(addr).await.map_err(bind_error)?;
+    let local = listener.local_addr().map_err(bind_error)?;
+    Ok(Some((listener, local)))
+}
+
+/// Serves the client port until shutdown; `http` are the HTTP listeners' tasks, aborted then.
+async fn run(inner: Arc<Inner>, listener: TcpListener, http: Vec<tokio::task::JoinHandle<()>>) {
     let mut conns = JoinSet::new();
-    let metrics = metrics.map(|l| tokio::spawn(metrics::serve(inner.clone(), l)));
     // Recovered sessions get their full timeout from the first accept, not from the restore:
     // a client may count its timeout from when it could first reach the server again. Before
     // the timer starts, so that nothing expires in between.
@@ -186,8 +201,8 @@ async fn run(inner: Arc<Inner>, listener: TcpListener, metrics: Option<TcpListen
         }
     }
     timer.abort();
-    if let Some(m) = metrics {
-        m.abort();
+    for task in http {
+        task.abort();
     }
     conns.shutdown().await;
 }

@@ -8,7 +8,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use rzk_server::{TestServer, METRICS_HEADER_READ_TIMEOUT};
+use rzk_server::{TestServer, HTTP_HEADER_READ_TIMEOUT};
 use rzk_testkit::four_letter::four_letter;
 use rzk_testkit::ports::free_port;
 use rzk_testkit::tempdir::TempDir;
@@ -161,8 +161,5 @@ fn other_paths_and_methods_are_refused_and_a_slow_client_is_cut_off() {
     let read = slow.read_to_end(&mut rest);
     let waited = started.elapsed();
     assert!(read.is_ok(), "not closed within {PATIENCE:?}: {read:?}");
-    assert!(
-        waited >= METRICS_HEADER_READ_TIMEOUT / 2,
-        "closed after {waited:?}, before its timeout"
-    );
+    assert!(waited >= HTTP_HEADER_READ_TIMEOUT / 2, "closed after {waited:?}, before its timeout");
 }

@@ -79,6 +79,13 @@ pub(crate) struct ServerArgs {
     /// Address for the metrics port (`metricsProvider.httpHost`) [default: 0.0.0.0].
     #[arg(long)]
     metrics_bind: Option<IpAddr>,
+    /// Serve ZooKeeper's AdminServer commands on this port at `/commands` (`admin.serverPort`)
+    /// [default: off; 8080 with `admin.enableServer=true`].
+    #[arg(long)]
+    admin_port: Option<u16>,
+    /// Address for the AdminServer port (`admin.serverAddress`) [default: 0.0.0.0].
+    #[arg(long)]
+    admin_bind: Option<IpAddr>,
     /// Connections per client IP, 0 for unlimited (`maxClientCnxns`) [default: 60].
     #[arg(long)]
     max_client_cnxns: Option<usize>,
@@ -118,6 +125,7 @@ fn build_config(args: ServerArgs) -> anyhow::Result<ServerConfig> {
     };
     file.report();
     let file_metrics = file.metrics_addr();
+    let admin = admin_config(&args, &file);
     let disk = if args.in_memory { None } else { Some(disk_config(&args, &file)?) };
     let port = args.port.or(file.client_port).unwrap_or(2181);
     let bind = args.bind.or(file.client_port_address).unwrap_or(IpAddr::from([0, 0, 0, 0]));
@@ -173,6 +181,7 @@ fn build_config(args: ServerArgs) -> anyhow::Result<ServerConfig> {
             Some((bind, port.unwrap_or(from_file.port())).into())
         }
     };
+    config.admin = admin;
     config.max_client_connections_per_ip =
         args.max_client_cnxns.or(file.max_client_cnxns).unwrap_or(60);
     config.max_packet_bytes = args
@@ -184,6 +193,31 @@ fn build_config(args: ServerArgs) -> anyhow::Result<ServerConfig> {
         config.durability = Durability::Disk(disk);
     }
     Ok(config)
+}
+
+/// The AdminServer: the flags over zoo.cfg; off unless one of them asks for it.
+fn admin_config(args: &ServerArgs, file: &zoocfg::ZooCfg) -> Option<rzk_server::AdminConfig> {
+    let from_file = file.admin();
+    if from_file.is_none() && args.admin_port.is_none() {
+        if file.mentions_admin() || args.config.is_none() {
+            return None;
+        }
+        tracing::info!(
+            "AdminServer off: ZooKeeper's is on at port {} by default, rzk's only with \
+             admin.enableServer=true or --admin-port",
+            zoocfg::ADMIN_DEFAULT_PORT
+        );
+        return None;
+    }
+    let mut admin =
+        from_file.unwrap_or_else(|| rzk_server::AdminConfig::new(([0, 0, 0, 0], 0).into()));
+    if let Some(port) = args.admin_port {
+        admin.addr.set_port(port);
+    }
+    if let Some(ip) = args.admin_bind {
+        admin.addr.set_ip(ip);
+    }
+    Some(admin)
 }
 
 /// Where and how the log and snapshots are kept: the flags over zoo.cfg over the defaults.

@@ -43,6 +43,11 @@ pub(crate) struct ZooCfg {
     pub metrics_class: Option<String>,
     pub metrics_port: Option<u16>,
     pub metrics_host: Option<std::net::IpAddr>,
+    /// `admin.enableServer`, `.serverAddress`, `.serverPort` and `.commandURL`.
+    pub admin_enable: Option<bool>,
+    pub admin_address: Option<std::net::IpAddr>,
+    pub admin_port: Option<u16>,
+    pub admin_command_url: Option<String>,
     /// The one `server.N` line, when there is exactly one: rzk runs standalone.
     pub standalone: Option<ServerLine>,
     /// Documented ZooKeeper keys rzk does not apply, with why.
@@ -194,6 +199,15 @@ fn apply(cfg: &mut ZooCfg, f: &str, l: usize, key: &str, v: &str) -> anyhow::Res
         "metricsProvider.className" => cfg.metrics_class = Some(v.to_string()),
         "metricsProvider.httpPort" => cfg.metrics_port = Some(parse_value(f, l, key, v)?),
         "metricsProvider.httpHost" => cfg.metrics_host = Some(parse_value(f, l, key, v)?),
+        "admin.enableServer" => cfg.admin_enable = Some(parse_bool(f, l, key, v)?),
+        "admin.serverAddress" => cfg.admin_address = Some(parse_value(f, l, key, v)?),
+        "admin.serverPort" => cfg.admin_port = Some(parse_value(f, l, key, v)?),
+        "admin.commandURL" => {
+            if !v.starts_with('/') {
+                bail!("{f}:{l}: bad value {v:?} for {key}: a path starting with '/'");
+            }
+            cfg.admin_command_url = Some(v.to_string());
+        }
         "enforce.auth.enabled" => cfg.enforce_auth_enabled = Some(parse_bool(f, l, key, v)?),
         "enforce.auth.schemes" => cfg.enforce_auth_schemes = Some(v.to_string()),
         // `true` is refused before this: rzk has no SASL.
@@ -247,6 +261,36 @@ impl ZooCfg {
             let host = self.metrics_host.unwrap_or(std::net::IpAddr::from([0, 0, 0, 0]));
             (host, self.metrics_port.unwrap_or(PROMETHEUS_DEFAULT_PORT)).into()
         })
+    }
+}
+
+/// ZooKeeper's default `admin.serverPort`.
+pub(crate) const ADMIN_DEFAULT_PORT: u16 = 8080;
+
+impl ZooCfg {
+    /// Where zoo.cfg asks for the AdminServer. Unlike ZooKeeper, whose AdminServer is on
+    /// unless `admin.enableServer=false`, rzk serves it only when asked, by
+    /// `admin.enableServer=true` or by naming `admin.serverPort`: an embedded or test server
+    /// that grabbed port 8080 unasked would surprise, and would fail to start beside a second
+    /// one. `false` wins over a named port.
+    pub(crate) fn admin(&self) -> Option<rzk_server::AdminConfig> {
+        let on = self.admin_enable.unwrap_or(self.admin_port.is_some());
+        on.then(|| {
+            let host = self.admin_address.unwrap_or(std::net::IpAddr::from([0, 0, 0, 0]));
+            let mut admin = rzk_server::AdminConfig::new(
+                (host, self.admin_port.unwrap_or(ADMIN_DEFAULT_PORT)).into(),
+            );
+            if let Some(url) = &self.admin_command_url {
+                admin.command_url = url.clone();
+            }
+            admin
+        })
+    }
+
+    /// Whether zoo.cfg says anything about the AdminServer, for the start-up notice of a
+    /// file written for ZooKeeper, where it would be on.
+    pub(crate) fn mentions_admin(&self) -> bool {
+        self.admin_enable.is_some() || self.admin_port.is_some()
     }
 }
 
@@ -381,6 +425,26 @@ mod tests {
             "metricsProvider.className=org.apache.zookeeper.metrics.impl.NullMetricsProvider\n";
         assert_eq!(parse("zoo.cfg", other).unwrap().metrics_addr(), None);
         let cfg = parse("zoo.cfg", "metricsProvider.exportJvmInfo=true\n").unwrap();
+        assert!(cfg.unknown.is_empty() && cfg.ignored.len() == 1, "{cfg:?}");
+    }
+
+    #[test]
+    fn the_admin_server_is_on_when_asked() {
+        assert_eq!(parse("zoo.cfg", "tickTime=2000\n").unwrap().admin(), None, "off by default");
+        let on = parse("zoo.cfg", "admin.enableServer=true\n").unwrap().admin().unwrap();
+        assert_eq!((on.addr, on.command_url.as_str()), (([0, 0, 0, 0], 8080).into(), "/commands"));
+        let text = "zookeeper.admin.serverPort=9090\nadmin.serverAddress=127.0.0.1\n\
+                    admin.commandURL=/zk\n";
+        let named = parse("zoo.cfg", text).unwrap().admin().unwrap();
+        assert_eq!(
+            (named.addr, named.command_url.as_str()),
+            (([127, 0, 0, 1], 9090).into(), "/zk")
+        );
+        let off = parse("zoo.cfg", "admin.serverPort=9090\nadmin.enableServer=false\n").unwrap();
+        assert_eq!(off.admin(), None, "false wins");
+        let err = parse("zoo.cfg", "admin.commandURL=commands\n").unwrap_err().to_string();
+        assert!(err.contains("admin.commandURL"), "{err}");
+        let cfg = parse("zoo.cfg", "admin.idleTimeout=30000\n").unwrap();
         assert!(cfg.unknown.is_empty() && cfg.ignored.len() == 1, "{cfg:?}");
     }
 

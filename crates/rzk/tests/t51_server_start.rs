@@ -56,19 +56,9 @@ fn an_ensemble_config_is_refused() {
 
 /// Starts a server with stderr on a pipe and returns its log up to "serving on".
 fn log_until_serving(args: &[&str]) -> String {
-    let mut child = server(args).stderr(Stdio::piped()).spawn().unwrap();
-    let mut log = String::new();
-    for line in BufReader::new(child.stderr.take().unwrap()).lines() {
-        let line = line.unwrap();
-        log.push_str(&line);
-        log.push('\n');
-        if line.contains("serving on") {
-            break;
-        }
-    }
-    child.kill().unwrap();
-    child.wait().unwrap();
-    log
+    let mut out = String::new();
+    while_serving(args, |log| out = log.to_string());
+    out
 }
 
 #[test]
@@ -94,4 +84,73 @@ fn each_ignored_key_is_explained() {
     ] {
         assert!(log.contains(needle), "{needle:?} not in {log}");
     }
+}
+
+/// Starts a server, reads its log up to "serving on", runs `probe` on that log while the
+/// server still runs, then stops it.
+fn while_serving(args: &[&str], probe: impl FnOnce(&str)) {
+    let mut child = server(args).stderr(Stdio::piped()).spawn().unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut log = String::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        log.push_str(&line);
+        log.push('\n');
+        if line.contains("serving on") {
+            break;
+        }
+    }
+    // Keep draining the log so that the server never blocks on a full pipe.
+    let drain = thread::spawn(move || lines.for_each(drop));
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| probe(&log)));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    drain.join().unwrap();
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+/// `GET path` on `addr`: the whole response.
+fn http_get(addr: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: rzk\r\nConnection: close\r\n\r\n").unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
+
+/// The AdminServer's address from a log's "AdminServer on http://ADDR/URL" line.
+fn admin_addr(log: &str) -> String {
+    let line = log.lines().find(|l| l.contains("AdminServer on http://")).unwrap_or_else(|| {
+        panic!("no AdminServer line in {log}");
+    });
+    let url = line.split("http://").nth(1).unwrap();
+    url.split('/').next().unwrap().to_string()
+}
+
+#[test]
+fn the_admin_server_runs_when_zoo_cfg_or_a_flag_asks() {
+    let text = "admin.enableServer=true\nadmin.serverAddress=127.0.0.1\nadmin.serverPort=0\n\
+                admin.commandURL=/zk\n";
+    let cfg = zoo_cfg("admin", text);
+    while_serving(&["--config", cfg.to_str().unwrap()], |log| {
+        let reply = http_get(&admin_addr(log), "/zk/ruok");
+        assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+        assert!(reply.contains("\"command\": \"ruok\""), "{reply}");
+    });
+    // The flags turn it on over a zoo.cfg that turns it off.
+    let off = zoo_cfg("admin-off", "admin.enableServer=false\n");
+    let args =
+        ["--config", off.to_str().unwrap(), "--admin-port", "0", "--admin-bind", "127.0.0.1"];
+    while_serving(&args, |log| {
+        let reply = http_get(&admin_addr(log), "/commands/isro");
+        assert!(reply.contains("\"read_only\": false"), "{reply}");
+    });
+    // A zoo.cfg written for ZooKeeper, where it would be on: off, and the log says so.
+    let silent = zoo_cfg("admin-silent", "tickTime=2000\n");
+    let log = log_until_serving(&["--config", silent.to_str().unwrap()]);
+    assert!(log.contains("AdminServer off") && !log.contains("AdminServer on"), "{log}");
 }

@@ -1,4 +1,4 @@
-//! What the four-letter words read: uptime, connection details, outstanding outputs, session
+//! What the four-letter words and the AdminServer read: uptime, connection details, outstanding outputs, session
 //! deadlines, and the operation names `cons` prints.
 
 use std::net::SocketAddr;
@@ -7,6 +7,7 @@ use rzk_proto::OpCode;
 
 use super::interface::Now;
 use super::Core;
+use crate::watches::ConnId;
 
 impl Core {
     /// Milliseconds since the core started, for `srvr`/`mntr` uptime.
@@ -17,6 +18,17 @@ impl Core {
     /// Per-connection details for `cons` and `stat`: (peer, session, received, sent, last op).
     pub fn connection_details(&self) -> Vec<(SocketAddr, Option<i64>, u64, u64, &'static str)> {
         self.conns.values().map(|c| (c.peer, c.session_id, c.received, c.sent, c.last_op)).collect()
+    }
+
+    /// The session a connection serves, for the AdminServer's watch reports, which ZooKeeper
+    /// keys by session.
+    pub fn session_of(&self, conn: ConnId) -> Option<i64> {
+        self.conns.get(&conn).and_then(|c| c.session_id)
+    }
+
+    /// The negotiated timeout of a live session, for the AdminServer's `connections`.
+    pub fn session_timeout_ms(&self, session: i64) -> Option<i32> {
+        self.live.get(&session).map(|s| s.timeout_ms)
     }
 
     /// Outputs waiting for durability, for `srvr`'s "Outstanding".

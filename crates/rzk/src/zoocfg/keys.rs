@@ -261,7 +261,8 @@ fn family(key: &str) -> Option<Ignored> {
     }
     if key.starts_with("admin.") {
         return Some(Ignored::NotApplicable(
-            "rzk has no AdminServer (HTTP); the four-letter words serve its reports",
+            "a setting of ZooKeeper's Jetty AdminServer; rzk's serves plain HTTP on \
+             admin.serverAddress:admin.serverPort",
         ));
     }
     if key.starts_with("metricsProvider.") {
@@ -365,7 +366,7 @@ mod tests {
         assert_eq!(ignored("ssl.keyStore.location"), Some(Ignored::NotApplicable(TLS)));
         assert_eq!(ignored("ssl.quorum.keyStore.location"), Some(Ignored::NotApplicable(QUORUM)));
         assert_eq!(ignored("ssl.keyStore.nonsense"), None);
-        assert!(matches!(ignored("admin.serverPort"), Some(Ignored::NotApplicable(_))));
+        assert!(matches!(ignored("admin.idleTimeout"), Some(Ignored::NotApplicable(_))));
         assert!(refusal("sessionRequireClientSASLAuth", "true").is_some());
         assert!(refusal("sessionRequireClientSASLAuth", "false").is_none());
         assert!(refusal("secureClientPort", "2281").is_some());

@@ -1,0 +1,324 @@
+//! The AdminServer against Apache ZooKeeper 3.8's: after the same writes and watches on both,
+//! every command is fetched from both over HTTP and compared field by field (the same keys at
+//! every level, the same JSON types, and the values that must agree); then bad HTTP input on
+//! rzk's admin port is bounded and leaves the client port serving.
+
+use std::collections::BTreeSet;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use rzk_server::{AdminConfig, TestServer, HTTP_CONNECTIONS_MAX, HTTP_HEADER_READ_TIMEOUT};
+use rzk_testkit::ports::free_port;
+use rzk_testkit::tempdir::TempDir;
+use rzk_testkit::zookeeper::{Settings, ZooKeeper};
+use serde_json::Value;
+use zookeeper_client as zk;
+
+/// Generous bound for anything a server should do at once, on a loaded machine.
+const PATIENCE: Duration = Duration::from_secs(30);
+const TICK_MS: u32 = 2000;
+
+/// Every command rzk serves, by a name or alias ZooKeeper 3.8 also knows.
+const COMMANDS: &[&str] = &[
+    "ruok",
+    "srvr",
+    "server_stats",
+    "stat",
+    "stats",
+    "mntr",
+    "monitor",
+    "conf",
+    "config",
+    "configuration",
+    "cons",
+    "connections",
+    "envi",
+    "env",
+    "environment",
+    "wchs",
+    "watch_summary",
+    "wchc",
+    "watches",
+    "wchp",
+    "watches_by_path",
+    "dump",
+    "is_read_only",
+    "isro",
+    "dirs",
+    "crst",
+    "connection_stat_reset",
+    "srst",
+    "stat_reset",
+    "lead",
+    "leader",
+    "obsr",
+    "observers",
+    "voting_view",
+    "zabstate",
+];
+
+/// Fields whose keys are data (session ids, expiry times): the two servers' keys differ, so
+/// their entries are compared by count and by the shape of their values.
+const DATA_KEYED: &[&str] =
+    &["session_id_to_watched_paths", "expiry_time_to_session_ids", "session_id_to_ephemeral_paths"];
+
+/// One HTTP/1.1 request on its own connection: (status, body).
+fn http(addr: SocketAddr, method: &str, path: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(PATIENCE)).unwrap();
+    write!(s, "{method} {path} HTTP/1.1\r\nHost: zk\r\nConnection: close\r\n\r\n").unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).unwrap();
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let status = text.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    (status, body)
+}
+
+fn command(addr: SocketAddr, name: &str) -> Value {
+    let (status, body) = http(addr, "GET", &format!("/commands/{name}"));
+    assert_eq!(status, 200, "{name} on {addr}: {body}");
+    serde_json::from_str(&body).unwrap_or_else(|e| panic!("{name} on {addr}: {e}: {body}"))
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(n) if n.is_f64() => "float",
+        Value::Number(_) => "integer",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// Asserts that `rzk` has `zk`'s shape: the same keys at every level (a subset of them if
+/// `subset`), the same JSON types, arrays as long as ZooKeeper's with elements shaped like
+/// its first one.
+fn same_shape(at: &str, rzk: &Value, zk: &Value, subset: bool) {
+    assert_eq!(kind(rzk), kind(zk), "{at}: rzk {rzk} vs ZooKeeper {zk}");
+    match (rzk, zk) {
+        (Value::Object(r), Value::Object(z)) => {
+            let data_keyed = DATA_KEYED.iter().any(|k| at.ends_with(k));
+            if data_keyed {
+                assert_eq!(r.len(), z.len(), "{at}: entries: rzk {rzk} vs ZooKeeper {zk}");
+                for (rv, zv) in r.values().zip(z.values()) {
+                    same_shape(&format!("{at}.*"), rv, zv, false);
+                }
+                return;
+            }
+            let (rk, zk_keys): (BTreeSet<_>, BTreeSet<_>) =
+                (r.keys().collect(), z.keys().collect());
+            if subset {
+                let extra: Vec<_> = rk.difference(&zk_keys).collect();
+                assert!(extra.is_empty(), "{at}: keys ZooKeeper lacks: {extra:?}");
+            } else {
+                assert_eq!(rk, zk_keys, "{at}: keys");
+            }
+            for (k, rv) in r {
+                same_shape(&format!("{at}.{k}"), rv, &z[k], false);
+            }
+        }
+        (Value::Array(r), Value::Array(z)) => {
+            // Both servers have the same one client, paths and watches: the same counts.
+            assert_eq!(r.len(), z.len(), "{at}: rzk {rzk} vs ZooKeeper {zk}");
+            if let Some(z0) = z.first() {
+                for rv in r {
+                    same_shape(&format!("{at}[]"), rv, z0, false);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The same writes and watches on a server: two persistent nodes, an ephemeral, and a data,
+/// a child and an exists watch. Returns the client, whose session must stay open.
+async fn populate(hosts: &str) -> (zk::Client, Vec<zk::OneshotWatcher>) {
+    let client = zk::Client::connect(hosts).await.unwrap();
+    let open = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+    client.create("/a", b"0123456789", &open).await.unwrap();
+    client.create("/a/b", b"", &open).await.unwrap();
+    let ephemeral = zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all());
+    client.create("/e", b"", &ephemeral).await.unwrap();
+    let (_, _, w1) = client.get_and_watch_data("/a").await.unwrap();
+    let (_, _, w2) = client.get_and_watch_children("/a").await.unwrap();
+    let (_, w3) = client.check_and_watch_stat("/a/b").await.unwrap();
+    (client, vec![w1, w2, w3])
+}
+
+fn rzk_with_admin() -> (TestServer, SocketAddr) {
+    let admin: SocketAddr = ([127, 0, 0, 1], free_port()).into();
+    let server = TestServer::builder()
+        .tick_ms(TICK_MS)
+        .config(|c| {
+            c.admin = Some(AdminConfig::new(admin));
+            c.max_client_connections_per_ip = 0;
+        })
+        .start()
+        .expect("start rzk");
+    (server, admin)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_command_has_zookeepers_shape_and_the_values_that_must_agree() {
+    let dir = TempDir::new("rzk-admin-zk");
+    let zk_admin: SocketAddr = ([127, 0, 0, 1], free_port()).into();
+    let extra = format!(
+        "admin.enableServer=true\nadmin.serverAddress=127.0.0.1\nadmin.serverPort={}\n",
+        zk_admin.port()
+    );
+    let settings = Settings { tick_ms: TICK_MS, container_check_ms: 60_000 };
+    let path = dir.path().to_path_buf();
+    let zookeeper =
+        tokio::task::spawn_blocking(move || ZooKeeper::start_with(&path, &settings, &extra))
+            .await
+            .unwrap();
+    let (rzk, rzk_admin) = rzk_with_admin();
+    let (_zk_client, _zk_watches) = populate(&zookeeper.hosts()).await;
+    let (_rzk_client, _rzk_watches) = populate(&rzk.connect_string()).await;
+
+    tokio::task::spawn_blocking(move || compare(rzk_admin, zk_admin)).await.unwrap();
+    drop(zookeeper);
+}
+
+fn compare(rzk: SocketAddr, zk: SocketAddr) {
+    for name in COMMANDS {
+        let (r, z) = (command(rzk, name), command(zk, name));
+        assert_eq!(r["command"], z["command"], "{name}: the command's own name");
+        let subset = z["command"] == "monitor";
+        same_shape(name, &r, &z, subset);
+    }
+    // monitor: ZooKeeper 3.8 adds its whole metrics registry; rzk has mntr's rows.
+    let monitor = command(rzk, "monitor");
+    for key in ["znode_count", "ephemerals_count", "watch_count", "global_sessions", "uptime"] {
+        assert!(monitor.get(key).is_some(), "monitor lacks {key}: {monitor}");
+    }
+    // Values that must agree after the same writes.
+    let agree = |name: &str, pointer: &str| {
+        let (r, z) = (command(rzk, name), command(zk, name));
+        assert_eq!(r.pointer(pointer), z.pointer(pointer), "{name}{pointer}");
+    };
+    for (name, pointer) in [
+        ("ruok", "/error"),
+        ("is_read_only", "/read_only"),
+        ("srvr", "/node_count"),
+        ("srvr", "/read_only"),
+        ("srvr", "/server_stats/server_state"),
+        ("srvr", "/server_stats/num_alive_client_connections"),
+        ("mntr", "/znode_count"),
+        ("mntr", "/ephemerals_count"),
+        ("mntr", "/global_sessions"),
+        ("mntr", "/server_state"),
+        ("conf", "/tick_time"),
+        ("conf", "/min_session_timeout"),
+        ("conf", "/max_session_timeout"),
+        ("conf", "/max_client_cnxns"),
+        ("conf", "/server_id"),
+        ("conf", "/client_port_listen_backlog"),
+        ("wchs", "/num_connections"),
+        ("wchs", "/num_paths"),
+        ("leader", "/error"),
+        ("zabstate", "/zabstate"),
+    ] {
+        agree(name, pointer);
+    }
+    let paths = |addr| command(addr, "wchp")["path_to_session_ids"].as_object().unwrap().len();
+    assert_eq!(paths(rzk), paths(zk), "watched paths");
+    let (r, z) = (command(rzk, "wchp"), command(zk, "wchp"));
+    let keys = |v: &Value| v["path_to_session_ids"].as_object().unwrap().keys().cloned().collect();
+    assert_eq!(keys(&r) as BTreeSet<String>, keys(&z), "watched paths");
+    let ephemerals = |v: Value| v["session_id_to_ephemeral_paths"].as_object().unwrap().clone();
+    let (r, z) = (ephemerals(command(rzk, "dump")), ephemerals(command(zk, "dump")));
+    assert_eq!(r.values().collect::<Vec<_>>(), z.values().collect::<Vec<_>>(), "ephemerals");
+    compare_http(rzk, zk);
+}
+
+/// The command list, unknown commands, other paths and methods.
+fn compare_http(rzk: SocketAddr, zk: SocketAddr) {
+    for name in ["nosuch", "RUOK", "ruok/extra"] {
+        assert_eq!(command(rzk, name), command(zk, name), "unknown command {name:?}");
+    }
+    let links = |addr| {
+        let (status, body) = http(addr, "GET", "/commands");
+        assert_eq!(status, 200);
+        body.lines().filter(|l| l.starts_with("<a href=")).map(str::to_string).collect()
+    };
+    let (r, z): (BTreeSet<String>, BTreeSet<String>) = (links(rzk), links(zk));
+    assert!(r.is_subset(&z), "links ZooKeeper lacks: {:?}", r.difference(&z));
+    for name in COMMANDS.iter().filter(|n| n.len() > 4) {
+        let link = format!("<a href=\"/commands/{name}\">{name}</a>");
+        assert!(!z.contains(&link) || r.contains(&link), "{link} missing from rzk's list");
+    }
+    assert_eq!(http(rzk, "GET", "/commands/").0, 200);
+    for (method, path) in [("POST", "/commands/ruok"), ("DELETE", "/commands"), ("GET", "/nope")] {
+        assert_eq!(http(rzk, method, path).0, http(zk, method, path).0, "{method} {path}");
+    }
+}
+
+/// A request sent raw on its own connection: whatever the server answers before it closes.
+fn raw(addr: SocketAddr, bytes: &[u8]) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(PATIENCE)).unwrap();
+    // The server may answer and close before it has read everything.
+    let _ = s.write_all(bytes);
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_http_is_bounded_and_the_client_port_keeps_serving() {
+    let (server, admin) = rzk_with_admin();
+    let client = zk::Client::connect(&server.connect_string()).await.unwrap();
+    let open = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+
+    let bad = tokio::task::spawn_blocking(move || {
+        let garbage = raw(admin, b"\x16\x03\x01\x02\x00garbage\r\n\r\n");
+        assert!(garbage.starts_with("HTTP/1.1 400"), "malformed request line: {garbage:?}");
+        let mut big = b"GET /commands/ruok HTTP/1.1\r\nHost: rzk\r\nX-Big: ".to_vec();
+        big.extend(std::iter::repeat_n(b'a', 64 * 1024));
+        big.extend(b"\r\n\r\n");
+        let oversized = raw(admin, &big);
+        assert!(oversized.starts_with("HTTP/1.1 431"), "oversized header: {oversized:.40?}");
+        // Slowloris: more connections than the listener serves, each with half a request
+        // line. The extra ones are closed at once; the rest at the header timeout.
+        let started = Instant::now();
+        let mut slow: Vec<TcpStream> = (0..HTTP_CONNECTIONS_MAX + 4)
+            .map(|_| {
+                let mut s = TcpStream::connect(admin).unwrap();
+                s.set_read_timeout(Some(PATIENCE)).unwrap();
+                s.write_all(b"GET /comm").unwrap();
+                s
+            })
+            .collect();
+        for s in &mut slow {
+            let mut rest = Vec::new();
+            // A connection closed with its half request unread is reset: cut off too.
+            match s.read_to_end(&mut rest) {
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+                Err(e) => panic!("a slow client was not cut off: {e}"),
+            }
+        }
+        let waited = started.elapsed();
+        assert!(waited >= HTTP_HEADER_READ_TIMEOUT / 2, "cut off after {waited:?}, too early");
+        let (status, body) = http(admin, "GET", "/commands/ruok");
+        assert_eq!((status, body.contains("\"error\": null")), (200, true), "{body}");
+    });
+    // The client port serves throughout.
+    let mut i = 0;
+    while !bad.is_finished() {
+        let path = format!("/n{i}");
+        tokio::time::timeout(PATIENCE, client.create(&path, b"x", &open))
+            .await
+            .expect("the client port stalled")
+            .unwrap();
+        i += 1;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    bad.await.unwrap();
+    assert!(i > 0, "no request ran beside the bad HTTP clients");
+}
