@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use rzk_core::four_letter::{version_line, Gauges};
+use rzk_core::four_letter::{version_line, Gauges, ShellFigures};
 use rzk_core::{Core, Now};
 use serde_json::{json, Map, Value};
 
@@ -54,8 +54,11 @@ pub(crate) fn run(inner: &Inner, name: &str) -> Value {
     let Some(command) = resolve(name) else {
         return json!({ "command": name, "error": format!("Unknown command: {name}") });
     };
-    // Directory sizes are read from the file system, outside the core's lock.
+    // Directory sizes are read from the file system, outside the core's lock; the shell's
+    // figures take the lock on their own.
     let sizes = matches!(command, "dirs" | "server_stats" | "stats").then(|| dirs(&inner.config));
+    let shell = matches!(command, "monitor" | "server_stats" | "stats")
+        .then(|| inner.stats_report().shell_figures());
     let mut fields = match command {
         "dirs" => sizes.clone().unwrap_or_default(),
         _ => {
@@ -66,6 +69,9 @@ pub(crate) fn run(inner: &Inner, name: &str) -> Value {
     if let (Some(sizes), Some(Value::Object(stats))) = (sizes, fields.get_mut("server_stats")) {
         stats.insert("data_dir_size".into(), sizes["datadir_size"].clone());
         stats.insert("log_dir_size".into(), sizes["logdir_size"].clone());
+    }
+    if let Some(shell) = shell {
+        with_shell_figures(command, &mut fields, &shell);
     }
     fields.insert("command".into(), command.into());
     fields.entry("error").or_insert(Value::Null);
@@ -102,8 +108,8 @@ fn from_core(core: &Core, now: Now, command: &str, cfg: &ServerConfig) -> Map<St
         "watches" => watches(core),
         "watches_by_path" => watches_by_path(core),
         "zabstate" => json!({ "voting": false, "zabstate": "" }),
-        // ruok, stat_reset, connection_stat_reset: nothing but `command` and `error`. rzk keeps
-        // no latency statistics to reset.
+        // ruok, stat_reset, connection_stat_reset: nothing but `command` and `error`. rzk does
+        // not reset its latency figures (they also feed /metrics, whose counts only grow).
         _ => json!({}),
     };
     match v {
@@ -286,6 +292,27 @@ fn watches_by_path(core: &Core) -> Value {
         })
         .collect();
     json!({ "path_to_session_ids": by_path })
+}
+
+/// Puts the shell's latency where `command`'s fields have placeholders (`server_stats`'
+/// latencies, or `monitor`'s own keys), and for `monitor` the `mntr` rows it adds.
+fn with_shell_figures(command: &str, fields: &mut Map<String, Value>, shell: &ShellFigures) {
+    let (min, avg, max) = shell.latency_ms;
+    let target = match fields.get_mut("server_stats") {
+        Some(Value::Object(stats)) => stats,
+        _ => &mut *fields,
+    };
+    target.insert("avg_latency".into(), json!(avg));
+    target.insert("min_latency".into(), min.into());
+    target.insert("max_latency".into(), max.into());
+    if command == "monitor" {
+        for (key, value) in &shell.mntr_rows {
+            let name = key.strip_prefix("zk_").unwrap_or(key);
+            let number = value.parse::<u64>().map(Value::from).ok();
+            let number = number.or_else(|| value.parse::<f64>().ok().map(|f| json!(f)));
+            target.insert(name.into(), number.unwrap_or_else(|| value.clone().into()));
+        }
+    }
 }
 
 /// `monitor`: the numbers the `mntr` word prints, under its names without the `zk_` prefix.

@@ -8,7 +8,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use rzk_server::{TestServer, HTTP_HEADER_READ_TIMEOUT};
+use rzk_server::{AdminConfig, TestServer, HTTP_HEADER_READ_TIMEOUT};
 use rzk_testkit::four_letter::four_letter;
 use rzk_testkit::ports::free_port;
 use rzk_testkit::tempdir::TempDir;
@@ -101,7 +101,9 @@ async fn a_scrape_reports_zookeeper_names_with_the_values_mntr_reports() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn latencies_and_the_logs_figures_are_reported_by_the_scrape_mntr_and_srvr() {
     let tmp = TempDir::new("rzk-t11-latency");
-    let (server, metrics) = server_on(TestServer::builder().data_dir(tmp.join("data")));
+    let admin: SocketAddr = ([127, 0, 0, 1], free_port()).into();
+    let builder = TestServer::builder().data_dir(tmp.join("data"));
+    let (server, metrics) = server_on(builder.config(|c| c.admin = Some(AdminConfig::new(admin))));
     let client = zk::Client::connect(&server.connect_string()).await.unwrap();
     let open = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
     const WRITES: usize = 20;
@@ -126,12 +128,17 @@ async fn latencies_and_the_logs_figures_are_reported_by_the_scrape_mntr_and_srvr
     // Quiet now (the client sends no request until its next ping, a third of the session
     // timeout away): mntr counts what the scrape counted.
     let addr = server.addr();
-    let (cnt, srvr) = tokio::task::spawn_blocking(move || {
-        (mntr_value(addr, "zk_cnt_updatelatency"), four_letter(addr, "srvr").unwrap())
+    let (cnt, srvr, monitor) = tokio::task::spawn_blocking(move || {
+        let monitor = get(admin, "/commands/monitor");
+        (mntr_value(addr, "zk_cnt_updatelatency"), four_letter(addr, "srvr").unwrap(), monitor)
     })
     .await
     .unwrap();
     assert_eq!(cnt, s["updatelatency_count"], "mntr and the scrape agree");
+    assert!(
+        monitor.contains(&format!("\"cnt_updatelatency\": {cnt}")),
+        "the AdminServer's monitor agrees: {monitor}"
+    );
     let latency = srvr.lines().find_map(|l| l.strip_prefix("Latency min/avg/max: ")).unwrap();
     let parts: Vec<f64> = latency.split('/').map(|v| v.parse().unwrap()).collect();
     // Min and max are whole milliseconds (truncated, as ZooKeeper's clock has them); the
