@@ -1,10 +1,11 @@
 """Curator 5.4 election benchmarks on Apache ZooKeeper 3.8 (the targets of docs/BENCHMARKS.md).
 
     /usr/bin/python3 -m scripts.bench-curator [--only latch,selector,crash,herd,predecessor,
-        mutex,uncontended,semaphore,race] [--latch-n 5,100,1000] [--handoffs 200]
+        mutex,uncontended,semaphore,race,queue,counter] [--latch-n 5,100,1000] [--handoffs 200]
         [--herd-n 100,1000] [--changes 20] [--crash-trials 10] [--session-ms 4000]
         [--selector-s 10] [--mutex-n 5,100,1000] [--lock-s 10] [--semaphore-n 100]
-        [--leases 10] [--race-n 1000] [--race-s 10] [--markdown] [--json-out F]
+        [--leases 10] [--race-n 1000] [--race-s 10] [--queue-n 4] [--counter-n 8]
+        [--queue-s 10] [--markdown] [--json-out F]
 
 Compiles tests/interop/java/ElectionBench.java and LockBench.java against Debian's Curator 5.4 / ZooKeeper 3.8
 jars (as tests/interop/curator_suite.py does) into tests/interop/java/build/, then for each
@@ -33,6 +34,10 @@ Measurements:
                servers (`rzk bench --workload handoff-event --strategy race | predecessor`):
                handoff time and notifications per handoff (client count; server mntr on
                ZooKeeper); N from --race-n (needs --rzk, for the rzk binary)
+  queue        SimpleDistributedQueue, N producers and N consumers (--queue-n), the backlog
+               bounded: offer+take pairs per second (tests/interop/java/QueueBench.java)
+  counter      DistributedAtomicLong, N clients (--counter-n) incrementing one counter with
+               the optimistic retry: increments per second
 
 The lock measurements run Curator (tests/interop/java/LockBench.java) and, with --rzk,
 rzk-recipes through `rzk bench` one after another in each of --rounds rounds.
@@ -57,6 +62,7 @@ from scripts.bench_curator_report import BENCH_SERVERS, markdown
 
 ALL = ["latch", "selector", "crash", "herd", "predecessor", "mutex", "uncontended", "semaphore",
        "race"]
+ALL += ["queue", "counter"]
 
 
 def machine_busy_s():
@@ -194,6 +200,10 @@ def parse_args():
     ap.add_argument("--leases", type=int, default=10)
     ap.add_argument("--race-n", default="1000")
     ap.add_argument("--race-s", type=float, default=10.0)
+    ap.add_argument("--queue-n", default="4", help="queue producers (and consumers each)")
+    ap.add_argument("--counter-n", default="8", help="counter clients")
+    ap.add_argument("--queue-s", type=float, default=10.0,
+                    help="seconds measured per queue or counter measurement, on each side")
     ap.add_argument("--client-heap", default="3g")
     ap.add_argument("--zk-heap", default="",
                     help="ZooKeeper -Xmx (default: none, the JVM default, as Debian runs it)")
@@ -280,6 +290,30 @@ def lock_measurements(args, only):
     return results
 
 
+def queue_measurements(args, only):
+    """Curator's and rzk-recipes' queue and counter, one after the other in each round (the
+    order reversed in odd rounds, as the locks are)."""
+    plan = []
+    if "queue" in only:
+        for n in [int(x) for x in args.queue_n.split(",")]:
+            plan.append((["queue", n, args.queue_s], "queue-pairs", ["--participants", n]))
+    if "counter" in only:
+        for n in [int(x) for x in args.counter_n.split(",")]:
+            plan.append((["counter", n, args.queue_s], "counter-add", ["--participants", n]))
+    results = []
+    for java_args, workload, flags in plan:
+        for rnd in range(args.rounds):
+            steps = [lambda: run(args, java_args[0], java_args[1:], 1200, "QueueBench")]
+            if args.rzk:
+                steps.append(lambda: run_bench(args, workload, flags + [
+                    "--duration-s", args.queue_s], 1200))
+            for step in (steps if rnd % 2 == 0 else steps[::-1]):
+                r = step()
+                r["round"] = rnd
+                results.append(r)
+    return results
+
+
 def race_measurements(args):
     """The race election against predecessor watching, at the protocol level, on both servers."""
     results = []
@@ -340,6 +374,7 @@ def main():
     try:
         java.compile_harness("ElectionBench", 300)
         java.compile_harness("LockBench", 300)
+        java.compile_harness("QueueBench", 300)
     except java.JavaError as e:
         sys.exit(str(e))
     latch_n = [int(x) for x in args.latch_n.split(",")]
@@ -347,6 +382,7 @@ def main():
         os.environ["RZK_BIN"] = args.rzk_bin
     results = latch_handoffs(args, only, latch_n) + curator_measurements(args, only)
     results += lock_measurements(args, only)
+    results += queue_measurements(args, only)
     if args.rzk and "race" in only:
         results += race_measurements(args)
     if args.rzk and (args.rzk_only or any(m in only for m in (

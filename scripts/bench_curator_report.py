@@ -11,6 +11,12 @@ MUTEX_P50_MAX = 1 / 3.0
 UNCONTENDED_RATE_MIN = 2.0
 SEMAPHORE_RATE_MIN = 2.0
 LOCK_WORKLOADS = ("mutex-handoff", "mutex-uncontended", "semaphore")
+# The queue and counter measurements (Curator's names, rzk bench's) and their targets:
+# rzk-recipes / Curator, higher is better.
+QUEUE_MEASUREMENTS = ("queue_pairs", "counter_add")
+QUEUE_WORKLOADS = ("queue-pairs", "counter-add")
+QUEUE_RATE_MIN = 2.0
+COUNTER_RATE_MIN = 2.0
 # Results of `rzk bench` runs carry the server they ran on; Curator's harness's carry none.
 BENCH_SERVERS = ("rzk", "zookeeper")
 
@@ -84,7 +90,7 @@ def markdown(results, argv):
                            r["notifications_per_change_mean"],
                            r["notifications_per_change_min"], r["notifications_per_change_max"],
                            r["handoffs"]))
-        elif m in ("mutex_handoff", "mutex_uncontended", "semaphore"):
+        elif m in ("mutex_handoff", "mutex_uncontended", "semaphore") + QUEUE_MEASUREMENTS:
             out.append("| %s%s | %s | %s ms | %s ms | %.0f/s over %.0f s, %d errors |" % (
                 r["recipe"], ", %s leases" % r["leases"] if "leases" in r else "",
                 "%s%s" % (r["n"], round_tag(r)), f(r["ms_p50"], 3), f(r["ms_p99"], 3),
@@ -103,7 +109,7 @@ def markdown(results, argv):
                 out.append("| %s %s | | | | | %s |" % (r["workload"], r["flags"], r["error"]))
                 continue
             other = "%d rounds in %.1f s = %.1f/s" % (r["rounds"], r["seconds"], r["per_s"])
-            if r["workload"] not in LOCK_WORKLOADS:
+            if r["workload"] not in LOCK_WORKLOADS + QUEUE_WORKLOADS:
                 other += "; notifications per change %.2f" % r["notifications_per_change"]
             out.append("| `%s` | %s | %s | %s us | %s us | %s | %.0f%% |" % (
                 r["command"], "%s%s" % (r["participants"], round_tag(r)), r["strategy"],
@@ -141,6 +147,19 @@ def ratio_row(rows, name, a, b, target=None, lower_better=True):
         "-" if r is None else "%.2f" % r, verdict))
 
 
+def pair_rows(rows, name, cs, zs, cur_v, rz_v, target, lower_better):
+    """The rows of one measurement side by side: medians over the rounds of Curator's results
+    `cs` and rzk-recipes' `zs` (values `cur_v` and `rz_v`), then each round's own ratio."""
+    a, b = median([cur_v(x) for x in cs]), median([rz_v(x) for x in zs])
+    ratio_row(rows, name + ("" if len(cs) < 2 else ", median of %d rounds" % len(cs)),
+              a, b, target, lower_better)
+    paired = per_round(cs, zs, lambda c, z: rz_v(z) / cur_v(c))
+    if len(paired) > 1 and target is not None:
+        ok = sum(1 for x in paired if (x <= target if lower_better else x >= target))
+        rows.append("| the same, each round's own pair | | | %s | %d of %d rounds met |" % (
+            " / ".join("%.2f" % x for x in paired), ok, len(paired)))
+
+
 def lock_comparison(results):
     """The lock rows of the side-by-side table: medians over the rounds of each side, then each
     round's own ratio."""
@@ -149,14 +168,7 @@ def lock_comparison(results):
     rows = []
 
     def pair(name, cs, zs, cur_v, rz_v, target, lower_better):
-        a, b = median([cur_v(x) for x in cs]), median([rz_v(x) for x in zs])
-        ratio_row(rows, name + ("" if len(cs) < 2 else ", median of %d rounds" % len(cs)),
-                  a, b, target, lower_better)
-        paired = per_round(cs, zs, lambda c, z: rz_v(z) / cur_v(c))
-        if len(paired) > 1 and target is not None:
-            ok = sum(1 for x in paired if (x <= target if lower_better else x >= target))
-            rows.append("| the same, each round's own pair | | | %s | %d of %d rounds met |" % (
-                " / ".join("%.2f" % x for x in paired), ok, len(paired)))
+        pair_rows(rows, name, cs, zs, cur_v, rz_v, target, lower_better)
 
     for n in sorted({x["n"] for x in cur if x["measurement"] == "mutex_handoff"}):
         cs = every(cur, measurement="mutex_handoff", n=n)
@@ -191,6 +203,26 @@ def lock_comparison(results):
         leases = cs[0].get("leases")
         pair("InterProcessSemaphore grants/s, %s leases, N=%d" % (leases, n), cs, zs,
              lambda x: x["per_s"], lambda x: x["per_s"], SEMAPHORE_RATE_MIN, False)
+    return rows
+
+
+def queue_comparison(results):
+    """The queue and counter rows of the side-by-side table."""
+    cur = [r for r in results if r.get("server") not in BENCH_SERVERS and "error" not in r]
+    rz = [r for r in results if r.get("server") == "rzk" and "error" not in r]
+    rows = []
+    for measurement, workload, what, target in (
+            ("queue_pairs", "queue-pairs", "SimpleDistributedQueue offer+take pairs/s, "
+             "{n} producers + {n} consumers", QUEUE_RATE_MIN),
+            ("counter_add", "counter-add", "DistributedAtomicLong increments/s, {n} clients",
+             COUNTER_RATE_MIN)):
+        for n in sorted({x["n"] for x in cur if x["measurement"] == measurement}):
+            cs = every(cur, measurement=measurement, n=n)
+            zs = every(rz, workload=workload, participants=n)
+            pair_rows(rows, what.format(n=n), cs, zs, lambda x: x["per_s"],
+                      lambda x: x["per_s"], target, False)
+            pair_rows(rows, "the same, p50, ms", cs, zs, lambda x: x["ms_p50"],
+                      lambda x: x["p50_us"] / 1000.0, None, True)
     return rows
 
 
@@ -312,5 +344,6 @@ def comparison(results):
         row("predecessor: notifications per change, N=%d" % c["n"],
             c["notifications_per_change_mean"], z and z["notifications_per_change"])
     rows += lock_comparison(results)
+    rows += queue_comparison(results)
     return "\n".join(["| measurement | Curator on ZooKeeper | rzk-recipes on rzk | ratio | "
                       "target |", "|---|---|---|---|---|"] + rows + race_table(results))

@@ -52,6 +52,12 @@ pub enum Workload {
     /// InterProcessSemaphore of `--leases` leases, `--participants` contenders each acquiring
     /// and releasing in a loop: grants per second.
     Semaphore,
+    /// SimpleDistributedQueue, `--participants` producers and as many consumers: offer+take
+    /// pairs per second, latency from an item's offer to its take.
+    QueuePairs,
+    /// DistributedAtomicLong, `--participants` clients incrementing one counter in a loop
+    /// (default retry policy): increments per second.
+    CounterAdd,
 }
 
 impl Workload {
@@ -74,6 +80,8 @@ impl Workload {
             Workload::MutexHandoff => "mutex-handoff",
             Workload::MutexUncontended => "mutex-uncontended",
             Workload::Semaphore => "semaphore",
+            Workload::QueuePairs => "queue-pairs",
+            Workload::CounterAdd => "counter-add",
         }
     }
 }
@@ -122,7 +130,8 @@ pub struct BenchConfig {
     /// Watching sessions (fanout, fanout-persistent); at least 1.
     pub watchers: u64,
     /// Election participants (handoff, handoff-event, handoff-read, selector); lock
-    /// contenders (mutex-handoff, semaphore).
+    /// contenders (mutex-handoff, semaphore); producers and consumers each (queue-pairs);
+    /// clients (counter-add).
     pub participants: usize,
     /// Leases of the semaphore (semaphore); at least 1.
     pub leases: u32,

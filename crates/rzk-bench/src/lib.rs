@@ -16,7 +16,8 @@
 //! - The workloads: `pipeline` (create, set, get, mixed, churn, populate), `fanout`,
 //!   `handoff_event` (handoff-event, handoff-read), `race` (handoff-event's race election),
 //!   `election` (handoff, selector, failover), `lock` (mutex-handoff, mutex-uncontended,
-//!   semaphore); `runner` picks one.
+//!   semaphore), `queue` (queue-pairs) and `counter` (counter-add) on the window of
+//!   `throughput`; `runner` picks one.
 //! - [`demo`]: the scenarios of `rzk demo`; [`proxy`]: the one fault-injecting TCP proxy
 //!   (cut, blackhole, heal), which cuts a client off the network for the demo and the failover
 //!   workload, and serves every test suite's network faults through rzk-testkit.
@@ -30,6 +31,7 @@
 
 pub mod config;
 mod conn;
+mod counter;
 pub mod demo;
 mod election;
 mod error;
@@ -38,11 +40,13 @@ mod handoff_event;
 mod lock;
 mod pipeline;
 pub mod proxy;
+mod queue;
 mod race;
 pub mod raw;
 pub mod report;
 mod runner;
 pub mod stats;
+mod throughput;
 
 pub use config::{BenchConfig, Strategy, Workload};
 pub use error::BenchError;

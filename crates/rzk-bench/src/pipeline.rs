@@ -140,7 +140,9 @@ impl Requests {
             | Workload::Failover
             | Workload::MutexHandoff
             | Workload::MutexUncontended
-            | Workload::Semaphore => unreachable!("these have their own loops"),
+            | Workload::Semaphore
+            | Workload::QueuePairs
+            | Workload::CounterAdd => unreachable!("these have their own loops"),
         };
         (req, Pending::Op(now))
     }

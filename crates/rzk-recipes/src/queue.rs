@@ -31,6 +31,12 @@ pub(crate) const ITEM_PREFIX: &str = "qn-";
 /// that fails with [`Error::ConnectionLoss`] may or may not have happened (the write's reply
 /// was lost); nothing is retried behind the caller's back, so nothing is duplicated.
 ///
+/// Delivery to the application is therefore at most once, as Curator documents: an item is
+/// taken when a consumer's delete succeeds, no item is taken twice, and none disappears
+/// without such a delete, but an item is lost to the application when that delete's reply is
+/// lost, or when the consumer's process dies after the delete and before it has recorded or
+/// processed the item.
+///
 /// ```no_run
 /// # async fn demo() -> Result<(), rzk_recipes::Error> {
 /// use rzk_recipes::{Session, SessionConfig, SimpleDistributedQueue};

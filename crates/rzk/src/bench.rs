@@ -36,7 +36,8 @@ pub(crate) struct BenchArgs {
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
     watchers: u64,
     /// Election participants (handoff, handoff-event, selector); lock contenders
-    /// (mutex-handoff, semaphore).
+    /// (mutex-handoff, semaphore); producers and consumers each (queue-pairs); clients
+    /// (counter-add).
     #[arg(long, default_value_t = 5)]
     participants: usize,
     /// Leases of the semaphore (semaphore).

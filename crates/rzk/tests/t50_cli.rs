@@ -394,6 +394,8 @@ fn bench_reports_the_election_workloads_as_json() {
         ("mutex-uncontended", vec![]),
         ("semaphore", vec!["--participants", "5", "--leases", "2"]),
         ("handoff-event", vec!["--participants", "4", "--strategy", "race"]),
+        ("queue-pairs", vec!["--participants", "2"]),
+        ("counter-add", vec!["--participants", "3"]),
     ] {
         let mut args = vec!["bench", "--workload", w, "--duration-s", "0.5", "--json"];
         args.extend(extra);

@@ -4,7 +4,7 @@
 //! ```text
 //! cargo run -p rzk-recipes --bin rzk-recipes-participant -- \
 //!     --connect 127.0.0.1:2181 --path /demo/leader --id a \
-//!     [--recipe latch|selector|race|mutex|read|write|semaphore:N] \
+//!     [--recipe latch|selector|race|mutex|read|write|semaphore:N|queue] \
 //!     [--policy suspended|lost] [--session-timeout-ms 4000] [--witness /demo/witness]
 //! ```
 //!
@@ -20,6 +20,17 @@
 //! write ok <token> <mzxid> | write refused <reason> | write unknown
 //! lost <reason>
 //! ```
+//!
+//! With `--recipe queue` it is a consumer of the SimpleDistributedQueue at `--path` instead: it
+//! takes items one after another and prints each before the next take, so that a `kill -9`
+//! between a take's delete and its line is the only way a taken item goes unrecorded:
+//!
+//! ```text
+//! joined <queue path>
+//! took <item, as UTF-8>
+//! take unknown <error>     (the delete's reply was lost: the item may be gone)
+//! take failed <error>      (nothing was removed)
+//! ```
 
 use std::time::Duration;
 
@@ -28,7 +39,7 @@ use std::future::Future;
 use rzk_recipes::{
     ConnectionPolicy, Contender, Error, InterProcessMutex, InterProcessReadWriteLock,
     InterProcessSemaphore, LatchOptions, LeaderLatch, LeaderSelector, Leadership, MutexOptions,
-    RaceElection, RaceOptions, SelectorOptions, Session, SessionConfig,
+    RaceElection, RaceOptions, SelectorOptions, Session, SessionConfig, SimpleDistributedQueue,
 };
 use zookeeper_client::MultiWriteResult;
 
@@ -192,6 +203,20 @@ where
     }
 }
 
+/// Takes items from the queue at `--path` until the session is closed, one line per take.
+async fn consume(session: &Session, a: &Args) -> Result<(), Error> {
+    let queue = SimpleDistributedQueue::new(session, &a.path)?;
+    say(format!("joined {}", a.path));
+    loop {
+        match queue.take().await {
+            Ok(item) => say(format!("took {}", String::from_utf8_lossy(&item))),
+            Err(Error::Closed) => return Err(Error::Closed),
+            Err(e) if e.is_indeterminate() => say(format!("take unknown {e}")),
+            Err(e) => say(format!("take failed {e}")),
+        }
+    }
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     let a = args();
@@ -199,6 +224,8 @@ async fn main() -> Result<(), Error> {
         Session::connect(SessionConfig::new(&a.connect).with_session_timeout(a.timeout)).await?;
     if let Some(lock) = Lock::parse(&a.recipe) {
         hold_lock(&session, &a, lock).await?;
+    } else if a.recipe == "queue" {
+        consume(&session, &a).await?;
     } else if a.recipe == "selector" {
         let sel = LeaderSelector::new(
             &session,
