@@ -144,6 +144,7 @@ impl Driver {
             path,
             generation,
             session_id: zookeeper_client::SessionId(sid),
+            created: None,
         }
     }
 
