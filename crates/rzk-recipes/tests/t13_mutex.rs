@@ -9,6 +9,9 @@
 //!   `acquire` future each withdraw their node; a dropped guard releases the lock.
 //! - One lock with Java Curator 5.4's InterProcessMutex: ours holds and Java's acquire waits,
 //!   Java holds and ours waits, in node order across both, never two holders at once.
+//! - Uncontended pairs are Curator's three requests (create, getChildren, delete), counted by
+//!   the server (`cons`), and such a holder, with no watch on its own node, still loses the
+//!   lock when its node is deleted behind its back.
 
 mod support;
 
@@ -25,6 +28,8 @@ both_servers! {
     t13_mutex_reentrant_per_handle => reentrant_per_handle;
     t13_mutex_no_node_left_behind => no_node_left_behind;
     t13_mutex_with_curator => with_curator;
+    t13_mutex_uncontended_requests => uncontended_requests;
+    t13_mutex_uncontended_holder_node_deleted => uncontended_holder_node_deleted;
 }
 
 async fn mutexes(server: &Server, path: &str, n: usize) -> (Vec<Session>, Vec<InterProcessMutex>) {
@@ -181,4 +186,53 @@ async fn with_curator(kind: Kind) {
     assert!(guard.token() > FencingToken(0));
     guard.release().await.unwrap();
     wait_children(&observer, &path, 0).await;
+}
+
+/// The requests the server received from session `sid` so far (`cons`' `recved`).
+fn requests_received(server: &Server, sid: zookeeper_client::SessionId) -> u64 {
+    let out = rzk_testkit::four_letter::four_letter_local(server.port(), "cons").unwrap();
+    let tag = format!("sid={:#x}", sid.0);
+    let line = out.lines().find(|l| l.contains(&tag)).unwrap_or_else(|| panic!("{tag}: {out}"));
+    let recved = line.split([',', '(']).find_map(|f| f.strip_prefix("recved="));
+    recved.and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("recved in {line}"))
+}
+
+async fn uncontended_requests(kind: Kind) {
+    const PAIRS: u64 = 20;
+    // Pings the session may send while the pairs run (one per third of T when idle).
+    const PING_SLACK: u64 = 2;
+    let server = Server::start(kind, Settings::default());
+    let path = test_path("t13", kind);
+    let (sessions, mutexes) = mutexes(&server, &path, 1).await;
+    // The first pair also creates the lock path.
+    mutexes[0].acquire().await.unwrap().release().await.unwrap();
+    let sid = sessions[0].session_id().unwrap();
+    let before = requests_received(&server, sid);
+    for _ in 0..PAIRS {
+        let g = mutexes[0].acquire().await.unwrap();
+        assert!(g.is_valid());
+        g.release().await.unwrap();
+    }
+    let sent = requests_received(&server, sid) - before;
+    assert!(
+        (3 * PAIRS..=3 * PAIRS + PING_SLACK).contains(&sent),
+        "{sent} requests for {PAIRS} uncontended pairs; Curator sends 3 a pair"
+    );
+}
+
+async fn uncontended_holder_node_deleted(kind: Kind) {
+    let server = Server::start(kind, Settings::default());
+    let path = test_path("t13", kind);
+    let observer = raw_client(&server).await;
+    let (_sessions, mutexes) = mutexes(&server, &path, 2).await;
+    let held = mutexes[0].acquire().await.unwrap();
+    let node = wait_children(&observer, &path, 1).await.remove(0);
+    observer.delete(&format!("{path}/{node}"), None).await.unwrap();
+    let reason = tokio::time::timeout(Duration::from_secs(5), held.lost()).await;
+    assert_eq!(reason.expect("the holder learns its node is gone"), LossReason::NodeDeleted);
+    assert!(!held.is_valid());
+    assert!(held.guarded().is_err(), "no guarded write after the loss");
+    // The lock is free for the other handle.
+    let next = mutexes[1].acquire_timeout(Duration::from_secs(5)).await.unwrap();
+    assert!(next.expect("acquired").token() > held.token());
 }

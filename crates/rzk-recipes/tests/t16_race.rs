@@ -3,7 +3,8 @@
 //! data, the others wait; when the leader closes, one of the other two wins with a larger
 //! token, and the old fence (the epoch's version) no longer passes. An admin's delete of the
 //! node ends the leader's term; a deposed leader's release never deletes the next winner's
-//! node. Bad input is `t21_race_bad_input.rs`.
+//! node, but a leader whose epoch was moved under it still frees the path when it closes.
+//! Bad input is `t21_race_bad_input.rs`.
 
 mod support;
 
@@ -19,6 +20,7 @@ both_servers! {
     t16_race_admin_delete => admin_delete;
     t16_race_release_fenced => release_fenced;
     t16_race_epoch_moved => epoch_moved;
+    t16_race_epoch_moved_then_close => epoch_moved_then_close;
     t16_race_unseen_win => unseen_win;
 }
 
@@ -192,6 +194,26 @@ async fn epoch_moved(kind: Kind) {
     w.set_data(&witness, b"3", None).unwrap();
     w.commit().await.expect("the fresh term writes");
     a.close().await.unwrap();
+    checker.assert_ok();
+}
+
+/// The epoch is moved under a leader that then closes without writing: its fenced delete
+/// fails, and the node, still its session's, is deleted by owner, so the next candidate wins
+/// while that session lives on.
+async fn epoch_moved_then_close(kind: Kind) {
+    let server = Server::start(kind, Settings::default());
+    let path = test_path("t16", kind);
+    let raw = raw_client(&server).await;
+    let checker = Checker::new();
+    let (_sa, a) = candidate(&server, &path, "a", &checker).await;
+    let la = a.await_leadership().await.unwrap();
+    let (_sb, b) = candidate(&server, &path, "b", &checker).await;
+    raw.set_data(&a.epoch_path(), b"admin", None).await.unwrap();
+    a.close().await.unwrap();
+    assert!(!la.is_valid());
+    let lb = tokio::time::timeout(WITHIN, b.await_leadership()).await.expect("b wins").unwrap();
+    assert!(lb.token() > la.token());
+    b.close().await.unwrap();
     checker.assert_ok();
 }
 

@@ -21,6 +21,8 @@ use crate::supervise::{guarantee, SessionFlags, StopSignals, Supervisor, TermEnd
 pub(crate) const TIMED_OUT: u8 = 3;
 /// The exit status when the lock was lost while the command ran (the command was stopped).
 pub(crate) const LOST: u8 = 4;
+/// The exit status when the command exited 0 but the lock's release failed.
+pub(crate) const RELEASE_FAILED: u8 = 5;
 
 /// What `rzk lock` guarantees about its command and how it exits, for `--help`.
 macro_rules! lock_help {
@@ -35,8 +37,9 @@ when it exits.
             "
 
 Exit status: the command's; 3 if --timeout-ms passed without the lock (no node is left); 4 if
-the lock was lost and the command stopped; 130 or 143 on SIGINT or SIGTERM; 2 for a usage or
-connection error."
+the lock was lost and the command stopped; 5 if the command exited 0 but the release failed (the
+lock node then goes when rzk lock's session closes); 130 or 143 on SIGINT or SIGTERM; 2 for a
+usage or connection error."
         )
     };
 }
@@ -97,11 +100,11 @@ impl Held {
         }
     }
 
-    async fn release(self) {
-        let _ = match self {
+    async fn release(self) -> Result<(), rzk_recipes::Error> {
+        match self {
             Held::Guard(g) => g.release().await,
             Held::Lease(l) => l.release().await,
-        };
+        }
     }
 }
 
@@ -180,9 +183,20 @@ pub(crate) async fn run(connect: &Connect, a: LockArgs) -> Result<u8, CliError> 
     sup.say(format_args!("holding {} with token {token}; starting {:?}", a.path, a.command));
     let envs = [("RZK_FENCING_TOKEN", token.to_string()), ("RZK_LOCK_PATH", a.path.clone())];
     let end = sup.run_term(&a.command, &envs, held.term(), "the lock", &mut stop_signals).await?;
-    held.release().await;
+    let released = held.release().await;
     handle.close().await;
+    if let Err(e) = &released {
+        sup.say(format_args!("releasing {} failed: {e}; the node goes with the session", a.path));
+    }
     Ok(match end {
+        TermEnd::Exited(code) if released.is_err() => {
+            sup.say(format_args!("command exited with status {code}; the release failed"));
+            if code == 0 {
+                RELEASE_FAILED
+            } else {
+                code
+            }
+        }
         TermEnd::Exited(code) => {
             sup.say(format_args!("command exited with status {code}; released"));
             code

@@ -1,7 +1,8 @@
 //! `rzk lock PATH -- CMD` against the in-process server and Apache ZooKeeper: mutual
 //! exclusion with increasing fencing tokens, `--timeout-ms`, the command's exit status, a
 //! SIGKILLed holder's command stopped by its watchdog, a partitioned holder's command stopped
-//! before its session expires, `--semaphore`, and `--status` of each layout.
+//! before its session expires, `--semaphore`, `--status` of each layout, and a release that
+//! fails after the command (reported, status 5, the node gone with the session).
 
 mod support;
 
@@ -22,6 +23,8 @@ const STOP_LIMIT: Duration = Duration::from_secs(1);
 const TIMED_OUT: i32 = 3;
 /// The status `rzk lock` exits with when the lock was lost and the command stopped.
 const LOST: i32 = 4;
+/// The status `rzk lock` exits with when the command exited 0 but the release failed.
+const RELEASE_FAILED: i32 = 5;
 
 /// Appends "start <token> <ns>" and "end <token> <ns>" around a sleep of `$NAP` seconds.
 const LOGGED: &str = r#"echo "start $RZK_FENCING_TOKEN $(date +%s%N)" >> "$LOG"; sleep "$NAP"; echo "end $RZK_FENCING_TOKEN $(date +%s%N)" >> "$LOG""#;
@@ -38,6 +41,7 @@ both_servers! {
     mutex_status => status_json_lists_the_holder_then_the_waiters;
     semaphore_status => status_of_a_semaphore_lists_the_lease_holders_then_the_queue;
     read_write_status => status_of_a_read_write_lock_lists_readers_and_writers;
+    release_failed => a_release_that_fails_after_the_command_exits_5;
 }
 
 /// A file name of its own under the temporary directory, for this process and call.
@@ -355,4 +359,36 @@ fn status_of_a_read_write_lock_lists_readers_and_writers(kind: Kind) {
     assert!(holder(&writer.pids).is_none() && holder(&late.pids).is_none());
     let text = status(&cs, &["--read", path]);
     assert!(text.starts_with("/l/rwstat (read-write lock): 2 holding, 2 waiting\n"), "{text}");
+}
+
+/// Writes its pid and token to `$PIDS`, then exits 0 once `$GO` exists.
+const UNTIL_GO: &str = r#"echo "$$ $RZK_FENCING_TOKEN" > "$PIDS.tmp"; mv "$PIDS.tmp" "$PIDS"; while [ ! -e "$GO" ]; do sleep 0.05; done"#;
+
+fn a_release_that_fails_after_the_command_exits_5(kind: Kind) {
+    use zookeeper_client::{Acl, AuthId, Permission};
+    let s = Server::start(kind);
+    let cs = s.hosts();
+    let (pids, go) = (tmp("release-pids"), tmp("release-go"));
+    let mut child = rzk(&cs, &["--session-timeout-ms", "2000", "/l/release", "--"])
+        .args(["sh", "-c", UNTIL_GO])
+        .env("PIDS", &pids)
+        .env("GO", &go)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("the holder", HOLD_LIMIT, || holder(&pids));
+    // While the command runs, the lock path stops allowing deletes of its children.
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let raw = rt.block_on(zookeeper_client::Client::connect(&cs)).unwrap();
+    let no_delete = Permission::READ | Permission::WRITE | Permission::CREATE | Permission::ADMIN;
+    let acl = [Acl::new(no_delete, AuthId::anyone())];
+    rt.block_on(raw.set_acl("/l/release", &acl, None)).unwrap();
+    std::fs::write(&go, b"").unwrap();
+    let status = wait_for("rzk lock's exit", HOLD_LIMIT, || child.try_wait().unwrap());
+    assert_eq!(status.code(), Some(RELEASE_FAILED), "the failed release is not reported");
+    // The node goes with rzk lock's session (closed, or expired after its timeout).
+    wait_for("the lock node's removal", HOLD_LIMIT, || {
+        rt.block_on(raw.list_children("/l/release")).unwrap().is_empty().then_some(())
+    });
+    let _ = std::fs::remove_file(&go);
 }

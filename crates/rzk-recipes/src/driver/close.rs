@@ -29,6 +29,7 @@ impl Driver {
             }
         }
         self.held_watches.clear();
+        self.spare_child_watch = None;
         self.armed = None;
         self.shared.set_our_path(None);
         for w in self.close_waiters.drain(..).chain(self.resign_waiters.drain(..)) {

@@ -2,9 +2,9 @@
 
 use std::time::Instant;
 
-use zookeeper_client::{Client, OneshotWatcher};
+use zookeeper_client::{Client, OneshotWatcher, Stat};
 
-use super::{watch_future, Armed, Driver, OwnNode, Prefetched, Step, Stop};
+use super::{watch_future, Armed, Driver, OwnNode, Prefetched, Step, Stop, WatchFuture};
 use crate::decide::{decide, Decision};
 use crate::event::{ElectionEvent, MetricCells};
 use crate::loss::LossReason;
@@ -52,10 +52,12 @@ impl Driver {
         }
     }
 
-    /// Reads the children. A likely leader (next in line, or leading already) sends the
-    /// children read with the leader's watch and the ownership check together: the handoff
-    /// then costs one round trip after the event instead of three. If it turns out to follow
-    /// after all, the extra watches are dropped (and removed) unused.
+    /// Reads the children. A likely leader (just created, next in line, or leading already)
+    /// reads them with the leader's children watch, and needs the ownership check and the
+    /// own-node watch only if neither is at hand: a node whose create reply came is ours by
+    /// construction, and a follower armed both while it waited. An uncontended acquire then
+    /// sends one read, and a handoff one round trip after the event. If it turns out to follow
+    /// after all, the children watch is kept unused (see `spare_child_watch`).
     async fn list(
         &mut self,
         client: &Client,
@@ -64,6 +66,7 @@ impl Driver {
     ) -> Result<Result<Listing, ZkError>, Stop> {
         let path = self.shared.path.clone();
         let next_in_line = std::mem::take(&mut self.next_in_line);
+        let just_created = std::mem::take(&mut self.just_created);
         if self.options.strategy == WatchStrategy::Herd {
             let listed = self.wait_op(generation, client.list_and_watch_children(&path)).await?;
             return Ok(listed.map(|(children, w)| Listing {
@@ -72,7 +75,7 @@ impl Driver {
                 prefetched: None,
             }));
         }
-        if !(next_in_line || self.term_active()) {
+        if !(next_in_line || just_created || self.term_active()) {
             let listed = self.wait_op(generation, client.list_children(&path)).await?;
             return Ok(listed.map(|children| Listing {
                 children,
@@ -81,17 +84,21 @@ impl Driver {
             }));
         }
         let sent = Instant::now();
-        let (listed, owned) = match self.take_armed(generation, own) {
-            // Ownership already checked and our node watched: one request.
-            Some(armed) => {
+        let known = match self.take_armed(generation, own) {
+            Some(armed) => Some((armed.stat, Some(armed.event))),
+            None => own.created.map(|stat| (stat, None)),
+        };
+        let (listed, owned) = match known {
+            // Ownership known: one request.
+            Some((stat, event)) => {
                 match self.wait_op(generation, client.list_and_watch_children(&path)).await {
-                    Ok(Ok(listed)) => (Ok(listed), Ok((armed.stat, armed.event))),
+                    Ok(Ok(listed)) => (Ok(listed), Ok((stat, event))),
                     Ok(Err(e)) => {
-                        self.armed = Some(armed);
+                        self.keep_armed(generation, own, stat, event);
                         return Ok(Err(e));
                     }
                     Err(stop) => {
-                        self.armed = Some(armed);
+                        self.keep_armed(generation, own, stat, event);
                         return Err(stop);
                     }
                 }
@@ -105,7 +112,8 @@ impl Driver {
                         )
                     })
                     .await?;
-                let owned = owned.map(|(_, stat, w)| (stat, watch_future(w))).map_err(normalize);
+                let owned =
+                    owned.map(|(_, stat, w)| (stat, Some(watch_future(w)))).map_err(normalize);
                 (listed.map_err(normalize), owned)
             }
         };
@@ -148,16 +156,32 @@ impl Driver {
                 if self.releases_terms() && self.term.is_some() {
                     return Ok(None);
                 }
-                // Keep the speculative ownership check and own-node watch for the wait.
-                if let Some(Prefetched { owned: Ok((stat, event)), .. }) = prefetched {
-                    if stat.ephemeral_owner == own.session_id.0 {
-                        let path = own.path.clone();
-                        self.armed = Some(Armed { generation, path, stat, event });
+                // Keep the speculative ownership check and own-node watch for the wait, and the
+                // children watch until it fires.
+                if let Some(Prefetched { owned, child_watch, .. }) = prefetched {
+                    self.spare_child_watch = Some(child_watch);
+                    if let Ok((stat, event)) = owned {
+                        if stat.ephemeral_owner == own.session_id.0 {
+                            self.keep_armed(generation, own, stat, event);
+                        }
                     }
                 }
                 self.follow(client, generation, own, predecessor, position, herd_watch).await?;
                 Ok(None)
             }
+        }
+    }
+
+    /// Keeps an own-node watch, with the ownership check that came with it, as the armed check.
+    pub(super) fn keep_armed(
+        &mut self,
+        generation: u64,
+        own: &OwnNode,
+        stat: Stat,
+        event: Option<WatchFuture>,
+    ) {
+        if let Some(event) = event {
+            self.armed = Some(Armed { generation, path: own.path.clone(), stat, event });
         }
     }
 

@@ -86,7 +86,13 @@ impl Driver {
                 Ok((stat, path, seq)) => {
                     self.session.shared().ack(generation, sent);
                     let name = naming::name_of(&path).to_string();
-                    let own = OwnNode::queued(name, path, generation, sid);
+                    let mut own = OwnNode::queued(name, path, generation, sid);
+                    // A releasing recipe's terms are short and their requests are the pair's
+                    // cost: it claims on the create's reply and leaves its node to the children
+                    // watch. A latch's one long term keeps the own-node watch from the claim
+                    // on, so an operator's delete ends it before any successor's read returns.
+                    let trusted = self.releases_terms() && stat.ephemeral_owner == sid.0;
+                    own.created = trusted.then_some(stat);
                     return Ok((own, Some((seq, stat.czxid))));
                 }
                 // The node to sit beside is gone (or the whole path is): queue instead.
@@ -151,6 +157,7 @@ impl Driver {
             generation,
         });
         self.shared.joined.send_replace(Some(info));
+        self.just_created = own.created.is_some();
         self.own = Some(own);
         Step::Evaluate
     }

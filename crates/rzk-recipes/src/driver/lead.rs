@@ -1,4 +1,4 @@
-//! Leading: the ownership check before a claim (CURATOR-696), claiming, keeping or resuming
+//! Leading: ownership before a claim (CURATOR-696), claiming, keeping or resuming
 //! the term, and holding it until something ends it.
 
 use std::sync::Arc;
@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use zookeeper_client::{Client, EventType, OneshotWatcher, Stat, WatchedEvent};
 
-use super::{watch_future, Armed, Driver, OwnNode, Prefetched, Step, Stop, TaskEnd, WatchFuture};
+use super::{watch_future, Driver, OwnNode, Prefetched, Step, Stop, TaskEnd, WatchFuture};
 use crate::control::Command;
 use crate::decide::{decide, Decision};
 use crate::event::MetricCells;
@@ -26,18 +26,19 @@ enum LeaderWake {
     Session(bool),
 }
 
-/// A leader's verified position: our node's stat and watch, and the children watch.
+/// A leader's verified position: our node's stat, the own-node watch if one is set, and the
+/// children watch. Without the own-node watch, the children watch alone reports our node's
+/// deletion, and the listing it leads to ends the term (docs/election.md §2.9 L).
 struct Verified {
     stat: Stat,
-    own_watch: WatchFuture,
+    own_watch: Option<WatchFuture>,
     child_watch: OneshotWatcher,
 }
 
 impl Driver {
     /// Our node sorts first. Checks ownership, claims (or keeps, or resumes) the term and holds
-    /// it. `prefetched`: the ownership check and the watched children list, already read
-    /// together (the children are the list that decided we lead). `Ok(None)` means evaluate
-    /// again.
+    /// it. `prefetched`: the ownership (checked, armed or from the create's reply) and the
+    /// watched children list that decided we lead. `Ok(None)` means evaluate again.
     pub(super) async fn lead(
         &mut self,
         own: &OwnNode,
@@ -57,8 +58,9 @@ impl Driver {
         self.hold(own, generation, reconnects, term, verified).await
     }
 
-    /// Reads (or takes the prefetched) ownership check of our node and the children with a
-    /// watch. `Err(step)`: not leading after all, take `step` (`None`: evaluate again).
+    /// Takes our node's ownership from `prefetched` or the create's reply, or reads it, and
+    /// the children with a watch. `Err(step)`: not leading after all, take `step` (`None`:
+    /// evaluate again).
     async fn verify(
         &mut self,
         own: &OwnNode,
@@ -66,13 +68,14 @@ impl Driver {
         generation: u64,
         prefetched: Option<(Prefetched, Vec<String>)>,
     ) -> Result<Result<Verified, Option<Step>>, Stop> {
-        let (sent, owned, child_watch) = match prefetched {
-            Some((p, _children)) => (p.sent, p.owned, Some(p.child_watch)),
-            None => {
+        let (sent, owned, child_watch) = match (prefetched, own.created) {
+            (Some((p, _children)), _) => (Some(p.sent), p.owned, Some(p.child_watch)),
+            (None, Some(stat)) => (None, Ok((stat, None)), None),
+            (None, None) => {
                 // The ownership check (CURATOR-696) and the own-node watch.
                 let sent = Instant::now();
                 let owned = self.wait_op(generation, client.get_and_watch_data(&own.path)).await?;
-                (sent, owned.map(|(_, stat, w)| (stat, watch_future(w))), None)
+                (Some(sent), owned.map(|(_, stat, w)| (stat, Some(watch_future(w)))), None)
             }
         };
         let (stat, own_watch) = match owned {
@@ -83,7 +86,9 @@ impl Driver {
                 return Ok(Err(None));
             }
         };
-        self.session.shared().ack(generation, sent);
+        if let Some(sent) = sent {
+            self.session.shared().ack(generation, sent);
+        }
         if stat.ephemeral_owner != own.session_id.0 {
             let owner = stat.ephemeral_owner;
             tracing::info!(node = %own.path, owner, "our node belongs to another session");
@@ -174,6 +179,7 @@ impl Driver {
         verified: Verified,
     ) -> Result<Option<Step>, Stop> {
         let Verified { stat, own_watch: mut own_ev, child_watch } = verified;
+        let has_own_watch = own_ev.is_some();
         // `term` stays alive while held: its last handle's drop would end it.
         let lost = Leadership { inner: term.clone() }.lost();
         tokio::pin!(lost);
@@ -184,7 +190,7 @@ impl Driver {
                 Ok(()) => {}
                 Err(Stop::Reconnected) => return Ok(None),
                 Err(Stop::Close) => {
-                    self.held_watches.extend([own_ev, child_ev]);
+                    self.held_watches.extend(own_ev.into_iter().chain([child_ev]));
                     return Err(Stop::Close);
                 }
                 Err(stop) => return Err(stop),
@@ -197,7 +203,9 @@ impl Driver {
                     LeaderWake::Task(end)
                 }
                 reason = &mut lost => LeaderWake::Lost(reason),
-                ev = &mut own_ev => LeaderWake::Own(ev),
+                ev = async { own_ev.as_mut().expect("checked").await }, if has_own_watch => {
+                    LeaderWake::Own(ev)
+                }
                 ev = &mut child_ev => LeaderWake::Children(ev),
                 r = self.snap.changed() => LeaderWake::Session(r.is_ok()),
             };
@@ -217,7 +225,8 @@ impl Driver {
                     return self.release().await.map(Some);
                 }
                 LeaderWake::Lost(reason) => {
-                    return self.on_lost(own, generation, reason, [own_ev, child_ev]).await
+                    let watches = own_ev.into_iter().chain([child_ev]);
+                    return self.on_lost(own, generation, reason, watches).await;
                 }
                 LeaderWake::Own(ev) => {
                     MetricCells::inc(&self.shared.metrics.leader_watch_events);
@@ -234,8 +243,7 @@ impl Driver {
                     }
                     // The own-node watch stays set: the new look at the children is then one
                     // request, with no removeWatches and no second read before it.
-                    let path = own.path.clone();
-                    self.armed = Some(Armed { generation, path, stat, event: own_ev });
+                    self.keep_armed(generation, own, stat, own_ev);
                     return Ok(None);
                 }
                 LeaderWake::Session(true) => {}

@@ -59,13 +59,17 @@ struct OwnNode {
     session_id: SessionId,
     /// What proves the node is still ours (the term's fence, and a race node's release check).
     fence: Fence,
+    /// The stat of the create whose reply came on this session: the node is ours by
+    /// construction and needs no ownership check. `None` for a node adopted after a lost reply
+    /// (the check guards exactly those), for a race node, and for a latch's (see `create_own`).
+    created: Option<zookeeper_client::Stat>,
 }
 
 impl OwnNode {
     /// A queue node: its unique path's existence is the fence.
     fn queued(name: String, path: String, generation: u64, session_id: SessionId) -> OwnNode {
         let fence = Fence::node(&path);
-        OwnNode { name, path, generation, session_id, fence }
+        OwnNode { name, path, generation, session_id, fence, created: None }
     }
 }
 
@@ -107,10 +111,12 @@ fn watch_future(w: OneshotWatcher) -> WatchFuture {
     Box::pin(w.changed())
 }
 
-/// The leader's two reads, sent together by a likely leader (see `Driver::evaluate`).
+/// What a likely leader's listing gave beside the children (see `Driver::evaluate`): the
+/// ownership check with the own-node watch, if one was read or armed (a node whose create
+/// reply came needs neither: its stat is the create's), and the children watch the listing set.
 struct Prefetched {
     sent: Instant,
-    owned: Result<(zookeeper_client::Stat, WatchFuture), ZkError>,
+    owned: Result<(zookeeper_client::Stat, Option<WatchFuture>), ZkError>,
     child_watch: OneshotWatcher,
 }
 
@@ -145,6 +151,12 @@ pub(crate) struct Driver {
     /// which in a settled election is the leader's, so the next evaluation asks the leader's
     /// questions at once (one round trip).
     next_in_line: bool,
+    /// Our node was just created and its create's reply came: the first listing is a likely
+    /// leader's (with the children watch), so an uncontended acquire sends no other read.
+    just_created: bool,
+    /// A children watch a follower's listing set and did not use, kept until it fires or the
+    /// next one replaces it: dropping it unfired would send removeWatches.
+    spare_child_watch: Option<OneshotWatcher>,
     /// The last term's watches, kept until our node is deleted: dropping them first would
     /// send removeWatches ahead of the delete, delaying the handoff by round trips.
     held_watches: Vec<WatchFuture>,
@@ -192,6 +204,8 @@ impl Driver {
             race_epoch: config.race_epoch,
             own: None,
             next_in_line: false,
+            just_created: false,
+            spare_child_watch: None,
             held_watches: Vec::new(),
             armed: None,
             stale_uuids: Vec::new(),

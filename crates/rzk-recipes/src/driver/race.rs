@@ -144,6 +144,7 @@ impl Driver {
             path,
             generation,
             session_id: zookeeper_client::SessionId(sid),
+            created: None,
         }
     }
 
@@ -211,13 +212,42 @@ impl Driver {
                 return Ok(None);
             }
         }
+        tracing::warn!(node = %self.path(), "our race node without its epoch; deleting it");
+        self.delete_unfenced(client, generation, node).await.map(|()| None)
+    }
+
+    /// Deletes the race node `node`, owned by a session of ours, at its version. Only the
+    /// session that created it can own the node at the path, so the owner proves it ours where
+    /// the epoch no longer can.
+    async fn delete_unfenced(
+        &mut self,
+        client: &Client,
+        generation: u64,
+        node: &Stat,
+    ) -> Result<(), Stop> {
         let path = self.path().to_string();
-        tracing::warn!(node = %path, "our race node without its epoch; deleting it");
         match self.wait_op(generation, client.delete(&path, Some(node.version))).await? {
-            Ok(()) | Err(ZkError::NoNode) | Err(ZkError::BadVersion) => Ok(None),
-            Err(e) => {
-                self.recover(generation, e, "deleting the race node", &path).await.map(|()| None)
+            Ok(()) | Err(ZkError::NoNode) | Err(ZkError::BadVersion) => Ok(()),
+            Err(e) => self.recover(generation, e, "deleting the race node", &path).await,
+        }
+    }
+
+    /// A fenced delete's check failed: the node is still ours if the session that won it owns
+    /// it (the epoch was deleted or moved under us by something that does not race by this
+    /// protocol); then it is deleted by owner, or it would block every candidate until that
+    /// session ends.
+    async fn delete_if_owned(
+        &mut self,
+        client: &Client,
+        generation: u64,
+        own: &OwnNode,
+    ) -> Result<(), Stop> {
+        match self.wait_op(generation, client.get_data(&own.path)).await? {
+            Ok((_, stat)) if stat.ephemeral_owner == own.session_id.0 => {
+                tracing::warn!(node = %own.path, "our race node's epoch moved; deleting it");
+                self.delete_unfenced(client, generation, &stat).await
             }
+            _ => Ok(()),
         }
     }
 
@@ -381,8 +411,9 @@ impl Driver {
 
     /// Deletes a race node in one multi with its fence, so that another candidate's node at
     /// the same path is never deleted: `[check(node), check(epoch, version), delete(node)]`.
-    /// A failed check means it is not ours any more: done. Retried on connection loss while
-    /// the generation lives; if it ends first, the node is owed to the next session.
+    /// A failed check means it is not ours any more, unless this session still owns it. Retried
+    /// on connection loss while the generation lives; if it ends first, the node is owed to the
+    /// next session.
     pub(super) async fn delete_fenced(
         &mut self,
         client: &Client,
@@ -400,7 +431,10 @@ impl Driver {
                 multi.commit().await
             };
             let e = match self.wait(generation, delete).await {
-                Ok(Ok(_)) | Ok(Err(MultiWriteError::OperationFailed { .. })) => return Ok(()),
+                Ok(Ok(_)) => return Ok(()),
+                Ok(Err(MultiWriteError::OperationFailed { .. })) => {
+                    return self.delete_if_owned(client, generation, own).await
+                }
                 Ok(Err(MultiWriteError::RequestFailed { source })) => normalize(source),
                 Err(stop) => return Err(self.owe_fenced(own, stop)),
             };
