@@ -74,6 +74,7 @@
 #![warn(missing_docs)]
 
 mod barrier;
+mod cache;
 mod contender;
 mod control;
 mod counter;
@@ -138,3 +139,9 @@ pub use session::{
 pub use shared_count::{CountChanges, SharedCount, VersionedCount};
 pub use token::FencingToken;
 pub use zookeeper_client::SessionId;
+
+pub use cache::{
+    CacheEvent, CacheEvents, CacheItem, CacheOptions, CacheWatch, CachedNode, JsonChanges,
+    JsonNodeCache, NodeCache, NodeChanges, NodeState, TreeCache, Versioned, DEFAULT_EVENT_QUEUE,
+    DEFAULT_MAX_NODES,
+};

@@ -59,10 +59,12 @@ pub(crate) async fn create_in_containers(
 ) -> Result<(), ZkError> {
     create_with_parents(client, path, data, CreateMode::Persistent, CreateMode::Container, acls)
         .await
+        .map(drop)
 }
 
 /// Creates `path` with `data` in `mode`, its missing parents in `parents` mode (Curator's
-/// `creatingParentsIfNeeded` for PERSISTENT, `creatingParentContainersIfNeeded` for CONTAINER).
+/// `creatingParentsIfNeeded` for PERSISTENT, `creatingParentContainersIfNeeded` for CONTAINER);
+/// returns the new node's stat.
 pub(crate) async fn create_with_parents(
     client: &Client,
     path: &str,
@@ -70,7 +72,7 @@ pub(crate) async fn create_with_parents(
     mode: CreateMode,
     parents: CreateMode,
     acls: Acls<'_>,
-) -> Result<(), ZkError> {
+) -> Result<zookeeper_client::Stat, ZkError> {
     let options = mode.with_acls(acls);
     match client.create(path, data, &options).await {
         Err(ZkError::NoNode) => {
@@ -78,9 +80,9 @@ pub(crate) async fn create_with_parents(
                 Ok(()) | Err(ZkError::NodeExists) => {}
                 Err(e) => return Err(e),
             }
-            client.create(path, data, &options).await.map(drop)
+            client.create(path, data, &options).await.map(|(stat, _)| stat)
         }
-        other => other.map(drop),
+        other => other.map(|(stat, _)| stat),
     }
 }
 
