@@ -44,7 +44,15 @@ enum Scope {
 pub(super) async fn run(shared: Arc<Shared>, session: Session) {
     let (tx, rx) = mpsc::unbounded_channel();
     let oneshot = shared.options.watch == CacheWatch::OneShot;
-    let engine = Engine { shared: shared.clone(), session, oneshot, tx, rx, watched: None };
+    let engine = Engine {
+        shared: shared.clone(),
+        session,
+        oneshot,
+        tx,
+        rx,
+        watched: None,
+        persistent: None,
+    };
     let failure = engine.run().await;
     shared.end(failure);
 }
@@ -59,6 +67,16 @@ struct Engine {
     rx: mpsc::UnboundedReceiver<WatchedEvent>,
     /// The session generation the current watches were set on.
     watched: Option<u64>,
+    /// The task forwarding the current persistent watch's events.
+    persistent: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        if let Some(task) = self.persistent.take() {
+            task.abort();
+        }
+    }
 }
 
 impl Engine {
@@ -86,12 +104,17 @@ impl Engine {
         }
     }
 
-    /// Sets the watch of a new session, then reads the whole subtree.
+    /// Sets the watch, then reads the whole subtree.
     async fn sync(&mut self, client: &Client, generation: u64) -> Result<(), Stop> {
         // One-shot watches of a reconnected session are restored by the client and fire for
-        // what changed meanwhile; only a new session needs them all set again.
+        // what changed meanwhile; only a new session needs them all set again. A persistent
+        // watch is not reliably restored (nor its events during the disconnect,
+        // ZOOKEEPER-4698): it is set again after every reconnect, replacing the old one.
         let rewatch = self.watched != Some(generation);
-        if rewatch && !self.oneshot {
+        if !self.oneshot {
+            if let Some(old) = self.persistent.take() {
+                old.abort();
+            }
             let mode = if self.shared.options.single_node {
                 AddWatchMode::Persistent
             } else {
@@ -99,7 +122,7 @@ impl Engine {
             };
             match client.watch(&self.shared.path, mode).await {
                 Ok(w) => {
-                    tokio::spawn(forward_persistent(w, self.tx.clone()));
+                    self.persistent = Some(tokio::spawn(forward_persistent(w, self.tx.clone())));
                 }
                 Err(ZkError::Unimplemented) => self.oneshot = true,
                 Err(e) => return Err(self.failed(e, &self.shared.path.clone())),
