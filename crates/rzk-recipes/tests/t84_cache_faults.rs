@@ -106,14 +106,22 @@ async fn mutate(raw: &zookeeper_client::Client, root: &str, round: u32) {
     raw.create(&config(root), format!("v{round}").as_bytes(), &persistent()).await.unwrap();
 }
 
-async fn converges_after_cut(kind: Kind) {
-    let server = Server::start(kind, Settings::default());
-    let raw = raw_client(&server).await;
+/// The starting tree, and a watcher whose two sessions connect through proxies.
+async fn proxied_watcher(
+    server: &Server,
+    kind: Kind,
+) -> (zookeeper_client::Client, String, Watcher, [(Session, rzk_testkit::proxy::Proxy); 2]) {
+    let raw = raw_client(server).await;
     let root = test_path("t84", kind);
     initial_tree(&raw, &root).await;
-    let (s, proxy) = session_via_proxy(&server).await;
-    let (s1, proxy1) = session_via_proxy(&server).await;
-    let w = Watcher::start(&s, &s1, &root).await;
+    let sessions = [session_via_proxy(server).await, session_via_proxy(server).await];
+    let w = Watcher::start(&sessions[0].0, &sessions[1].0, &root).await;
+    (raw, root, w, sessions)
+}
+
+async fn converges_after_cut(kind: Kind) {
+    let server = Server::start(kind, Settings::default());
+    let (raw, root, w, [(s, proxy), (s1, proxy1)]) = proxied_watcher(&server, kind).await;
     for round in 1..=3 {
         proxy.cut();
         proxy1.cut();
@@ -131,12 +139,7 @@ async fn converges_after_cut(kind: Kind) {
 
 async fn converges_after_expiry(kind: Kind) {
     let server = Server::start(kind, Settings::default());
-    let raw = raw_client(&server).await;
-    let root = test_path("t84", kind);
-    initial_tree(&raw, &root).await;
-    let (s, proxy) = session_via_proxy(&server).await;
-    let (s1, proxy1) = session_via_proxy(&server).await;
-    let w = Watcher::start(&s, &s1, &root).await;
+    let (raw, root, w, [(s, proxy), (s1, proxy1)]) = proxied_watcher(&server, kind).await;
     let firsts = [s.session_id(), s1.session_id()];
     proxy.cut();
     proxy1.cut();
