@@ -32,6 +32,9 @@
 //! - [`DistributedBarrier`] and [`DistributedDoubleBarrier`]: Curator's barriers (the barrier
 //!   node's existence; EPHEMERAL `<uuid>` members and `ready`), waits on `exists` watches
 //!   that outlive disconnects and session expiries.
+//! - [`TreeCache`] and [`NodeCache`]: Curator's `CuratorCache` (a subtree, or one node, mirrored
+//!   in memory, with ordered events), converged across disconnects, expiries and
+//!   delete-and-recreate; [`JsonNodeCache`] for a serde-typed config node.
 //! - [`Contender`]: what both recipes share, and dereference to: status, events, metrics, the
 //!   current term, [`Contender::await_leadership`], the participants read from the server.
 //! - [`Leadership`]: one term. [`Leadership::token`] is the czxid of our node, strictly

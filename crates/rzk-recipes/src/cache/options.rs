@@ -1,8 +1,8 @@
 //! What a cache mirrors and how: one node or a subtree, the watch kind, and its limits.
 
-/// The default [`CacheOptions::max_nodes`]: 100,000 nodes.
+/// The default [`CacheOptions::with_max_nodes`]: 100,000 nodes.
 pub const DEFAULT_MAX_NODES: usize = 100_000;
-/// The default [`CacheOptions::event_queue`]: 4,096 events per subscriber.
+/// The default [`CacheOptions::with_event_queue`]: 4,096 events per subscriber.
 pub const DEFAULT_EVENT_QUEUE: usize = 4_096;
 
 /// How a cache learns of changes.
