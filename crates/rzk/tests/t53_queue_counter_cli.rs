@@ -9,36 +9,14 @@
 mod support;
 
 use std::collections::BTreeSet;
-use std::process::{Command, Output, Stdio};
 use std::thread;
 
-use support::{Kind, Server};
+use support::{rzk, stdout_ok, Kind, Server};
 
 both_servers! {
     queue => offered_items_are_taken_once_in_order_and_an_empty_take_times_out;
     counter => concurrent_adds_sum_exactly;
     barrier => a_barrier_holds_waiters_and_a_double_barrier_runs_members_together;
-}
-
-fn rzk(cs: &str, args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_rzk"))
-        .args(["--connect", cs])
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.code().is_some(),
-        "rzk {args:?} died: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-fn stdout_ok(cs: &str, args: &[&str]) -> String {
-    let out = rzk(cs, args);
-    assert!(out.status.success(), "rzk {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
 }
 
 fn offered_items_are_taken_once_in_order_and_an_empty_take_times_out(kind: Kind) {

@@ -2,6 +2,8 @@
 //! 3.8 from rzk-testkit's launcher) and `both_servers!`, which runs a scenario against each.
 #![allow(dead_code)]
 
+use std::process::{Command, Output, Stdio};
+
 use rzk_testkit::tempdir::TempDir;
 use rzk_testkit::zookeeper::{self, ZooKeeper};
 
@@ -70,4 +72,28 @@ macro_rules! both_servers {
             }
         )*
     };
+}
+
+/// Runs `rzk --connect cs args...` to its end (standard input empty); panics if it died of a
+/// signal.
+pub fn rzk(cs: &str, args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_rzk"))
+        .args(["--connect", cs])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.code().is_some(),
+        "rzk {args:?} died: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// [`rzk`], which must succeed; its standard output.
+pub fn stdout_ok(cs: &str, args: &[&str]) -> String {
+    let out = rzk(cs, args);
+    assert!(out.status.success(), "rzk {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
 }
