@@ -52,6 +52,7 @@ pub(super) async fn run(shared: Arc<Shared>, session: Session) {
         rx,
         watched: None,
         persistent: None,
+        stop: tokio::sync::watch::channel(()).0,
     };
     let failure = engine.run().await;
     shared.end(failure);
@@ -69,6 +70,8 @@ struct Engine {
     watched: Option<u64>,
     /// The task forwarding the current persistent watch's events.
     persistent: Option<tokio::task::JoinHandle<()>>,
+    /// Dropped with the engine, which ends the one-shot forwarders still waiting.
+    stop: tokio::sync::watch::Sender<()>,
 }
 
 impl Drop for Engine {
@@ -300,11 +303,11 @@ impl Engine {
     }
 
     fn forward_oneshot(&self, w: OneshotWatcher) {
-        let tx = self.tx.clone();
+        let (tx, mut stop) = (self.tx.clone(), self.stop.subscribe());
         tokio::spawn(async move {
             tokio::select! {
                 event = w.changed() => { let _ = tx.send(event); }
-                _ = tx.closed() => {}
+                _ = stop.changed() => {}
             }
         });
     }

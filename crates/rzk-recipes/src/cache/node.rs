@@ -148,6 +148,8 @@ impl NodeCache {
             };
             match written {
                 Ok(stat) => return Ok(CachedNode { data: data.to_vec(), stat }),
+                // Created by another writer since our setData: ours goes over it.
+                Err(ZkError::NodeExists) if version.is_none() => {}
                 Err(e @ (ZkError::BadVersion | ZkError::NoNode | ZkError::NodeExists)) => {
                     return Err(Error::from_zk(e, path))
                 }
