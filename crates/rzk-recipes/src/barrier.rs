@@ -82,7 +82,7 @@ impl DistributedBarrier {
             let (mode, parents) = (CreateMode::Persistent, CreateMode::Persistent);
             match ops::create_with_parents(&client, &self.path, &[], mode, parents, self.acls).await
             {
-                Ok(()) | Err(ZkError::NodeExists) => return Ok(()),
+                Ok(_) | Err(ZkError::NodeExists) => return Ok(()),
                 Err(e) => ops::pause_or_fail(e, &self.path).await?,
             }
         }

@@ -36,7 +36,7 @@ impl Default for RetryPolicy {
 
 impl RetryPolicy {
     /// The pause after lost race `attempt` (1-based).
-    fn pause(&self, attempt: u32) -> Duration {
+    pub(crate) fn pause(&self, attempt: u32) -> Duration {
         let factor = 1u32.checked_shl(attempt.saturating_sub(1)).unwrap_or(u32::MAX);
         self.backoff.saturating_mul(factor).min(self.max_backoff)
     }

@@ -226,7 +226,7 @@ impl DistributedDoubleBarrier {
         let (mode, parents) = (CreateMode::Ephemeral, CreateMode::Container);
         let created =
             match ops::create_with_parents(client, &path, &[], mode, parents, self.acls).await {
-                Ok(()) => true,
+                Ok(_) => true,
                 // Our earlier create was applied if this session owns the node.
                 Err(ZkError::NodeExists) => match client.check_stat(&path).await {
                     Ok(Some(stat)) if stat.ephemeral_owner == client.session_id().0 => true,

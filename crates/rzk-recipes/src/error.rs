@@ -158,6 +158,23 @@ pub enum Error {
     /// `start` was called twice.
     #[error("already started")]
     AlreadyStarted,
+
+    // The caches.
+    /// A cache's subtree grew beyond its node limit; the cache stopped.
+    #[error("cache of {path} stopped: more than {max_nodes} nodes")]
+    CacheFull {
+        /// The cache path.
+        path: String,
+        /// The limit, in nodes.
+        max_nodes: usize,
+    },
+    /// A cache subscriber fell behind by more than the event queue holds; these events were
+    /// skipped (a new stream starts again from the current state).
+    #[error("cache subscriber fell behind: {missed} events skipped")]
+    CacheLagged {
+        /// The events skipped.
+        missed: u64,
+    },
 }
 
 impl Error {

@@ -36,6 +36,9 @@
 //!   [`ServiceInstance`] JSON), instances re-registered with their current data after a
 //!   session loss; [`ServiceProvider`] picks one; [`ServerList`] is the plain
 //!   EPHEMERAL_SEQUENTIAL `host:port` layout.
+//! - [`TreeCache`] and [`NodeCache`]: Curator's `CuratorCache` (a subtree, or one node, mirrored
+//!   in memory, with ordered events), converged across disconnects, expiries and
+//!   delete-and-recreate; [`JsonNodeCache`] for a serde-typed config node.
 //! - [`Contender`]: what both recipes share, and dereference to: status, events, metrics, the
 //!   current term, [`Contender::await_leadership`], the participants read from the server.
 //! - [`Leadership`]: one term. [`Leadership::token`] is the czxid of our node, strictly
@@ -78,6 +81,7 @@
 #![warn(missing_docs)]
 
 mod barrier;
+mod cache;
 mod contender;
 mod control;
 mod counter;
@@ -150,3 +154,9 @@ pub use session::{
 pub use shared_count::{CountChanges, SharedCount, VersionedCount};
 pub use token::FencingToken;
 pub use zookeeper_client::SessionId;
+
+pub use cache::{
+    CacheEvent, CacheEvents, CacheItem, CacheOptions, CacheWatch, CachedNode, JsonChanges,
+    JsonNodeCache, NodeCache, NodeChanges, NodeState, TreeCache, Versioned, DEFAULT_EVENT_QUEUE,
+    DEFAULT_MAX_NODES,
+};

@@ -59,10 +59,12 @@ pub(crate) async fn create_in_containers(
 ) -> Result<(), ZkError> {
     create_with_parents(client, path, data, CreateMode::Persistent, CreateMode::Container, acls)
         .await
+        .map(drop)
 }
 
 /// Creates `path` with `data` in `mode`, its missing parents in `parents` mode (Curator's
-/// `creatingParentsIfNeeded` for PERSISTENT, `creatingParentContainersIfNeeded` for CONTAINER).
+/// `creatingParentsIfNeeded` for PERSISTENT, `creatingParentContainersIfNeeded` for CONTAINER);
+/// returns the new node's stat.
 pub(crate) async fn create_with_parents(
     client: &Client,
     path: &str,
@@ -70,12 +72,12 @@ pub(crate) async fn create_with_parents(
     mode: CreateMode,
     parents: CreateMode,
     acls: Acls<'_>,
-) -> Result<(), ZkError> {
-    create_with_parents_at(client, path, data, mode, parents, acls).await.map(drop)
+) -> Result<zookeeper_client::Stat, ZkError> {
+    create_with_parents_at(client, path, data, mode, parents, acls).await.map(|(_, stat)| stat)
 }
 
 /// [`create_with_parents`], returning the path created (with its sequence number for a
-/// sequential `mode`).
+/// sequential `mode`) and its stat.
 pub(crate) async fn create_with_parents_at(
     client: &Client,
     path: &str,
@@ -83,7 +85,7 @@ pub(crate) async fn create_with_parents_at(
     mode: CreateMode,
     parents: CreateMode,
     acls: Acls<'_>,
-) -> Result<String, ZkError> {
+) -> Result<(String, zookeeper_client::Stat), ZkError> {
     let options = mode.with_acls(acls);
     let created = match client.create(path, data, &options).await {
         Err(ZkError::NoNode) => {
@@ -95,10 +97,11 @@ pub(crate) async fn create_with_parents_at(
         }
         other => other,
     };
-    let (_, sequence) = created?;
+    let (stat, sequence) = created?;
     let sequential =
         matches!(mode, CreateMode::PersistentSequential | CreateMode::EphemeralSequential);
-    Ok(if sequential { format!("{path}{sequence}") } else { path.to_string() })
+    let created_path = if sequential { format!("{path}{sequence}") } else { path.to_string() };
+    Ok((created_path, stat))
 }
 
 /// The session's state, subscribed before an operation whose watch [`woken_before`] awaits.

@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 
 mod barrier;
 mod bench;
+mod config;
 mod connect;
 mod counter;
 mod demo;
@@ -67,6 +68,9 @@ enum Command {
     Register(register::RegisterArgs),
     /// List the services of a registry, or one service's instances.
     Services(services::ServicesArgs),
+    /// Get, set (with --version for compare-and-set) or watch a config node; run a command
+    /// on every change with watch --exec.
+    Config(config::ConfigArgs),
     #[command(flatten)]
     Node(node::NodeCommand),
     /// Runs a command for `rzk elect` or `rzk lock` and stops it when they cannot (internal).
@@ -101,6 +105,7 @@ fn main() -> ExitCode {
         Command::Leader(args) => rt.block_on(leader::run(&cli.connect, args)),
         Command::Counter(args) => rt.block_on(counter::run(&cli.connect, args)),
         Command::Demo(args) => rt.block_on(demo::run(args)),
+        Command::Config(args) => rt.block_on(config::run(&cli.connect, args)),
         Command::Bench(args) => rt.block_on(bench::run(&cli.connect, args)),
         Command::Watchdog(_) => unreachable!("the watchdog returns before the runtime starts"),
         Command::Elect(args) => return status_exit(rt.block_on(elect::run(&cli.connect, args))),

@@ -186,7 +186,7 @@ impl Shared {
             )
             .await;
             match created {
-                Ok(path) => {
+                Ok((path, _)) => {
                     entry.path = Some(path.clone());
                     return Ok(path);
                 }

@@ -22,6 +22,8 @@
 //   discovery-query NAME
 //                       queryForInstances(NAME); prints "instance <fields as Java reads them>"
 //                       for each (see describe)
+//   cache               CuratorCache of PATH until killed (tests/t25_tree_cache.rs): prints
+//                       "event +PATH DATA", "event ~PATH DATA", "event -PATH" and "event init"
 //
 // Prints "done" when the command has finished; exits 1 with the exception on stderr otherwise.
 
@@ -36,6 +38,9 @@ import org.apache.curator.framework.recipes.atomic.AtomicValue;
 import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
 import org.apache.curator.framework.recipes.barriers.DistributedBarrier;
 import org.apache.curator.framework.recipes.barriers.DistributedDoubleBarrier;
+import org.apache.curator.framework.recipes.cache.ChildData;
+import org.apache.curator.framework.recipes.cache.CuratorCache;
+import org.apache.curator.framework.recipes.cache.CuratorCacheListener;
 import org.apache.curator.framework.recipes.queue.SimpleDistributedQueue;
 import org.apache.curator.framework.recipes.shared.SharedCount;
 import org.apache.curator.framework.recipes.shared.VersionedValue;
@@ -165,6 +170,33 @@ public class CuratorRecipes {
                 d.close();
                 break;
             }
+            case "cache": {
+                CuratorCache cache = CuratorCache.build(client, path);
+                cache.listenable().addListener(new CuratorCacheListener() {
+                    @Override
+                    public void event(Type type, ChildData old, ChildData data) {
+                        switch (type) {
+                            case NODE_CREATED:
+                                say("event +" + data.getPath() + " " + text(data));
+                                break;
+                            case NODE_CHANGED:
+                                say("event ~" + data.getPath() + " " + text(data));
+                                break;
+                            case NODE_DELETED:
+                                say("event -" + old.getPath());
+                                break;
+                        }
+                    }
+
+                    @Override
+                    public void initialized() {
+                        say("event init");
+                    }
+                });
+                cache.start();
+                Thread.sleep(Long.MAX_VALUE);
+                break;
+            }
             default:
                 throw new IllegalArgumentException("unknown command " + command);
         }
@@ -186,5 +218,9 @@ public class CuratorRecipes {
                 + " port=" + i.getPort() + " sslPort=" + i.getSslPort() + " payload=" + payload
                 + " time=" + i.getRegistrationTimeUTC() + " type=" + i.getServiceType()
                 + " uri=" + uri + " enabled=" + i.isEnabled();
+    }
+
+    static String text(ChildData data) {
+        return data.getData() == null ? "" : new String(data.getData(), StandardCharsets.UTF_8);
     }
 }

@@ -1,5 +1,6 @@
 //! One Apache Curator 5.4 recipe operation in a child JVM (tests/java/CuratorRecipes.java:
-//! queue, DistributedAtomicLong, SharedCount), compiled once per test binary.
+//! queue, DistributedAtomicLong, SharedCount, barriers, CuratorCache), compiled once per test
+//! binary.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -36,4 +37,41 @@ pub async fn run(hosts: &str, path: &str, args: &[&str]) -> Vec<String> {
     );
     lines.pop();
     lines
+}
+
+/// A Java Curator `CuratorCache` running in a child JVM (`CuratorRecipes hosts path cache`),
+/// its events read as they come; killed on drop.
+pub struct JavaCache {
+    child: std::process::Child,
+    lines: rzk_testkit::lines::Lines,
+}
+
+impl JavaCache {
+    /// Starts the cache of `path`.
+    pub fn start(hosts: &str, path: &str) -> JavaCache {
+        let mut child = java::java(&[compiled()])
+            .args(["-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"])
+            .arg("-Dorg.slf4j.simpleLogger.defaultLogLevel=error")
+            .arg("CuratorRecipes")
+            .args([hosts, path, "cache"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .expect("start java");
+        let lines =
+            rzk_testkit::lines::Lines::capture("CuratorCache", child.stdout.take().unwrap());
+        JavaCache { child, lines }
+    }
+
+    /// The next event line (`+PATH DATA`, `~PATH DATA`, `-PATH`, `init`), within `within`.
+    pub async fn next(&mut self, within: std::time::Duration) -> String {
+        self.lines.expect("event ", within).await.1
+    }
+}
+
+impl Drop for JavaCache {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

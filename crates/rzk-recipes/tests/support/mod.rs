@@ -4,6 +4,7 @@
 //! the ZooKeeper and Java launchers) is rzk-testkit's.
 #![allow(dead_code)]
 
+pub mod cache;
 pub mod candidate;
 pub mod checker;
 pub mod curator;

@@ -2,6 +2,8 @@
 //! 3.8 from rzk-testkit's launcher) and `both_servers!`, which runs a scenario against each.
 #![allow(dead_code)]
 
+use std::process::{Command, Output, Stdio};
+
 use rzk_testkit::tempdir::TempDir;
 use rzk_testkit::zookeeper::{self, ZooKeeper};
 
@@ -72,12 +74,13 @@ macro_rules! both_servers {
     };
 }
 
-/// Runs `rzk --connect cs args...` to its end (it must exit, not die by a signal).
-pub fn rzk(cs: &str, args: &[&str]) -> std::process::Output {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rzk"))
+/// Runs `rzk --connect cs args...` to its end (standard input empty); panics if it died of a
+/// signal.
+pub fn rzk(cs: &str, args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_rzk"))
         .args(["--connect", cs])
         .args(args)
-        .stdin(std::process::Stdio::null())
+        .stdin(Stdio::null())
         .output()
         .unwrap();
     assert!(
