@@ -119,6 +119,8 @@ pub struct ServerConfig {
     /// Where to serve Prometheus metrics (`GET /metrics`), if anywhere
     /// (`metricsProvider.httpHost` and `metricsProvider.httpPort`); port 0 picks a free port.
     pub metrics: Option<SocketAddr>,
+    /// The secure client port (`secureClientPort`), served beside `bind`, if any.
+    pub tls: Option<crate::tls::TlsConfig>,
 }
 
 impl ServerConfig {
@@ -135,6 +137,7 @@ impl ServerConfig {
             max_queued_bytes_per_connection: 64 * 1024 * 1024,
             sessionless_connection_timeout_ms: 10_000,
             metrics: None,
+            tls: None,
         }
     }
 }

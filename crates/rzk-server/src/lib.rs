@@ -15,6 +15,9 @@
 //!   interface, snapshots and autopurge.
 //! - `metrics`: the Prometheus endpoint, on a listener of its own.
 //! - `config`, `testing`: [`ServerConfig`] and [`TestServer`].
+//! - `tls`: the secure port's settings and rustls configuration, and the `x509` identity of a
+//!   client certificate; `transport`: a connection's stream, plain or TLS, behind the few
+//!   operations the connection code uses.
 //!
 //! ```no_run
 //! let server = rzk_server::TestServer::start().unwrap();
@@ -35,6 +38,8 @@ mod server;
 mod shared;
 mod testing;
 mod timer;
+mod tls;
+mod transport;
 
 pub use config::{DiskConfig, Durability, ServerConfig};
 pub use metrics::{
@@ -43,3 +48,4 @@ pub use metrics::{
 };
 pub use server::{Server, ServerError};
 pub use testing::{TestServer, TestServerBuilder};
+pub use tls::{ClientAuth, TlsConfig, TlsError};

@@ -18,6 +18,8 @@ use crate::metrics;
 use crate::output_queue::ConnOut;
 use crate::shared::{ConnHandle, Inner};
 use crate::timer::timer_loop;
+use crate::tls;
+use crate::transport::{self, ReadSide, WriteSide};
 
 /// Errors starting a server.
 #[derive(Debug, thiserror::Error)]
@@ -33,12 +35,16 @@ pub enum ServerError {
         /// Why.
         source: io::Error,
     },
+    /// The secure port's certificates or key could not be used.
+    #[error("secure client port: {0}")]
+    Tls(#[from] tls::TlsError),
 }
 
 /// A running rzk server.
 pub struct Server {
     inner: Arc<Inner>,
     local_addr: SocketAddr,
+    secure_addr: Option<SocketAddr>,
     metrics_addr: Option<SocketAddr>,
     tasks: tokio::task::JoinHandle<()>,
 }
@@ -84,6 +90,11 @@ impl Server {
                 source,
             })?),
         };
+        let secure = match &config.tls {
+            None => None,
+            Some(t) => Some(SecurePort::bind(t).await?),
+        };
+        let secure_addr = secure.as_ref().map(|s| s.addr);
         let origin = Instant::now();
         let mut core_config = config.core.clone();
         core_config.client_port = local_addr.port();
@@ -107,17 +118,25 @@ impl Server {
                 }
             };
         }
-        let tasks = tokio::spawn(run(inner.clone(), listener, metrics_listener));
+        let tasks = tokio::spawn(run(inner.clone(), listener, metrics_listener, secure));
         tracing::info!(%local_addr, "rzk server listening");
+        if let Some(addr) = secure_addr {
+            tracing::info!(%addr, "rzk server listening for TLS (secure client port)");
+        }
         if let Some(addr) = metrics_addr {
             tracing::info!(%addr, "Prometheus metrics on http://{addr}/metrics");
         }
-        Ok(Server { inner, local_addr, metrics_addr, tasks })
+        Ok(Server { inner, local_addr, secure_addr, metrics_addr, tasks })
     }
 
     /// The bound address (useful with port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// The bound address of the secure (TLS) client port, if there is one.
+    pub fn secure_addr(&self) -> Option<SocketAddr> {
+        self.secure_addr
     }
 
     /// Where Prometheus metrics are served, if they are.
@@ -158,7 +177,12 @@ impl Server {
     }
 }
 
-async fn run(inner: Arc<Inner>, listener: TcpListener, metrics: Option<TcpListener>) {
+async fn run(
+    inner: Arc<Inner>,
+    listener: TcpListener,
+    metrics: Option<TcpListener>,
+    secure: Option<SecurePort>,
+) {
     let mut conns = JoinSet::new();
     let metrics = metrics.map(|l| tokio::spawn(metrics::serve(inner.clone(), l)));
     // Recovered sessions get their full timeout from the first accept, not from the restore:
@@ -171,13 +195,28 @@ async fn run(inner: Arc<Inner>, listener: TcpListener, metrics: Option<TcpListen
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
-                    if let Some(task) = admit(&inner, stream, peer) {
+                    let _ = stream.set_nodelay(true);
+                    let (rd, wr) = transport::plain(stream);
+                    if let Some(task) = admit(&inner, rd, wr, peer, None) {
                         conns.spawn(task);
                     }
                 }
                 Err(e) => {
                     // Usually EMFILE: back off instead of spinning.
                     tracing::warn!("accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            accepted = SecurePort::accept(secure.as_ref()) => match accepted {
+                Ok((stream, peer)) => {
+                    if let Some(s) = &secure {
+                        if let Some(task) = s.handshake(&inner, stream, peer) {
+                            conns.spawn(task);
+                        }
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!("accept on the secure port failed: {e}");
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
             },
@@ -192,12 +231,15 @@ async fn run(inner: Arc<Inner>, listener: TcpListener, metrics: Option<TcpListen
     conns.shutdown().await;
 }
 
+/// Takes a connection into the core and the connection table, within the connection limits,
+/// with the identity its transport established, if any; returns the task that serves it.
 fn admit(
     inner: &Arc<Inner>,
-    stream: TcpStream,
+    rd: ReadSide,
+    wr: WriteSide,
     peer: SocketAddr,
+    identity: Option<rzk_proto::Id>,
 ) -> Option<impl std::future::Future<Output = ()> + Send + 'static> {
-    let _ = stream.set_nodelay(true);
     let cfg = &inner.config;
     let mut sh = inner.lock();
     let ip = peer.ip();
@@ -216,11 +258,93 @@ fn admit(
     *sh.per_ip.entry(ip).or_insert(0) += 1;
     let (tx, rx) = mpsc::unbounded_channel();
     let ctl = Arc::new(ConnCtl::default());
-    let (rd, wr) = stream.into_split();
     let wr = Arc::new(wr);
     let out = ConnOut::new(tx, wr.clone(), ctl.clone());
     sh.conns.insert(conn, ConnHandle { out: Arc::new(out), ip });
     sh.core.open(conn, peer);
+    if let Some(id) = identity {
+        sh.core.authenticated(conn, id);
+    }
     drop(sh);
     Some(connection::serve(inner.clone(), conn, peer, rd, wr, rx, ctl))
+}
+
+/// The secure client port: its listener, the TLS acceptor, and the bound on handshakes in
+/// progress.
+struct SecurePort {
+    listener: TcpListener,
+    addr: SocketAddr,
+    acceptor: tokio_rustls::TlsAcceptor,
+    handshakes: Arc<tokio::sync::Semaphore>,
+    handshakes_max: usize,
+    handshake_timeout: Duration,
+}
+
+impl SecurePort {
+    async fn bind(cfg: &tls::TlsConfig) -> Result<SecurePort, ServerError> {
+        let acceptor = tls::acceptor(cfg)?;
+        let bind_err = |source| ServerError::Bind { addr: cfg.bind, source };
+        let listener = TcpListener::bind(cfg.bind).await.map_err(bind_err)?;
+        let addr = listener.local_addr().map_err(bind_err)?;
+        Ok(SecurePort {
+            listener,
+            addr,
+            acceptor,
+            handshakes: Arc::new(tokio::sync::Semaphore::new(cfg.handshakes_max)),
+            handshakes_max: cfg.handshakes_max,
+            handshake_timeout: Duration::from_millis(cfg.handshake_timeout_ms),
+        })
+    }
+
+    /// The next connection on the secure port; never, if there is none.
+    async fn accept(port: Option<&SecurePort>) -> io::Result<(TcpStream, SocketAddr)> {
+        match port {
+            Some(p) => p.listener.accept().await,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// The task that runs `stream`'s handshake, within the timeout, and then serves it as any
+    /// connection; `None` if too many handshakes are in progress.
+    fn handshake(
+        &self,
+        inner: &Arc<Inner>,
+        stream: TcpStream,
+        peer: SocketAddr,
+    ) -> Option<impl std::future::Future<Output = ()> + Send + 'static> {
+        let Ok(permit) = self.handshakes.clone().try_acquire_owned() else {
+            tracing::warn!(%peer, limit = self.handshakes_max,
+                "refusing TLS connection: too many handshakes in progress");
+            return None;
+        };
+        let _ = stream.set_nodelay(true);
+        let (inner, acceptor, timeout) =
+            (inner.clone(), self.acceptor.clone(), self.handshake_timeout);
+        Some(async move {
+            let done = tokio::time::timeout(timeout, acceptor.accept(stream)).await;
+            drop(permit);
+            let stream = match done {
+                Ok(Ok(stream)) => stream,
+                Ok(Err(e)) => {
+                    tracing::warn!(%peer, "closing TLS connection: handshake failed: {e}");
+                    return;
+                }
+                Err(_) => {
+                    tracing::warn!(%peer, timeout_ms = timeout.as_millis() as u64,
+                        "closing TLS connection: no handshake within the handshake timeout \
+                         (ssl.handshakeDetectionTimeoutMillis)");
+                    return;
+                }
+            };
+            let (tcp, session) = stream.into_inner();
+            let identity = tls::x509_id(&session).map(|dn| rzk_proto::Id::new("x509", dn));
+            if let Some(id) = &identity {
+                tracing::debug!(%peer, id = %id.id, "TLS client authenticated as x509");
+            }
+            let (rd, wr) = transport::tls(tcp, session);
+            if let Some(serve) = admit(&inner, rd, wr, peer, identity) {
+                serve.await;
+            }
+        })
+    }
 }
