@@ -121,6 +121,9 @@ pub struct ServerConfig {
     pub metrics: Option<SocketAddr>,
     /// The secure client port (`secureClientPort`), served beside `bind`, if any.
     pub tls: Option<crate::tls::TlsConfig>,
+    /// Whether the plain client port `bind` is served (the default). Off, with `tls`, only
+    /// the secure port is: ZooKeeper's `secureClientPort` without `clientPort`.
+    pub plain_port: bool,
 }
 
 impl ServerConfig {
@@ -138,6 +141,7 @@ impl ServerConfig {
             sessionless_connection_timeout_ms: 10_000,
             metrics: None,
             tls: None,
+            plain_port: true,
         }
     }
 }

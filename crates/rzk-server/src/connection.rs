@@ -269,6 +269,7 @@ async fn write_loop(
             WriterMsg::Close => {
                 // The socket closes (FIN) when the reader drops its handle, which it does
                 // as soon as it sees the stop.
+                wr.try_close_notify();
                 ctl.stop();
                 return;
             }

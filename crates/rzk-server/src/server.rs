@@ -35,6 +35,9 @@ pub enum ServerError {
         /// Why.
         source: io::Error,
     },
+    /// Neither the plain nor the secure client port is configured.
+    #[error("no client port: the plain port is off and no secure port is configured")]
+    NoClientPort,
     /// The secure port's certificates or key could not be used.
     #[error("secure client port: {0}")]
     Tls(#[from] tls::TlsError),
@@ -69,12 +72,21 @@ impl Server {
                 Some(r)
             }
         };
-        let listener = TcpListener::bind(config.bind)
-            .await
-            .map_err(|source| ServerError::Bind { addr: config.bind, source })?;
-        let local_addr = listener
-            .local_addr()
-            .map_err(|source| ServerError::Bind { addr: config.bind, source })?;
+        let secure = match &config.tls {
+            None => None,
+            Some(t) => Some(SecurePort::bind(t).await?),
+        };
+        let secure_addr = secure.as_ref().map(|s| s.addr);
+        let bind_err = |source| ServerError::Bind { addr: config.bind, source };
+        let listener = match config.plain_port {
+            true => Some(TcpListener::bind(config.bind).await.map_err(bind_err)?),
+            false => None,
+        };
+        let local_addr = match (&listener, secure_addr) {
+            (Some(l), _) => l.local_addr().map_err(bind_err)?,
+            (None, Some(addr)) => addr,
+            (None, None) => return Err(ServerError::NoClientPort),
+        };
         let metrics_listener = match config.metrics {
             None => None,
             Some(addr) => Some(
@@ -90,11 +102,6 @@ impl Server {
                 source,
             })?),
         };
-        let secure = match &config.tls {
-            None => None,
-            Some(t) => Some(SecurePort::bind(t).await?),
-        };
-        let secure_addr = secure.as_ref().map(|s| s.addr);
         let origin = Instant::now();
         let mut core_config = config.core.clone();
         core_config.client_port = local_addr.port();
@@ -118,8 +125,10 @@ impl Server {
                 }
             };
         }
+        if listener.is_some() {
+            tracing::info!(%local_addr, "rzk server listening");
+        }
         let tasks = tokio::spawn(run(inner.clone(), listener, metrics_listener, secure));
-        tracing::info!(%local_addr, "rzk server listening");
         if let Some(addr) = secure_addr {
             tracing::info!(%addr, "rzk server listening for TLS (secure client port)");
         }
@@ -129,7 +138,8 @@ impl Server {
         Ok(Server { inner, local_addr, secure_addr, metrics_addr, tasks })
     }
 
-    /// The bound address (useful with port 0).
+    /// The bound address (useful with port 0): the plain client port's, or the secure port's
+    /// when only that one is served.
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
     }
@@ -179,7 +189,7 @@ impl Server {
 
 async fn run(
     inner: Arc<Inner>,
-    listener: TcpListener,
+    listener: Option<TcpListener>,
     metrics: Option<TcpListener>,
     secure: Option<SecurePort>,
 ) {
@@ -193,7 +203,7 @@ async fn run(
     let timer = tokio::spawn(timer_loop(inner.clone()));
     loop {
         tokio::select! {
-            accepted = listener.accept() => match accepted {
+            accepted = accept_on(listener.as_ref()) => match accepted {
                 Ok((stream, peer)) => {
                     let _ = stream.set_nodelay(true);
                     let (rd, wr) = transport::plain(stream);
@@ -207,7 +217,7 @@ async fn run(
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
             },
-            accepted = SecurePort::accept(secure.as_ref()) => match accepted {
+            accepted = accept_on(secure.as_ref().map(|s| &s.listener)) => match accepted {
                 Ok((stream, peer)) => {
                     if let Some(s) = &secure {
                         if let Some(task) = s.handshake(&inner, stream, peer) {
@@ -229,6 +239,14 @@ async fn run(
         m.abort();
     }
     conns.shutdown().await;
+}
+
+/// The next connection on `listener`; never, if there is none.
+async fn accept_on(listener: Option<&TcpListener>) -> io::Result<(TcpStream, SocketAddr)> {
+    match listener {
+        Some(l) => l.accept().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Takes a connection into the core and the connection table, within the connection limits,
@@ -294,14 +312,6 @@ impl SecurePort {
             handshakes_max: cfg.handshakes_max,
             handshake_timeout: Duration::from_millis(cfg.handshake_timeout_ms),
         })
-    }
-
-    /// The next connection on the secure port; never, if there is none.
-    async fn accept(port: Option<&SecurePort>) -> io::Result<(TcpStream, SocketAddr)> {
-        match port {
-            Some(p) => p.listener.accept().await,
-            None => std::future::pending().await,
-        }
     }
 
     /// The task that runs `stream`'s handshake, within the timeout, and then serves it as any

@@ -146,6 +146,18 @@ impl WriteSide {
     }
 }
 
+impl WriteSide {
+    /// Tells a TLS client that the stream ends here (`close_notify`), best effort: the
+    /// connection is closing whether or not the socket takes it.
+    pub(crate) fn try_close_notify(&self) {
+        if let WriteSide::Tls(tls) = self {
+            let mut session = tls.session.lock();
+            session.send_close_notify();
+            let _ = send_sealed(&mut session, &tls.tcp);
+        }
+    }
+}
+
 impl Tls {
     /// Seals `bytes` once what was sealed before is in the socket, and sends what it takes.
     fn try_write(&self, bytes: &[u8]) -> io::Result<usize> {
