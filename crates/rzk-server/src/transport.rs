@@ -13,6 +13,7 @@
 use std::io::{self, Read, Write};
 use std::sync::Arc;
 
+use rzk_proto::split_frame;
 use tokio::io::AsyncReadExt;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
@@ -160,18 +161,37 @@ impl WriteSide {
 
 impl Tls {
     /// Seals `bytes` once what was sealed before is in the socket, and sends what it takes.
+    ///
+    /// Each ZooKeeper frame is sealed on its own, so that a frame ends with a TLS record, as
+    /// ZooKeeper's Netty server writes them. Clients such as kazoo wait with `select` on the
+    /// socket between frames: a next frame sealed in the same record as the previous one would
+    /// sit decrypted in their TLS library, unseen, until other bytes arrived.
     fn try_write(&self, bytes: &[u8]) -> io::Result<usize> {
         let mut session = self.session.lock();
         send_sealed(&mut session, &self.tcp)?;
         if session.wants_write() {
             return Err(io::ErrorKind::WouldBlock.into());
         }
-        let n = session.writer().write(bytes)?;
+        let mut taken = 0;
+        while taken < bytes.len() {
+            let rest = &bytes[taken..];
+            // Anything that is not a whole frame (a frame's unsent tail, a four-letter word's
+            // answer) goes as it is.
+            let end = match split_frame(rest, usize::MAX) {
+                Ok(Some(len)) => 4 + len,
+                _ => rest.len(),
+            };
+            let n = session.writer().write(&rest[..end])?;
+            taken += n;
+            if n < end {
+                break;
+            }
+        }
         send_sealed(&mut session, &self.tcp)?;
-        if n == 0 && !bytes.is_empty() {
+        if taken == 0 && !bytes.is_empty() {
             return Err(io::ErrorKind::WouldBlock.into());
         }
-        Ok(n)
+        Ok(taken)
     }
 
     /// Moves plaintext to `buf`, decrypting ciphertext from `cipher[at..]` as needed. `None`
