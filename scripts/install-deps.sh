@@ -9,12 +9,14 @@
 #                           library, libzookeeper-mt2), for tests/interop/cclient_suite.py
 #   prometheus              Prometheus 2.42, which tests/interop/prometheus_suite.py runs to
 #                           scrape rzk's metrics endpoint
+#   openssl                 the command that makes the TLS tests' certificates at run time
 # Idempotent: when every package is already installed it does not touch apt at all.
 # Run as root (or as a user with sudo).
 set -euo pipefail
 
 PKGS=(zookeeper libcurator-recipes-java python3-kazoo default-jdk-headless zookeeper-bin)
 PKGS+=(prometheus)
+PKGS+=(openssl)
 
 installed() {
     # Read whole, not piped into `grep -q`: under pipefail, grep's early exit gives dpkg a
