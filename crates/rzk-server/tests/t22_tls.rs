@@ -30,6 +30,10 @@ const WAIT: Duration = Duration::from_secs(10);
 const HANDSHAKE_TIMEOUT_MS: u64 = 3_000;
 
 async fn server(certs: &Certs, client_auth: ClientAuth, handshakes_max: usize) -> Server {
+    Server::start(config(certs, client_auth, handshakes_max)).await.expect("start rzk with TLS")
+}
+
+fn config(certs: &Certs, client_auth: ClientAuth, handshakes_max: usize) -> ServerConfig {
     let local = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
     let mut cfg = ServerConfig::new(local);
     cfg.max_client_connections_per_ip = 0;
@@ -38,7 +42,7 @@ async fn server(certs: &Certs, client_auth: ClientAuth, handshakes_max: usize) -
     tls.handshake_timeout_ms = HANDSHAKE_TIMEOUT_MS;
     tls.handshakes_max = handshakes_max;
     cfg.tls = Some(tls);
-    Server::start(cfg).await.expect("start rzk with a secure port")
+    cfg
 }
 
 /// A rustls client trusting the test CA, presenting `identity` (certificate, key) if given.
@@ -127,6 +131,34 @@ async fn crud_watches_and_the_x509_identity_over_tls() {
     assert_eq!(c.get_data("/mine").await.unwrap().0, b"m");
     let stranger = client(s.local_addr()).await;
     assert_eq!(stranger.get_data("/mine").await, Err(zk::Error::NoAuth));
+    s.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_secure_port_alone_and_enforced_x509_authentication() {
+    let certs = Certs::generate();
+    let good = || Some((certs.client_cert(), certs.client_key()));
+    let mut cfg = config(&certs, ClientAuth::Need, 16);
+    cfg.plain_port = false;
+    let s = Server::start(cfg).await.unwrap();
+    assert_eq!(Some(s.local_addr()), s.secure_addr(), "the secure port stands for the server");
+    assert!(session_works(s.local_addr(), connector(&certs, good())).await);
+    s.shutdown().await;
+
+    // Certificates optional, x509 enforced: only a connection with one is served.
+    let mut cfg = config(&certs, ClientAuth::Want, 16);
+    cfg.core.enforced_auth_schemes = vec!["x509".into()];
+    let s = Server::start(cfg).await.unwrap();
+    let secure = s.secure_addr().unwrap();
+    let c = client(relay(secure, connector(&certs, good())).await).await;
+    assert_eq!(c.get_data("/zookeeper").await.unwrap().0, b"");
+    for hosts in [relay(secure, connector(&certs, None)).await, s.local_addr()] {
+        let refusal = match zk::Client::connector().connect(&hosts.to_string()).await {
+            Err(e) => e,
+            Ok(c) => c.get_data("/").await.expect_err("served without a certificate"),
+        };
+        assert_eq!(refusal, zk::Error::AuthFailed, "{hosts}");
+    }
     s.shutdown().await;
 }
 

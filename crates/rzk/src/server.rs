@@ -68,8 +68,9 @@ pub(crate) struct ServerArgs {
     #[arg(long)]
     super_digest: Option<String>,
     /// Serve only connections authenticated with one of these comma-separated schemes,
-    /// `digest` or `ip`; any other request first gets error -124 and the connection closes
-    /// (`enforce.auth.enabled=true` with `enforce.auth.schemes`).
+    /// `digest`, `ip` or `x509` (a verified TLS client certificate); any other request first
+    /// gets error -124 and the connection closes (`enforce.auth.enabled=true` with
+    /// `enforce.auth.schemes`).
     #[arg(long, value_name = "SCHEMES")]
     enforce_auth_schemes: Option<String>,
     /// Serve Prometheus metrics on this port at `/metrics` (`metricsProvider.httpPort` with

@@ -258,8 +258,9 @@ impl ZooCfg {
     }
 }
 
-/// The authentication schemes rzk can enforce (ZooKeeper's built-in providers).
-const ENFORCEABLE_SCHEMES: &[&str] = &["digest", "ip"];
+/// The authentication schemes rzk can enforce (ZooKeeper's built-in providers, and x509 for
+/// connections on the secure port with a verified certificate).
+const ENFORCEABLE_SCHEMES: &[&str] = &["digest", "ip", "x509"];
 
 /// A comma list of schemes to enforce, checked as ZooKeeper checks `enforce.auth.schemes` at
 /// start-up: each must be a scheme the server can authenticate, and `sasl` is not one in rzk.
@@ -277,7 +278,7 @@ pub(crate) fn enforced_auth_schemes(list: &str) -> anyhow::Result<Vec<String>> {
         anyhow::ensure!(
             ENFORCEABLE_SCHEMES.contains(&scheme.as_str()),
             "authentication scheme {scheme:?} is not available (rzk has {})",
-            ENFORCEABLE_SCHEMES.join(" and ")
+            ENFORCEABLE_SCHEMES.join(", ")
         );
     }
     Ok(schemes)
@@ -401,7 +402,7 @@ mod tests {
             ("", "must be configured"),
             ("enforce.auth.schemes=,\n", "at least one"),
             ("enforce.auth.schemes=digest,sasl\n", "no SASL"),
-            ("enforce.auth.schemes=x509\n", "\"x509\" is not available"),
+            ("enforce.auth.schemes=kerberos\n", "\"kerberos\" is not available"),
         ] {
             let err = format!("{:#}", parse("zoo.cfg", &format!("{on}{schemes}")).unwrap_err());
             assert!(err.contains(needle), "{schemes:?}: {err}");
