@@ -11,6 +11,7 @@
 #                           scrape rzk's metrics endpoint
 #   libservlet-api-java     the servlet API ZooKeeper's Jetty AdminServer needs, which the tests
 #                           compare rzk's AdminServer with (zookeeper pulls it in via jetty9)
+#   openssl                 the command that makes the TLS tests' certificates at run time
 # Idempotent: when every package is already installed it does not touch apt at all.
 # Run as root (or as a user with sudo).
 set -euo pipefail
@@ -19,6 +20,7 @@ PKGS=(zookeeper libcurator-recipes-java python3-kazoo default-jdk-headless zooke
       libservlet-api-java)
 PKGS+=(prometheus)
 PKGS+=(libcurator-discovery-java) # curator-x-discovery 5.4 (pulls Jackson), discovery interop
+PKGS+=(openssl)
 
 installed() {
     # Read whole, not piped into `grep -q`: under pipefail, grep's early exit gives dpkg a

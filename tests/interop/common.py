@@ -14,12 +14,13 @@ Each suite does:
 
 import argparse
 import os
+import subprocess
 import sys
 import threading
 import time
 import traceback
 
-from tests.support import servers
+from tests.support import java, servers
 
 
 class Failure(AssertionError):
@@ -60,6 +61,23 @@ def expect_raises(exc_type, fn, *args, **kw):
             getattr(fn, "__name__", fn), args, type(e).__name__, e, exc_type.__name__))
     raise Failure("%s%r returned %r, want %s raised" % (
         getattr(fn, "__name__", fn), args, r, exc_type.__name__))
+
+
+def java_report(main_class, args, timeout_s):
+    """Compiles and runs the harness tests/interop/java/<main_class>.java with `args`, echoes
+    what it printed, fails unless it exits 0, and returns its `key: value` lines as a dict."""
+    try:
+        java.compile_harness(main_class, 120)
+    except java.JavaError as e:
+        raise Failure(str(e))
+    log = os.path.join(java.BUILD, main_class + ".log")
+    cmd = java.harness_command(main_class, args, "128m", log)
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       timeout=timeout_s)
+    for line in p.stdout.splitlines():
+        print("    " + line)
+    check_eq(p.returncode, 0, main_class + "'s exit status")
+    return dict(line.split(": ", 1) for line in p.stdout.splitlines() if ": " in line)
 
 
 class Suite:

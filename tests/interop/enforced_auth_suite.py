@@ -11,13 +11,9 @@ request, sees Disconnected and reconnects to the same session (the server closes
 not the session). A client with digest auth_data is served.
 """
 
-import os
-import subprocess
-
 from kazoo.client import KazooClient
 
-from tests.interop.common import Failure, Suite, check, check_eq, wait_until
-from tests.support import java
+from tests.interop.common import Suite, check, check_eq, java_report, wait_until
 
 ENFORCE_DIGEST = {"enforce.auth.enabled": "true", "enforce.auth.schemes": "digest"}
 # How long an unanswered request is given to be answered after all.
@@ -62,20 +58,8 @@ def digest_authenticated_client_is_served(srv):
 
 
 def java_client(srv, auth):
-    """Runs tests/interop/java/EnforcedAuthClient.java against `srv` and returns what it printed,
-    as a dict of its `key: value` lines."""
-    try:
-        java.compile_harness("EnforcedAuthClient", 120)
-    except java.JavaError as e:
-        raise Failure(str(e))
-    log = os.path.join(java.BUILD, "enforced-auth-client.log")
-    cmd = java.harness_command("EnforcedAuthClient", [srv.hosts, auth], "128m", log)
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                       timeout=60)
-    for line in p.stdout.splitlines():
-        print("    " + line)
-    check_eq(p.returncode, 0, "EnforcedAuthClient's exit status")
-    return dict(line.split(": ", 1) for line in p.stdout.splitlines() if ": " in line)
+    """What tests/interop/java/EnforcedAuthClient.java observed against `srv`."""
+    return java_report("EnforcedAuthClient", [srv.hosts, auth], 60)
 
 
 @suite.test

@@ -1,4 +1,4 @@
-//! ACL evaluation: schemes `world`, `auth`, `digest`, `ip` and the super user.
+//! ACL evaluation: schemes `world`, `auth`, `digest`, `ip`, `x509` and the super user.
 //!
 //! ACL lists are interned ([`AclCache`]): a million znodes usually share a handful of lists, so
 //! each node stores a 4-byte id instead of its own vector.
@@ -136,6 +136,8 @@ fn id_is_valid(id: &Id) -> bool {
         "digest" => id.id.split(':').count() == 2,
         "ip" => ip_is_valid(&id.id),
         "super" => true,
+        // A certificate subject's distinguished name, matched exactly.
+        "x509" => !id.id.is_empty(),
         _ => false,
     }
 }

@@ -122,6 +122,11 @@ pub struct ServerConfig {
     /// Where to serve ZooKeeper's AdminServer commands over HTTP, if anywhere
     /// (`admin.enableServer`, `admin.serverAddress`, `admin.serverPort`, `admin.commandURL`).
     pub admin: Option<AdminConfig>,
+    /// The secure client port (`secureClientPort`), served beside `bind`, if any.
+    pub tls: Option<crate::tls::TlsConfig>,
+    /// Whether the plain client port `bind` is served (the default). Off, with `tls`, only
+    /// the secure port is: ZooKeeper's `secureClientPort` without `clientPort`.
+    pub plain_port: bool,
 }
 
 /// The AdminServer's listener and the path its commands live under.
@@ -160,6 +165,8 @@ impl ServerConfig {
             sessionless_connection_timeout_ms: 10_000,
             metrics: None,
             admin: None,
+            tls: None,
+            plain_port: true,
         }
     }
 }

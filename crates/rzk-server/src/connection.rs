@@ -11,13 +11,12 @@ use std::time::{Duration, Instant};
 
 use rzk_core::{ConnError, ConnId};
 use rzk_proto::{four_letter_word, split_frame};
-use tokio::io::AsyncReadExt;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::mpsc;
 
 use crate::flow_control::ConnCtl;
 use crate::output_queue::{Outgoing, WriterMsg};
 use crate::shared::Inner;
+use crate::transport::{ReadSide, WriteSide};
 
 /// How often a reader throttled by output still held in the core (replies waiting for a sync)
 /// looks again.
@@ -34,8 +33,8 @@ pub(crate) async fn serve(
     inner: Arc<Inner>,
     conn: ConnId,
     peer: SocketAddr,
-    rd: OwnedReadHalf,
-    wr: Arc<OwnedWriteHalf>,
+    rd: ReadSide,
+    wr: Arc<WriteSide>,
     rx: mpsc::UnboundedReceiver<WriterMsg>,
     ctl: Arc<ConnCtl>,
 ) {
@@ -83,7 +82,7 @@ enum ReadError {
 
 async fn read_loop(
     inner: &Inner,
-    mut rd: OwnedReadHalf,
+    mut rd: ReadSide,
     conn: ConnId,
     ctl: &ConnCtl,
 ) -> Result<(), ReadError> {
@@ -263,48 +262,28 @@ fn feed(
 /// directly again once `queued_bytes` is back to zero, which happens only after these bytes
 /// are in the socket.
 async fn write_loop(
-    wr: Arc<OwnedWriteHalf>,
+    wr: Arc<WriteSide>,
     mut rx: mpsc::UnboundedReceiver<WriterMsg>,
     ctl: Arc<ConnCtl>,
 ) {
     while let Some(msg) = rx.recv().await {
         let (bytes, replies) = match msg {
             WriterMsg::Bytes { bytes, replies } => (bytes, replies),
+            WriterMsg::SendSealed => (Vec::new(), 0),
             WriterMsg::Close => {
                 // The socket closes (FIN) when the reader drops its handle, which it does
                 // as soon as it sees the stop.
+                wr.try_close_notify();
                 ctl.stop();
                 return;
             }
         };
-        let mut sent = 0;
-        while sent < bytes.len() {
-            let linger = async {
-                if !ctl.closing.load(Ordering::SeqCst) {
-                    ctl.close_requested.notified().await;
-                }
-                tokio::time::sleep(Duration::from_millis(CLOSE_LINGER_MS)).await;
-            };
-            let writable = tokio::select! {
-                w = wr.writable() => w,
-                () = linger => {
-                    tracing::debug!("closing connection: the client took nothing for {CLOSE_LINGER_MS} ms after the close");
-                    ctl.stop();
-                    return;
-                }
-            };
-            let written = match writable {
-                Ok(()) => wr.try_write(&bytes[sent..]),
-                Err(e) => Err(e),
-            };
-            match written {
-                Ok(n) => sent += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(_) => {
-                    ctl.stop();
-                    return;
-                }
-            }
+        if !put_on_wire(&wr, &ctl, &bytes).await {
+            ctl.stop();
+            return;
+        }
+        if bytes.is_empty() {
+            continue;
         }
         ctl.queued_bytes.fetch_sub(bytes.len(), Ordering::SeqCst);
         ctl.replies_sent(replies);
@@ -313,4 +292,37 @@ async fn write_loop(
             ctl.resume_reading.notify_one();
         }
     }
+}
+
+/// Writes `bytes`, then what the transport still holds sealed, as the socket drains. False if
+/// the write failed, or if the client took nothing for `CLOSE_LINGER_MS` after the core closed
+/// the connection.
+async fn put_on_wire(wr: &WriteSide, ctl: &ConnCtl, bytes: &[u8]) -> bool {
+    let mut sent = 0;
+    while sent < bytes.len() || wr.has_sealed() {
+        let linger = async {
+            if !ctl.closing.load(Ordering::SeqCst) {
+                ctl.close_requested.notified().await;
+            }
+            tokio::time::sleep(Duration::from_millis(CLOSE_LINGER_MS)).await;
+        };
+        let writable = tokio::select! {
+            w = wr.writable() => w,
+            () = linger => {
+                tracing::debug!("closing connection: the client took nothing for {CLOSE_LINGER_MS} ms after the close");
+                return false;
+            }
+        };
+        let written = match writable {
+            Ok(()) if sent < bytes.len() => wr.try_write(&bytes[sent..]),
+            Ok(()) => wr.try_send_sealed().map(|()| 0),
+            Err(e) => Err(e),
+        };
+        match written {
+            Ok(n) => sent += n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(_) => return false,
+        }
+    }
+    true
 }

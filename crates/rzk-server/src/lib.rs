@@ -18,6 +18,9 @@
 //! - `admin`: the AdminServer, ZooKeeper's `/commands` over HTTP; `admin_commands`: each
 //!   command's JSON, from the numbers the four-letter words read.
 //! - `config`, `testing`: [`ServerConfig`] and [`TestServer`].
+//! - `tls`: the secure port's settings and rustls configuration, and the `x509` identity of a
+//!   client certificate; `transport`: a connection's stream, plain or TLS, behind the few
+//!   operations the connection code uses.
 //!
 //! ```no_run
 //! let server = rzk_server::TestServer::start().unwrap();
@@ -44,6 +47,8 @@ mod server_stats;
 mod shared;
 mod testing;
 mod timer;
+mod tls;
+mod transport;
 
 pub use config::{AdminConfig, DiskConfig, Durability, ServerConfig};
 pub use http_listener::{
@@ -52,3 +57,4 @@ pub use http_listener::{
 };
 pub use server::{Server, ServerError};
 pub use testing::{TestServer, TestServerBuilder};
+pub use tls::{ClientAuth, TlsConfig, TlsError};

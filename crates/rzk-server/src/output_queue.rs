@@ -21,10 +21,10 @@ use std::sync::Arc;
 
 use rzk_core::ConnId;
 use rzk_proto::split_frame;
-use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::mpsc;
 
 use crate::flow_control::ConnCtl;
+use crate::transport::WriteSide;
 
 /// What the router hands a connection's writer task: bytes the socket did not take at once.
 pub(crate) enum WriterMsg {
@@ -34,6 +34,8 @@ pub(crate) enum WriterMsg {
         bytes: Vec<u8>,
         replies: usize,
     },
+    /// Bytes a direct write sealed (TLS) that the socket has not taken yet: finish them.
+    SendSealed,
     Close,
 }
 
@@ -53,7 +55,7 @@ pub(crate) struct Outgoing {
 pub(crate) struct ConnOut {
     tx: mpsc::UnboundedSender<WriterMsg>,
     /// Shared with the writer task; written directly only while the writer holds nothing.
-    wr: Arc<OwnedWriteHalf>,
+    wr: Arc<WriteSide>,
     ctl: Arc<ConnCtl>,
     /// Frames routed here and not yet written. Filled only under the core's lock, so in the
     /// core's order; bounded by what one pump emits plus what arrives during one flush.
@@ -97,7 +99,7 @@ impl ConnOut {
     /// A connection's output: `wr` shared with its writer task, which `tx` feeds.
     pub(crate) fn new(
         tx: mpsc::UnboundedSender<WriterMsg>,
-        wr: Arc<OwnedWriteHalf>,
+        wr: Arc<WriteSide>,
         ctl: Arc<ConnCtl>,
     ) -> ConnOut {
         ConnOut { tx, wr, ctl, queue: Default::default() }
@@ -163,6 +165,9 @@ impl ConnOut {
             }
         }
         if written == out.bytes.len() {
+            if written > 0 && self.wr.has_sealed() {
+                let _ = self.tx.send(WriterMsg::SendSealed);
+            }
             self.ctl.replies_sent(out.replies);
         } else if !self.queue_rest(&out, written, max_queued_bytes) {
             return;

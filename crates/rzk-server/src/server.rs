@@ -19,6 +19,8 @@ use crate::metrics;
 use crate::output_queue::ConnOut;
 use crate::shared::{ConnHandle, Inner};
 use crate::timer::timer_loop;
+use crate::tls;
+use crate::transport::{self, ReadSide, WriteSide};
 
 /// Errors starting a server.
 #[derive(Debug, thiserror::Error)]
@@ -34,12 +36,19 @@ pub enum ServerError {
         /// Why.
         source: io::Error,
     },
+    /// Neither the plain nor the secure client port is configured.
+    #[error("no client port: the plain port is off and no secure port is configured")]
+    NoClientPort,
+    /// The secure port's certificates or key could not be used.
+    #[error("secure client port: {0}")]
+    Tls(#[from] tls::TlsError),
 }
 
 /// A running rzk server.
 pub struct Server {
     inner: Arc<Inner>,
     local_addr: SocketAddr,
+    secure_addr: Option<SocketAddr>,
     metrics_addr: Option<SocketAddr>,
     admin_addr: Option<SocketAddr>,
     tasks: tokio::task::JoinHandle<()>,
@@ -65,12 +74,21 @@ impl Server {
                 Some(r)
             }
         };
-        let listener = TcpListener::bind(config.bind)
-            .await
-            .map_err(|source| ServerError::Bind { addr: config.bind, source })?;
-        let local_addr = listener
-            .local_addr()
-            .map_err(|source| ServerError::Bind { addr: config.bind, source })?;
+        let secure = match &config.tls {
+            None => None,
+            Some(t) => Some(SecurePort::bind(t).await?),
+        };
+        let secure_addr = secure.as_ref().map(|s| s.addr);
+        let bind_err = |source| ServerError::Bind { addr: config.bind, source };
+        let listener = match config.plain_port {
+            true => Some(TcpListener::bind(config.bind).await.map_err(bind_err)?),
+            false => None,
+        };
+        let local_addr = match (&listener, secure_addr) {
+            (Some(l), _) => l.local_addr().map_err(bind_err)?,
+            (None, Some(addr)) => addr,
+            (None, None) => return Err(ServerError::NoClientPort),
+        };
         let metrics_listener = bind_http(config.metrics).await?;
         let metrics_addr = metrics_listener.as_ref().map(|(_, a)| *a);
         let admin_listener = bind_http(config.admin.as_ref().map(|a| a.addr)).await?;
@@ -108,14 +126,25 @@ impl Server {
             tracing::info!(%addr, "AdminServer on http://{addr}{url}");
             http.push(tokio::spawn(admin::serve(inner.clone(), l, url)));
         }
-        let tasks = tokio::spawn(run(inner.clone(), listener, http));
-        tracing::info!(%local_addr, "rzk server listening");
-        Ok(Server { inner, local_addr, metrics_addr, admin_addr, tasks })
+        if listener.is_some() {
+            tracing::info!(%local_addr, "rzk server listening");
+        }
+        if let Some(addr) = secure_addr {
+            tracing::info!(%addr, "rzk server listening for TLS (secure client port)");
+        }
+        let tasks = tokio::spawn(run(inner.clone(), listener, secure, http));
+        Ok(Server { inner, local_addr, secure_addr, metrics_addr, admin_addr, tasks })
     }
 
-    /// The bound address (useful with port 0).
+    /// The bound address (useful with port 0): the plain client port's, or the secure port's
+    /// when only that one is served.
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// The bound address of the secure (TLS) client port, if there is one.
+    pub fn secure_addr(&self) -> Option<SocketAddr> {
+        self.secure_addr
     }
 
     /// Where Prometheus metrics are served, if they are.
@@ -173,8 +202,13 @@ async fn bind_http(
     Ok(Some((listener, local)))
 }
 
-/// Serves the client port until shutdown; `http` are the HTTP listeners' tasks, aborted then.
-async fn run(inner: Arc<Inner>, listener: TcpListener, http: Vec<tokio::task::JoinHandle<()>>) {
+/// Serves the client ports until shutdown; `http` are the HTTP listeners' tasks, aborted then.
+async fn run(
+    inner: Arc<Inner>,
+    listener: Option<TcpListener>,
+    secure: Option<SecurePort>,
+    http: Vec<tokio::task::JoinHandle<()>>,
+) {
     let mut conns = JoinSet::new();
     // Recovered sessions get their full timeout from the first accept, not from the restore:
     // a client may count its timeout from when it could first reach the server again. Before
@@ -184,15 +218,30 @@ async fn run(inner: Arc<Inner>, listener: TcpListener, http: Vec<tokio::task::Jo
     let timer = tokio::spawn(timer_loop(inner.clone()));
     loop {
         tokio::select! {
-            accepted = listener.accept() => match accepted {
+            accepted = accept_on(listener.as_ref()) => match accepted {
                 Ok((stream, peer)) => {
-                    if let Some(task) = admit(&inner, stream, peer) {
+                    let _ = stream.set_nodelay(true);
+                    let (rd, wr) = transport::plain(stream);
+                    if let Some(task) = admit(&inner, rd, wr, peer, None) {
                         conns.spawn(task);
                     }
                 }
                 Err(e) => {
                     // Usually EMFILE: back off instead of spinning.
                     tracing::warn!("accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            accepted = accept_on(secure.as_ref().map(|s| &s.listener)) => match accepted {
+                Ok((stream, peer)) => {
+                    if let Some(s) = &secure {
+                        if let Some(task) = s.handshake(&inner, stream, peer) {
+                            conns.spawn(task);
+                        }
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!("accept on the secure port failed: {e}");
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
             },
@@ -207,12 +256,23 @@ async fn run(inner: Arc<Inner>, listener: TcpListener, http: Vec<tokio::task::Jo
     conns.shutdown().await;
 }
 
+/// The next connection on `listener`; never, if there is none.
+async fn accept_on(listener: Option<&TcpListener>) -> io::Result<(TcpStream, SocketAddr)> {
+    match listener {
+        Some(l) => l.accept().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Takes a connection into the core and the connection table, within the connection limits,
+/// with the identity its transport established, if any; returns the task that serves it.
 fn admit(
     inner: &Arc<Inner>,
-    stream: TcpStream,
+    rd: ReadSide,
+    wr: WriteSide,
     peer: SocketAddr,
+    identity: Option<rzk_proto::Id>,
 ) -> Option<impl std::future::Future<Output = ()> + Send + 'static> {
-    let _ = stream.set_nodelay(true);
     let cfg = &inner.config;
     let mut sh = inner.lock();
     let ip = peer.ip();
@@ -231,11 +291,85 @@ fn admit(
     *sh.per_ip.entry(ip).or_insert(0) += 1;
     let (tx, rx) = mpsc::unbounded_channel();
     let ctl = Arc::new(ConnCtl::default());
-    let (rd, wr) = stream.into_split();
     let wr = Arc::new(wr);
     let out = ConnOut::new(tx, wr.clone(), ctl.clone());
     sh.conns.insert(conn, ConnHandle { out: Arc::new(out), ip, ctl: ctl.clone() });
     sh.core.open(conn, peer);
+    if let Some(id) = identity {
+        sh.core.authenticated(conn, id);
+    }
     drop(sh);
     Some(connection::serve(inner.clone(), conn, peer, rd, wr, rx, ctl))
+}
+
+/// The secure client port: its listener, the TLS acceptor, and the bound on handshakes in
+/// progress.
+struct SecurePort {
+    listener: TcpListener,
+    addr: SocketAddr,
+    acceptor: tokio_rustls::TlsAcceptor,
+    handshakes: Arc<tokio::sync::Semaphore>,
+    handshakes_max: usize,
+    handshake_timeout: Duration,
+}
+
+impl SecurePort {
+    async fn bind(cfg: &tls::TlsConfig) -> Result<SecurePort, ServerError> {
+        let acceptor = tls::acceptor(cfg)?;
+        let bind_err = |source| ServerError::Bind { addr: cfg.bind, source };
+        let listener = TcpListener::bind(cfg.bind).await.map_err(bind_err)?;
+        let addr = listener.local_addr().map_err(bind_err)?;
+        Ok(SecurePort {
+            listener,
+            addr,
+            acceptor,
+            handshakes: Arc::new(tokio::sync::Semaphore::new(cfg.handshakes_max)),
+            handshakes_max: cfg.handshakes_max,
+            handshake_timeout: Duration::from_millis(cfg.handshake_timeout_ms),
+        })
+    }
+
+    /// The task that runs `stream`'s handshake, within the timeout, and then serves it as any
+    /// connection; `None` if too many handshakes are in progress.
+    fn handshake(
+        &self,
+        inner: &Arc<Inner>,
+        stream: TcpStream,
+        peer: SocketAddr,
+    ) -> Option<impl std::future::Future<Output = ()> + Send + 'static> {
+        let Ok(permit) = self.handshakes.clone().try_acquire_owned() else {
+            tracing::warn!(%peer, limit = self.handshakes_max,
+                "refusing TLS connection: too many handshakes in progress");
+            return None;
+        };
+        let _ = stream.set_nodelay(true);
+        let (inner, acceptor, timeout) =
+            (inner.clone(), self.acceptor.clone(), self.handshake_timeout);
+        Some(async move {
+            let done = tokio::time::timeout(timeout, acceptor.accept(stream)).await;
+            drop(permit);
+            let stream = match done {
+                Ok(Ok(stream)) => stream,
+                Ok(Err(e)) => {
+                    tracing::warn!(%peer, "closing TLS connection: handshake failed: {e}");
+                    return;
+                }
+                Err(_) => {
+                    tracing::warn!(%peer, timeout_ms = timeout.as_millis() as u64,
+                        "closing TLS connection: no handshake within the handshake timeout \
+                         (ssl.handshakeDetectionTimeoutMillis)");
+                    return;
+                }
+            };
+            let (tcp, session) = stream.into_inner();
+            let identity = tls::x509_id(&session).map(|dn| rzk_proto::Id::new("x509", dn));
+            if let Some(id) = &identity {
+                tracing::debug!(%peer, id = %id.id, "TLS client authenticated as x509");
+            }
+            let (rd, wr) = transport::tls(tcp, session);
+            if let Some(serve) = admit(&inner, rd, wr, peer, identity) {
+                serve.await;
+            }
+        })
+    }
 }

@@ -6,6 +6,7 @@
 //! deadline.
 #![forbid(unsafe_code)]
 
+pub mod certs;
 pub mod ensemble;
 pub mod four_letter;
 pub mod java;

@@ -68,8 +68,9 @@ pub(crate) struct ServerArgs {
     #[arg(long)]
     super_digest: Option<String>,
     /// Serve only connections authenticated with one of these comma-separated schemes,
-    /// `digest` or `ip`; any other request first gets error -124 and the connection closes
-    /// (`enforce.auth.enabled=true` with `enforce.auth.schemes`).
+    /// `digest`, `ip` or `x509` (a verified TLS client certificate); any other request first
+    /// gets error -124 and the connection closes (`enforce.auth.enabled=true` with
+    /// `enforce.auth.schemes`).
     #[arg(long, value_name = "SCHEMES")]
     enforce_auth_schemes: Option<String>,
     /// Serve Prometheus metrics on this port at `/metrics` (`metricsProvider.httpPort` with
@@ -102,6 +103,33 @@ pub(crate) struct ServerArgs {
     /// work (docs/BENCHMARKS.md compares thread counts).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
     pub(crate) io_threads: Option<u16>,
+    #[command(flatten)]
+    tls: SecurePortArgs,
+}
+
+/// The secure (TLS) client port's flags; each overrides zoo.cfg's key.
+#[derive(Debug, Args)]
+struct SecurePortArgs {
+    /// Serve TLS on this port (`secureClientPort`), beside the plain port; with zoo.cfg's
+    /// `secureClientPort` and no `clientPort`, only the secure port is served.
+    #[arg(long, requires = "tls_cert")]
+    secure_port: Option<u16>,
+    /// The server's certificate chain, PEM, leaf first (`ssl.keyStore.location`; that file may
+    /// hold the private key too).
+    #[arg(long, value_name = "PEM")]
+    tls_cert: Option<PathBuf>,
+    /// The server's private key, PEM, unencrypted [default: the --tls-cert file].
+    #[arg(long, value_name = "PEM")]
+    tls_key: Option<PathBuf>,
+    /// CA certificates, PEM, that sign acceptable client certificates
+    /// (`ssl.trustStore.location`).
+    #[arg(long, value_name = "PEM")]
+    tls_ca: Option<PathBuf>,
+    /// Client certificates: `none`, `want` or `need` (`ssl.clientAuth`) [default: need with
+    /// --tls-ca, none without]. A verified certificate's subject authenticates the connection
+    /// as `x509:<DN>`.
+    #[arg(long, value_name = "MODE")]
+    tls_client_auth: Option<rzk_server::ClientAuth>,
 }
 
 /// The default data directory when neither a flag nor `zoo.cfg` names one.
@@ -126,6 +154,8 @@ fn build_config(args: ServerArgs) -> anyhow::Result<ServerConfig> {
     file.report();
     let file_metrics = file.metrics_addr();
     let admin = admin_config(&args, &file);
+    let tls = secure_port(&args, &file)?;
+    let plain_port = args.port.is_some() || file.client_port.is_some() || tls.is_none();
     let disk = if args.in_memory { None } else { Some(disk_config(&args, &file)?) };
     let port = args.port.or(file.client_port).unwrap_or(2181);
     let bind = args.bind.or(file.client_port_address).unwrap_or(IpAddr::from([0, 0, 0, 0]));
@@ -188,6 +218,8 @@ fn build_config(args: ServerArgs) -> anyhow::Result<ServerConfig> {
         .max_packet_bytes
         .or(file.max_packet_bytes)
         .unwrap_or(rzk_proto::DEFAULT_MAX_PACKET_BYTES);
+    config.tls = tls;
+    config.plain_port = plain_port;
     if let Some(disk) = disk {
         config.core.data_dir = Some(disk.snap_dir.display().to_string());
         config.durability = Durability::Disk(disk);
@@ -218,6 +250,43 @@ fn admin_config(args: &ServerArgs, file: &zoocfg::ZooCfg) -> Option<rzk_server::
         admin.addr.set_ip(ip);
     }
     Some(admin)
+}
+
+/// The secure client port: the flags over zoo.cfg. Its address is `secureClientPortAddress`,
+/// else the plain port's.
+fn secure_port(
+    args: &ServerArgs,
+    file: &zoocfg::ZooCfg,
+) -> anyhow::Result<Option<rzk_server::TlsConfig>> {
+    let a = &args.tls;
+    let from_file = file.secure.as_ref();
+    let Some(port) = a.secure_port.or(from_file.map(|s| s.port)) else {
+        anyhow::ensure!(
+            a.tls_cert.is_none() && a.tls_key.is_none() && a.tls_ca.is_none(),
+            "--tls-cert, --tls-key and --tls-ca need --secure-port (or secureClientPort)"
+        );
+        return Ok(None);
+    };
+    let cert = match (&a.tls_cert, from_file) {
+        (Some(c), _) => c.clone(),
+        (None, Some(s)) => s.key_store.clone(),
+        (None, None) => anyhow::bail!("--secure-port needs --tls-cert"),
+    };
+    let key = a.tls_key.clone().unwrap_or(cert.clone());
+    let ca = a.tls_ca.clone().or(from_file.and_then(|s| s.trust_store.clone()));
+    let address = from_file
+        .and_then(|s| s.address)
+        .or(args.bind)
+        .or(file.client_port_address)
+        .unwrap_or(IpAddr::from([0, 0, 0, 0]));
+    let mut tls = rzk_server::TlsConfig::new((address, port).into(), cert, key, ca);
+    if let Some(mode) = a.tls_client_auth.or(from_file.and_then(|s| s.client_auth)) {
+        tls.client_auth = mode;
+    }
+    if let Some(s) = from_file {
+        tls.handshake_timeout_ms = s.handshake_timeout_ms;
+    }
+    Ok(Some(tls))
 }
 
 /// Where and how the log and snapshots are kept: the flags over zoo.cfg over the defaults.

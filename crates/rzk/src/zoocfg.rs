@@ -4,6 +4,7 @@
 
 mod ensemble;
 mod keys;
+mod tls;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -48,6 +49,9 @@ pub(crate) struct ZooCfg {
     pub admin_address: Option<std::net::IpAddr>,
     pub admin_port: Option<u16>,
     pub admin_command_url: Option<String>,
+    /// `secureClientPort` and the `ssl.*` keys as written, and the secure port they describe.
+    tls_keys: tls::TlsKeys,
+    pub secure: Option<tls::TlsSettings>,
     /// The one `server.N` line, when there is exactly one: rzk runs standalone.
     pub standalone: Option<ServerLine>,
     /// Documented ZooKeeper keys rzk does not apply, with why.
@@ -143,13 +147,13 @@ fn read_into(cfg: &mut ZooCfg, file: &str, text: &str) -> anyhow::Result<()> {
         // ZooKeeper turns unknown zoo.cfg keys into `zookeeper.<key>` system properties, so
         // both spellings of the system-property settings are accepted.
         let k = key.strip_prefix("zookeeper.").unwrap_or(key);
-        if let Some(why) = keys::refusal(k, v) {
+        if let Some(why) = keys::refusal(k, v).or_else(|| tls::refusal(k, v)) {
             refused.push(format!("{file}:{line}: {key}={v}: {why}"));
         } else if keys::numbered(k, "server.").is_some() {
             let place = format!("{file}:{line}");
             cfg.servers.push(ServerLine { place, key: key.clone(), value: v.clone() });
         } else if !apply(cfg, file, *line, key, v)? {
-            match keys::ignored(k) {
+            match tls::ignored(k).or_else(|| keys::ignored(k)) {
                 Some(why) => cfg.ignored.push((key.clone(), why)),
                 None => cfg.unknown.push((key.clone(), keys::closest(k))),
             }
@@ -212,7 +216,10 @@ fn apply(cfg: &mut ZooCfg, f: &str, l: usize, key: &str, v: &str) -> anyhow::Res
         "enforce.auth.schemes" => cfg.enforce_auth_schemes = Some(v.to_string()),
         // `true` is refused before this: rzk has no SASL.
         "sessionRequireClientSASLAuth" => _ = parse_bool(f, l, key, v)?,
-        _ => return Ok(false),
+        _ => {
+            return tls::apply(&mut cfg.tls_keys, k, v)
+                .map_err(|e| anyhow::anyhow!("{f}:{l}: bad value {v:?} for {key}: {e}"))
+        }
     }
     Ok(true)
 }
@@ -230,6 +237,7 @@ fn finish(mut cfg: ZooCfg, file: &str) -> anyhow::Result<ZooCfg> {
         }
     }
     cfg.standalone = single;
+    cfg.secure = cfg.tls_keys.finish(file)?;
     if cfg.tick_ms == Some(0) {
         bail!("{file}: tickTime must be positive");
     }
@@ -294,8 +302,9 @@ impl ZooCfg {
     }
 }
 
-/// The authentication schemes rzk can enforce (ZooKeeper's built-in providers).
-const ENFORCEABLE_SCHEMES: &[&str] = &["digest", "ip"];
+/// The authentication schemes rzk can enforce (ZooKeeper's built-in providers, and x509 for
+/// connections on the secure port with a verified certificate).
+const ENFORCEABLE_SCHEMES: &[&str] = &["digest", "ip", "x509"];
 
 /// A comma list of schemes to enforce, checked as ZooKeeper checks `enforce.auth.schemes` at
 /// start-up: each must be a scheme the server can authenticate, and `sasl` is not one in rzk.
@@ -313,7 +322,7 @@ pub(crate) fn enforced_auth_schemes(list: &str) -> anyhow::Result<Vec<String>> {
         anyhow::ensure!(
             ENFORCEABLE_SCHEMES.contains(&scheme.as_str()),
             "authentication scheme {scheme:?} is not available (rzk has {})",
-            ENFORCEABLE_SCHEMES.join(" and ")
+            ENFORCEABLE_SCHEMES.join(", ")
         );
     }
     Ok(schemes)
@@ -393,7 +402,7 @@ mod tests {
     #[test]
     fn unsafe_keys_are_refused_and_typos_get_a_hint() {
         for text in [
-            "secureClientPort=2281\n",
+            "ssl.crl=true\n",
             "sessionRequireClientSASLAuth=true\n",
             "client.portUnification=true\n",
         ] {
@@ -457,7 +466,7 @@ mod tests {
             ("", "must be configured"),
             ("enforce.auth.schemes=,\n", "at least one"),
             ("enforce.auth.schemes=digest,sasl\n", "no SASL"),
-            ("enforce.auth.schemes=x509\n", "\"x509\" is not available"),
+            ("enforce.auth.schemes=kerberos\n", "\"kerberos\" is not available"),
         ] {
             let err = format!("{:#}", parse("zoo.cfg", &format!("{on}{schemes}")).unwrap_err());
             assert!(err.contains(needle), "{schemes:?}: {err}");
@@ -466,6 +475,37 @@ mod tests {
         assert_eq!(off.unwrap().enforced_auth_schemes, None, "ZooKeeper ignores them too");
         let err = parse("zoo.cfg", "sessionRequireClientSASLAuth=true\n").unwrap_err();
         assert!(err.to_string().contains("no SASL"), "{err}");
+    }
+
+    #[test]
+    fn the_secure_client_port_is_read_the_zookeeper_way() {
+        let base = "secureClientPort=2281\nserverCnxnFactory=org.apache.zookeeper.server.\
+                    NettyServerCnxnFactory\nssl.keyStore.location=/etc/zk/server.pem\n\
+                    ssl.keyStore.type=PEM\nssl.keyStore.password=\n";
+        let auth = format!("authProvider.x509={}\n", tls::X509_PROVIDER);
+        let trust = "ssl.trustStore.location=/etc/zk/ca.pem\nssl.trustStore.type=PEM\n";
+        let cfg = parse("zoo.cfg", &format!("{base}{auth}{trust}")).unwrap();
+        let secure = cfg.secure.clone().expect("secure port");
+        assert_eq!((secure.port, secure.client_auth), (2281, None));
+        assert_eq!(secure.trust_store.as_deref(), Some(Path::new("/etc/zk/ca.pem")));
+        assert_eq!(secure.handshake_timeout_ms, 5_000);
+        assert!(cfg.unknown.is_empty(), "{:?}", cfg.unknown);
+        let ignored: Vec<&str> = cfg.ignored.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(ignored, ["serverCnxnFactory", "ssl.keyStore.password"]);
+        let want = parse("zoo.cfg", &format!("{base}{trust}ssl.clientAuth=want\n")).unwrap();
+        assert_eq!(want.secure.unwrap().client_auth, Some(rzk_server::ClientAuth::Want));
+        for (text, needle) in [
+            ("secureClientPort=2281\n", "needs ssl.keyStore.location"),
+            ("secureClientPort=2281\nssl.keyStore.location=/k.p12\n", "PKCS12"),
+            (&format!("{base}ssl.keyStore.type=JKS\n"), "ssl.keyStore.type JKS"),
+            (&format!("{base}ssl.trustStore.location=/t.jks\n"), "ssl.trustStore.type JKS"),
+            (&format!("{base}ssl.clientAuth=need\n"), "needs ssl.trustStore.location"),
+            (&format!("{base}ssl.clientAuth=sometimes\n"), "none, want or need"),
+            (&format!("{base}ssl.ocsp=true\n"), "revocation"),
+        ] {
+            let err = format!("{:#}", parse("zoo.cfg", text).unwrap_err());
+            assert!(err.contains(needle), "{text:?}: {err}");
+        }
     }
 
     #[test]

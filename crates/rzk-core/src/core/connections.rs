@@ -29,6 +29,17 @@ impl Core {
         self.conns.insert(conn, c);
     }
 
+    /// An identity the transport established before the first frame: a verified TLS client
+    /// certificate's subject, as `x509`. It counts as an auth packet's ids do (ACLs, `auth`
+    /// entries, enforced authentication), but no auth packet limit applies: there is one.
+    pub fn authenticated(&mut self, conn: ConnId, id: Id) {
+        if let Some(c) = self.conns.get_mut(&conn) {
+            if !c.auth.contains(&id) {
+                c.auth.push(id);
+            }
+        }
+    }
+
     /// The connection is gone (either side closed it). Its watches go; its session lives on
     /// until it expires or another connection resumes it.
     pub fn closed(&mut self, conn: ConnId) {

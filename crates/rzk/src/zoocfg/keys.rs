@@ -39,10 +39,14 @@ pub(crate) const HONOURED: &[&str] = &[
     "metricsProvider.className",
     "metricsProvider.httpPort",
     "metricsProvider.httpHost",
+    // The secure client port (zoocfg/tls.rs).
+    "secureClientPort",
+    "secureClientPortAddress",
+    "authProvider.x509",
 ];
 
 const QUORUM: &str = "not used by a single-node server";
-const TLS: &str = "a TLS setting; rzk has no TLS, and refuses secureClientPort";
+const TLS: &str = "a TLS setting of ZooKeeper's Java server; rzk has no counterpart";
 const SASL: &str = "a SASL or Kerberos setting; rzk has no SASL (the digest and ip schemes are \
                     built in)";
 const THROTTLE: &str = "rzk has no request or connection throttler; its flow control bounds \
@@ -53,8 +57,10 @@ const JVM: &str = "an internal of ZooKeeper's Java server; rzk has no counterpar
 /// `family`.
 const IGNORED: &[(&str, Ignored)] = &[
     // The values of these that `refusal` lets through.
-    ("secureClientPort", Ignored::NotApplicable(TLS)),
-    ("client.portUnification", Ignored::NotApplicable("off; rzk has no TLS (true is refused)")),
+    (
+        "client.portUnification",
+        Ignored::NotApplicable("off; rzk serves TLS on secureClientPort only (true is refused)"),
+    ),
     ("DigestAuthenticationProvider.digestAlg", Ignored::NotApplicable("SHA-1 is rzk's digest")),
     ("initLimit", Ignored::NotApplicable(QUORUM)),
     ("syncLimit", Ignored::NotApplicable(QUORUM)),
@@ -111,7 +117,6 @@ const IGNORED: &[(&str, Ignored)] = &[
         "localSessionsUpgradingEnabled",
         Ignored::NotApplicable("every rzk session is global and may own ephemeral nodes"),
     ),
-    ("secureClientPortAddress", Ignored::NotApplicable(TLS)),
     ("client.certReload", Ignored::NotApplicable(TLS)),
     ("fips-mode", Ignored::NotApplicable(TLS)),
     ("netty.server.outstandingHandshake.limit", Ignored::NotApplicable(TLS)),
@@ -256,7 +261,7 @@ fn family(key: &str) -> Option<Ignored> {
     }
     if key.starts_with("authProvider.") {
         return Some(Ignored::NotSupported(
-            "rzk loads no authentication providers; digest and ip are built in",
+            "rzk loads no authentication providers; digest, ip and x509 are built in",
         ));
     }
     if key.starts_with("admin.") {
@@ -290,14 +295,10 @@ pub(crate) fn ignored(key: &str) -> Option<Ignored> {
 pub(crate) fn refusal(key: &str, value: &str) -> Option<&'static str> {
     let on = value.eq_ignore_ascii_case("true") || value.eq_ignore_ascii_case("yes");
     match key {
-        "secureClientPort" => Some(
-            "rzk has no TLS listener: clients configured for TLS could not connect, and any \
-             other client would get no encryption at all; remove the key, or run Apache \
-             ZooKeeper for TLS",
+        "client.portUnification" if on => Some(
+            "rzk serves TLS on secureClientPort only: the client port cannot accept TLS \
+             connections",
         ),
-        "client.portUnification" if on => {
-            Some("rzk has no TLS: the client port cannot accept TLS connections")
-        }
         "sessionRequireClientSASLAuth" if on => Some(
             "rzk has no SASL, so no client could ever authenticate as this setting requires; \
              use enforce.auth.enabled=true with enforce.auth.schemes=digest, or run Apache \
@@ -369,7 +370,7 @@ mod tests {
         assert!(matches!(ignored("admin.idleTimeout"), Some(Ignored::NotApplicable(_))));
         assert!(refusal("sessionRequireClientSASLAuth", "true").is_some());
         assert!(refusal("sessionRequireClientSASLAuth", "false").is_none());
-        assert!(refusal("secureClientPort", "2281").is_some());
+        assert!(refusal("secureClientPort", "2281").is_none(), "served since TLS");
         assert!(refusal("DigestAuthenticationProvider.digestAlg", "SHA-256").is_some());
         assert!(refusal("DigestAuthenticationProvider.digestAlg", "SHA1").is_none());
         // No key is in two lists.
