@@ -150,3 +150,6 @@ pub use session::{
 pub use shared_count::{CountChanges, SharedCount, VersionedCount};
 pub use token::FencingToken;
 pub use zookeeper_client::SessionId;
+
+// Client-side metrics through the `metrics` facade: the names an application's exporter sees.
+pub mod telemetry;
