@@ -21,6 +21,7 @@ use crate::participants::read_participants;
 use crate::rule::{self, Rule};
 use crate::session::Session;
 use crate::shared::RecipeShared;
+use crate::telemetry::Labels;
 use crate::Error;
 
 /// How often a waiter re-checks a published term that is not valid yet (its lease deadline
@@ -103,7 +104,14 @@ impl Contender {
         if let Some((_, config)) = c.core.seed.lock().expect("poisoned").as_mut() {
             config.race_epoch = Some(naming::race_epoch_path(path));
         }
-        Ok(c)
+        Ok(c.named("race"))
+    }
+
+    /// Names this contender's metrics `recipe` (before any term, so every series agrees).
+    pub(crate) fn named(self, recipe: &'static str) -> Contender {
+        let shared = &self.core.shared;
+        let _ = shared.telemetry.set(Labels::new(recipe, &shared.path));
+        self
     }
 
     pub(crate) fn shared(&self) -> &RecipeShared {

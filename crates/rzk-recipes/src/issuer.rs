@@ -9,6 +9,7 @@ use zookeeper_client::SessionId;
 
 use crate::control::{CloseFlags, Command, Lifecycle};
 use crate::session::Shared;
+use crate::telemetry::{self, Labels};
 use crate::term::{Fence, Term};
 use crate::token::FencingToken;
 
@@ -21,6 +22,8 @@ pub(crate) struct Issuer {
     pub cmd: mpsc::UnboundedSender<Command>,
     pub lifecycle: Lifecycle,
     pub close: Arc<CloseFlags>,
+    /// The recipe's metric labels.
+    pub telemetry: Labels,
 }
 
 /// The node one term is held on.
@@ -39,6 +42,7 @@ impl Issuer {
     /// Term number `number` on `node`, started now and not lost; its guard is the caller's.
     pub fn issue(self, node: HeldNode, number: u64, resumed: bool) -> Arc<Term> {
         let (lost, _) = watch::channel(None);
+        telemetry::term_started(&self.telemetry);
         Arc::new(Term {
             token: FencingToken(node.czxid),
             node_path: node.path,
@@ -54,6 +58,7 @@ impl Issuer {
             cmd: self.cmd,
             lifecycle: self.lifecycle,
             close: self.close,
+            telemetry: self.telemetry,
         })
     }
 }

@@ -160,3 +160,5 @@ pub use cache::{
     JsonNodeCache, NodeCache, NodeChanges, NodeState, TreeCache, Versioned, DEFAULT_EVENT_QUEUE,
     DEFAULT_MAX_NODES,
 };
+// Client-side metrics through the `metrics` facade: the names an application's exporter sees.
+pub mod telemetry;

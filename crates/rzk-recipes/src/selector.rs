@@ -75,7 +75,7 @@ impl LeaderSelector {
             false,
             auto_requeue,
         )?;
-        Ok(LeaderSelector { contender })
+        Ok(LeaderSelector { contender: contender.named("leader_selector") })
     }
 
     /// Queues the first attempt. `task` runs once per term; its future is dropped as soon as

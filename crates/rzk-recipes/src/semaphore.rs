@@ -16,6 +16,7 @@ use crate::naming;
 use crate::options::{close_timeout_for, MutexOptions};
 use crate::reaper::{Reaper, Target};
 use crate::session::{sleep_until, Session};
+use crate::telemetry::Labels;
 use crate::term::{guard, Fence, Term};
 use crate::zk_error::{classify, Class, ZkError};
 use crate::Error;
@@ -350,6 +351,7 @@ impl InterProcessSemaphore {
             cmd: inner.reaper.commands(),
             lifecycle: Lifecycle::Mutex,
             close: Arc::new(CloseFlags::default()),
+            telemetry: Labels::new("semaphore", &inner.path),
         };
         let held = HeldNode {
             fence: Fence::node(&path),

@@ -2,7 +2,7 @@
 //! current term, our node, events, metrics) and what handles set (queueing, close flags).
 
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use tokio::sync::{broadcast, watch};
@@ -13,6 +13,7 @@ use crate::leadership::Leadership;
 use crate::options::{close_timeout_for, CloseMode};
 use crate::rule::Rule;
 use crate::session::Session;
+use crate::telemetry::Labels;
 
 /// Events a slow subscriber may fall behind by before it misses some (it is told how many).
 pub(crate) const EVENT_BUFFER_EVENTS: usize = 1024;
@@ -54,6 +55,9 @@ pub(crate) struct RecipeShared {
     pub close_timeout: Option<Duration>,
     pub close: Arc<CloseFlags>,
     pub started: AtomicBool,
+    /// The metric labels; set before the start by a recipe that names itself, else derived
+    /// from the lifecycle and rule on first use.
+    pub telemetry: OnceLock<Labels>,
 }
 
 impl RecipeShared {
@@ -84,7 +88,13 @@ impl RecipeShared {
             close_timeout,
             close: Arc::default(),
             started: AtomicBool::new(false),
+            telemetry: OnceLock::new(),
         }
+    }
+
+    /// The labels of this recipe's metrics.
+    pub fn labels(&self) -> &Labels {
+        self.telemetry.get_or_init(|| Labels::of_rule(self.lifecycle, self.rule, &self.path))
     }
 
     pub fn emit(&self, e: ElectionEvent) {

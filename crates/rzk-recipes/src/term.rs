@@ -11,6 +11,7 @@ use crate::control::{CloseFlags, Command, Lifecycle};
 use crate::loss::{LossCell, LossReason};
 use crate::options::ConnectionPolicy;
 use crate::session::{sleep_until, Shared};
+use crate::telemetry::{self, Labels};
 use crate::token::FencingToken;
 use crate::Error;
 
@@ -60,12 +61,13 @@ pub(crate) struct Term {
     pub cmd: mpsc::UnboundedSender<Command>,
     pub lifecycle: Lifecycle,
     pub close: Arc<CloseFlags>,
+    pub telemetry: Labels,
 }
 
 impl Term {
     /// Resolves the loss signal; the first reason wins. Returns true if this call resolved it.
     pub fn lose(&self, reason: LossReason) -> bool {
-        self.lost.send_if_modified(|cell| {
+        let resolved = self.lost.send_if_modified(|cell| {
             if cell.is_none() {
                 *cell = Some((reason, Instant::now()));
                 tracing::debug!(node = %self.node_path, term = self.term, %reason, "leadership lost");
@@ -73,7 +75,11 @@ impl Term {
             } else {
                 false
             }
-        })
+        });
+        if resolved {
+            telemetry::term_ended(&self.telemetry, reason, self.started_at.elapsed());
+        }
+        resolved
     }
 
     pub fn loss(&self) -> Option<(LossReason, Instant)> {

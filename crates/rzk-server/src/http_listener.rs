@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
-use hyper::{Request, Response, StatusCode};
+use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
@@ -83,6 +84,32 @@ async fn connection(what: &'static str, handler: Handler, stream: TcpStream, pee
         Ok(Err(e)) => tracing::info!(%peer, "{what} connection closed: {e}"),
         Err(_) => tracing::info!(%peer, "{what} connection closed at its lifetime"),
     }
+}
+
+/// Serves one text document, `render()`'s output as `content_type`, at GET (or HEAD) `path`
+/// on `listener`, under this listener's limits, until the task is aborted: a metrics
+/// endpoint. Other paths get 404 and other methods 405. `render` runs on a tokio worker for
+/// each scrape, so it must not block for long. Cancellation safe: aborting drops every
+/// connection.
+pub async fn serve_text(
+    what: &'static str,
+    listener: TcpListener,
+    path: &'static str,
+    content_type: &'static str,
+    render: impl Fn() -> String + Send + Sync + 'static,
+) {
+    let handler = Arc::new(move |req: &Request<Incoming>| {
+        if req.method() != Method::GET && req.method() != Method::HEAD {
+            return reply(StatusCode::METHOD_NOT_ALLOWED, "only GET\n");
+        }
+        if req.uri().path() != path {
+            return reply(StatusCode::NOT_FOUND, format!("rzk serves {path}\n"));
+        }
+        let mut r = reply(StatusCode::OK, render());
+        r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+        r
+    });
+    serve(what, listener, handler).await;
 }
 
 /// A response with `status` and `body`, for the handlers.

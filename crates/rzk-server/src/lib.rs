@@ -55,6 +55,8 @@ pub use http_listener::{
     HTTP_CONNECTIONS_MAX, HTTP_CONNECTION_LIFETIME, HTTP_HEADER_READ_TIMEOUT,
     HTTP_REQUEST_BYTES_MAX,
 };
+// The bounded listener, for the CLI's client-side metrics endpoint.
+pub use http_listener::serve_text;
 pub use server::{Server, ServerError};
 pub use testing::{TestServer, TestServerBuilder};
 pub use tls::{ClientAuth, TlsConfig, TlsError};

@@ -7,9 +7,6 @@
 
 use std::sync::Arc;
 
-use hyper::body::Incoming;
-use hyper::header::{HeaderValue, CONTENT_TYPE};
-use hyper::{Method, Request, StatusCode};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
@@ -17,7 +14,7 @@ use prometheus_client::registry::Registry;
 use rzk_core::four_letter::Gauges;
 use tokio::net::TcpListener;
 
-use crate::http_listener::{self, reply, HttpResponse};
+use crate::http_listener;
 use crate::shared::Inner;
 
 /// The OpenMetrics content type, which Prometheus negotiates and parses.
@@ -25,20 +22,9 @@ const CONTENT_TYPE_OPENMETRICS: &str = "application/openmetrics-text; version=1.
 
 /// Accepts scrapes until the task is aborted (when the server shuts down).
 pub(crate) async fn serve(inner: Arc<Inner>, listener: TcpListener) {
-    let handler = Arc::new(move |req: &Request<Incoming>| respond(&inner, req));
-    http_listener::serve("metrics", listener, handler).await;
-}
-
-fn respond(inner: &Inner, req: &Request<Incoming>) -> HttpResponse {
-    if req.method() != Method::GET && req.method() != Method::HEAD {
-        return reply(StatusCode::METHOD_NOT_ALLOWED, "only GET\n");
-    }
-    if req.uri().path() != "/metrics" {
-        return reply(StatusCode::NOT_FOUND, "rzk serves /metrics\n");
-    }
-    let mut r = reply(StatusCode::OK, exposition(inner));
-    r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE_OPENMETRICS));
-    r
+    let render = move || exposition(&inner);
+    http_listener::serve_text("metrics", listener, "/metrics", CONTENT_TYPE_OPENMETRICS, render)
+        .await;
 }
 
 /// The metrics in the OpenMetrics text format.

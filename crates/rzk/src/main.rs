@@ -29,6 +29,8 @@ mod zoocfg;
 // Service discovery.
 mod register;
 mod services;
+// --metrics-port of rzk elect and rzk lock.
+mod client_metrics;
 
 /// ZooKeeper-style coordination in Rust: a ZooKeeper-compatible server, leader election and
 /// the tools around them.

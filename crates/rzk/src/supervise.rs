@@ -28,6 +28,7 @@ use clap::Args;
 use rzk_recipes::{Leadership, Session};
 use tokio::signal::unix::{signal, SignalKind};
 
+use crate::client_metrics::{self, ChildRunning, MetricsFlags};
 use crate::connect::Connect;
 use crate::error::CliError;
 use crate::watchdog_handle::Watched;
@@ -48,6 +49,8 @@ pub(crate) struct SessionFlags {
     /// Time between SIGTERM and SIGKILL when the term is lost (clamped, see the docs).
     #[arg(long, default_value_t = 2_000)]
     grace_ms: u64,
+    #[command(flatten)]
+    metrics: MetricsFlags,
 }
 
 /// A supervising command's session and the grace it may use.
@@ -65,6 +68,10 @@ impl Supervisor {
         connect: &Connect,
         f: &SessionFlags,
     ) -> Result<Supervisor, CliError> {
+        let metrics_at = client_metrics::start(&f.metrics).await?;
+        if let Some(addr) = metrics_at {
+            eprintln!("{name}: metrics at http://{addr}/metrics");
+        }
         let session =
             connect.election_session(Some(Duration::from_millis(f.session_timeout_ms))).await?;
         let timeout = session.negotiated_timeout();
@@ -101,6 +108,7 @@ impl Supervisor {
     ) -> Result<TermEnd, CliError> {
         let (grace, budget) = (self.grace, self.budget());
         let mut child = Watched::start(command, envs, grace, stop_at(term, budget)).await?;
+        let _running = ChildRunning::new();
         let lost = term.lost();
         tokio::pin!(lost);
         let mut renew = tokio::time::interval(RENEW_POLL);
@@ -111,6 +119,9 @@ impl Supervisor {
                 reason = &mut lost => {
                     self.say(format_args!("lost {held} ({reason}); stopping the command (grace {} ms)", grace.as_millis()));
                     let st = child.stop_and_wait(grace).await;
+                    if let Some(at) = term.lost_at() {
+                        client_metrics::child_stopped_after_loss(at.elapsed());
+                    }
                     self.say(format_args!("command stopped (status {})", status_code(st)));
                     return Ok(TermEnd::Lost);
                 }

@@ -10,6 +10,7 @@ use crate::event::{ElectionEvent, MetricCells};
 use crate::loss::LossReason;
 use crate::naming;
 use crate::options::WatchStrategy;
+use crate::telemetry;
 use crate::zk_error::{normalize, ZkError};
 use crate::Error;
 
@@ -35,6 +36,7 @@ impl Driver {
             };
             let Some(client) = self.client_for(generation) else { return Ok(Step::Join) };
             MetricCells::inc(&self.shared.metrics.evaluations);
+            telemetry::evaluation(self.shared.labels());
             MetricCells::inc(&self.shared.metrics.get_children_calls);
             let listing = match self.list(&client, generation, &own).await? {
                 Ok(listing) => listing,

@@ -88,6 +88,7 @@ impl Driver {
             return Err(self.wait_generation_end(generation).await);
         }
         MetricCells::inc(&self.shared.metrics.wakeups);
+        crate::telemetry::watch_notification(self.shared.labels());
         self.next_in_line = predecessor_went;
         Ok(())
     }

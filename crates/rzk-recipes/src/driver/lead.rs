@@ -230,6 +230,7 @@ impl Driver {
                 }
                 LeaderWake::Own(ev) => {
                     MetricCells::inc(&self.shared.metrics.leader_watch_events);
+                    crate::telemetry::watch_notification(self.shared.labels());
                     return match ev.event_type {
                         EventType::NodeDeleted => self.node_gone(own).map(Some),
                         EventType::Session => Err(self.wait_generation_end(generation).await),
@@ -238,6 +239,7 @@ impl Driver {
                 }
                 LeaderWake::Children(ev) => {
                     MetricCells::inc(&self.shared.metrics.leader_watch_events);
+                    crate::telemetry::watch_notification(self.shared.labels());
                     if ev.event_type == EventType::Session {
                         return Err(self.wait_generation_end(generation).await);
                     }

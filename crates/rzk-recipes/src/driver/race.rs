@@ -343,6 +343,7 @@ impl Driver {
                 }
                 Wake::Own(ev) => {
                     MetricCells::inc(&self.shared.metrics.leader_watch_events);
+                    crate::telemetry::watch_notification(self.shared.labels());
                     return match ev.event_type {
                         EventType::NodeDeleted => {
                             self.node_gone(&own)?;
@@ -376,6 +377,7 @@ impl Driver {
             return Err(self.wait_generation_end(generation).await);
         }
         MetricCells::inc(&self.shared.metrics.wakeups);
+        crate::telemetry::watch_notification(self.shared.labels());
         Ok(())
     }
 

@@ -38,6 +38,7 @@ impl Driver {
             cmd: self.cmd_tx.clone(),
             lifecycle: self.shared.lifecycle,
             close: self.shared.close.clone(),
+            telemetry: self.shared.labels().clone(),
         };
         let node = HeldNode {
             path: own.path.clone(),
