@@ -269,20 +269,33 @@ def lock_measurements(args, only):
         for n in [int(x) for x in args.semaphore_n.split(",")]:
             plan.append((["semaphore", n, args.leases, args.lock_s], "semaphore",
                          ["--participants", n, "--leases", args.leases]))
+
+    def floors(java_args, workload, flags):
+        if workload != "mutex-handoff":
+            return []
+        # The protocol's floor under a mutex handoff on each server (delete, the successor's
+        # event, the list it reads on it; no library), as for the latch.
+        return [lambda server=server: run_bench(args, "handoff-read", flags + [
+            "--duration-s", args.lock_s], 900,
+            {"lock_floor": True, "participants": java_args[1]}, server)
+            for server in BENCH_SERVERS[::-1]]
+    return paired_rounds(args, plan, "LockBench", args.lock_s, floors)
+
+
+def paired_rounds(args, plan, java_class, duration_s, more_steps=None):
+    """Runs each (Curator arguments, `rzk bench` workload, its flags) of `plan` for
+    `args.rounds` rounds: Curator's side (`java_class`) and, with --rzk, rzk-recipes' and
+    `more_steps(java_args, workload, flags)`, in that order in even rounds and reversed in odd
+    ones, so that neither side always runs first."""
     results = []
     for java_args, workload, flags in plan:
         for rnd in range(args.rounds):
-            steps = [lambda: run(args, java_args[0], java_args[1:], 1200, "LockBench")]
+            steps = [lambda: run(args, java_args[0], java_args[1:], 1200, java_class)]
             if args.rzk:
                 steps.append(lambda: run_bench(args, workload, flags + [
-                    "--duration-s", args.lock_s], 1200))
-            if args.rzk and workload == "mutex-handoff":
-                # The protocol's floor under a mutex handoff on each server (delete, the
-                # successor's event, the list it reads on it; no library), as for the latch.
-                for server in BENCH_SERVERS[::-1]:
-                    steps.append(lambda server=server: run_bench(args, "handoff-read", flags + [
-                        "--duration-s", args.lock_s], 900,
-                        {"lock_floor": True, "participants": java_args[1]}, server))
+                    "--duration-s", duration_s], 1200))
+                if more_steps:
+                    steps += more_steps(java_args, workload, flags)
             for step in (steps if rnd % 2 == 0 else steps[::-1]):
                 r = step()
                 r["round"] = rnd
@@ -300,18 +313,7 @@ def queue_measurements(args, only):
     if "counter" in only:
         for n in [int(x) for x in args.counter_n.split(",")]:
             plan.append((["counter", n, args.queue_s], "counter-add", ["--participants", n]))
-    results = []
-    for java_args, workload, flags in plan:
-        for rnd in range(args.rounds):
-            steps = [lambda: run(args, java_args[0], java_args[1:], 1200, "QueueBench")]
-            if args.rzk:
-                steps.append(lambda: run_bench(args, workload, flags + [
-                    "--duration-s", args.queue_s], 1200))
-            for step in (steps if rnd % 2 == 0 else steps[::-1]):
-                r = step()
-                r["round"] = rnd
-                results.append(r)
-    return results
+    return paired_rounds(args, plan, "QueueBench", args.queue_s)
 
 
 def race_measurements(args):
