@@ -29,14 +29,38 @@ fn zk_node_count(core: &Core) -> usize {
 pub struct ShellFigures {
     /// Request latency min / avg / max, in milliseconds (`srvr`, `stat`, `mntr`).
     pub latency_ms: (u64, f64, u64),
-    /// More `mntr` rows, keys with their `zk_` prefix.
-    pub mntr_rows: Vec<(String, String)>,
+    /// More `mntr` rows, keyed as the AdminServer's `monitor` names them (`mntr` adds `zk_`).
+    pub mntr_rows: Vec<(String, Figure)>,
 }
 
-/// An average as ZooKeeper prints it: rounded to four decimals, with at least one (`0.0`,
+/// One figure of a `mntr` row: a whole number, or an average.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Figure {
+    /// A count, or a value ZooKeeper truncates to a whole number (min, max, sum, percentiles).
+    Whole(u64),
+    /// An average, rounded to four decimals where it is shown.
+    Mean(f64),
+}
+
+impl Figure {
+    /// As `mntr` prints it.
+    pub fn mntr_text(self) -> String {
+        match self {
+            Figure::Whole(v) => v.to_string(),
+            Figure::Mean(v) => zk_decimal(v),
+        }
+    }
+}
+
+/// An average as ZooKeeper reports it: rounded to four decimals.
+pub fn zk_round(v: f64) -> f64 {
+    (v * 1e4).round() / 1e4
+}
+
+/// An average as ZooKeeper prints it: [`zk_round`]ed, with at least one decimal (`0.0`,
 /// `3.75`, `4.6667`).
 pub fn zk_decimal(v: f64) -> String {
-    format!("{:?}", (v * 1e4).round() / 1e4)
+    format!("{:?}", zk_round(v))
 }
 
 fn server_stats(core: &Core, shell: &ShellFigures, out: &mut String) {
@@ -262,6 +286,6 @@ fn mntr(core: &Core, now: Now, shell: &ShellFigures, out: &mut String) {
         let _ = writeln!(out, "{k}\t{v}");
     }
     for (k, v) in &shell.mntr_rows {
-        let _ = writeln!(out, "{k}\t{v}");
+        let _ = writeln!(out, "zk_{k}\t{}", v.mntr_text());
     }
 }

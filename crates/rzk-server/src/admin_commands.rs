@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use rzk_core::four_letter::{version_line, Gauges, ShellFigures};
+use rzk_core::four_letter::{version_line, zk_round, Figure, Gauges, ShellFigures};
 use rzk_core::{Core, Now};
 use serde_json::{json, Map, Value};
 
@@ -306,11 +306,12 @@ fn with_shell_figures(command: &str, fields: &mut Map<String, Value>, shell: &Sh
     target.insert("min_latency".into(), min.into());
     target.insert("max_latency".into(), max.into());
     if command == "monitor" {
-        for (key, value) in &shell.mntr_rows {
-            let name = key.strip_prefix("zk_").unwrap_or(key);
-            let number = value.parse::<u64>().map(Value::from).ok();
-            let number = number.or_else(|| value.parse::<f64>().ok().map(|f| json!(f)));
-            target.insert(name.into(), number.unwrap_or_else(|| value.clone().into()));
+        for (name, value) in &shell.mntr_rows {
+            let value = match *value {
+                Figure::Whole(v) => Value::from(v),
+                Figure::Mean(v) => json!(zk_round(v)),
+            };
+            target.insert(name.clone(), value);
         }
     }
 }

@@ -19,7 +19,7 @@ use prometheus_client::encoding::{EncodeMetric, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
-use rzk_core::four_letter::{zk_decimal, ShellFigures};
+use rzk_core::four_letter::{Figure, ShellFigures};
 
 use crate::distribution::{upper_bound, Distribution, Snapshot, BUCKETS};
 use crate::request_clock::Latencies;
@@ -98,18 +98,18 @@ impl Report {
         let ms = |us: u64| us / 1000;
         let mut mntr_rows = Vec::new();
         for (name, s, scale, percentiles) in self.named() {
-            let whole = |v: u64| ((v as f64) * scale) as u64;
-            let mut row = |stat: &str, value: String| {
-                mntr_rows.push((format!("zk_{stat}_{name}"), value));
+            let whole = |v: u64| Figure::Whole(((v as f64) * scale) as u64);
+            let mut row = |stat: &str, value: Figure| {
+                mntr_rows.push((format!("{stat}_{name}"), value));
             };
-            row("avg", zk_decimal(s.avg() * scale));
-            row("min", whole(s.min).to_string());
-            row("max", whole(s.max).to_string());
-            row("cnt", s.count.to_string());
-            row("sum", whole(s.sum).to_string());
+            row("avg", Figure::Mean(s.avg() * scale));
+            row("min", whole(s.min));
+            row("max", whole(s.max));
+            row("cnt", Figure::Whole(s.count));
+            row("sum", whole(s.sum));
             if percentiles {
                 for (stat, q) in [("p50", 0.5), ("p95", 0.95), ("p99", 0.99), ("p999", 0.999)] {
-                    row(stat, whole(s.quantile(q)).to_string());
+                    row(stat, whole(s.quantile(q)));
                 }
             }
         }
