@@ -64,21 +64,8 @@ pub(crate) async fn create_in_containers(
 
 /// Creates `path` with `data` in `mode`, its missing parents in `parents` mode (Curator's
 /// `creatingParentsIfNeeded` for PERSISTENT, `creatingParentContainersIfNeeded` for CONTAINER);
-/// returns the new node's stat.
+/// returns the path created (with its sequence number for a sequential `mode`) and its stat.
 pub(crate) async fn create_with_parents(
-    client: &Client,
-    path: &str,
-    data: &[u8],
-    mode: CreateMode,
-    parents: CreateMode,
-    acls: Acls<'_>,
-) -> Result<zookeeper_client::Stat, ZkError> {
-    create_with_parents_at(client, path, data, mode, parents, acls).await.map(|(_, stat)| stat)
-}
-
-/// [`create_with_parents`], returning the path created (with its sequence number for a
-/// sequential `mode`) and its stat.
-pub(crate) async fn create_with_parents_at(
     client: &Client,
     path: &str,
     data: &[u8],

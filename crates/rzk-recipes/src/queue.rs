@@ -6,11 +6,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{oneshot, RwLock};
-use zookeeper_client::{Acls, Client, CreateMode, OneshotWatcher};
+use zookeeper_client::{Acls, Client, CreateMode};
 
 use crate::naming;
 use crate::ops;
-use crate::session::{sleep_until, Session};
+use crate::session::Session;
 use crate::zk_error::ZkError;
 use crate::Error;
 
@@ -260,7 +260,9 @@ impl SimpleDistributedQueue {
             if let Some(item) = inner.returned.lock().expect("poisoned").pop_front() {
                 return Ok(Some(item));
             }
+            let mut states = inner.session.subscribe();
             let client = ops::client(&inner.session).await?;
+            states.borrow_and_update();
             let listed = match wait {
                 Wait::Never => client.list_children(&inner.path).await.map(|n| (n, None)),
                 Wait::Until(_) => {
@@ -295,7 +297,7 @@ impl SimpleDistributedQueue {
                 // A later item must not be taken before this one: list again.
                 _ if retry => {}
                 (Wait::Until(deadline), Some(watcher)) => {
-                    if !wake_before(watcher, deadline).await {
+                    if !ops::woken_before(watcher, &mut states, deadline).await {
                         return Ok(None);
                     }
                 }
@@ -404,12 +406,4 @@ fn items(mut names: Vec<String>) -> Vec<String> {
     names.retain(|n| n.starts_with(ITEM_PREFIX));
     names.sort_unstable();
     names
-}
-
-/// Waits for the children watch; false if `deadline` passed first.
-async fn wake_before(watcher: OneshotWatcher, deadline: Option<Instant>) -> bool {
-    tokio::select! {
-        _ = watcher.changed() => true,
-        _ = sleep_until(deadline) => false,
-    }
 }

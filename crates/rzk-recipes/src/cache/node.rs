@@ -215,7 +215,9 @@ impl NodeCache {
         data: &[u8],
     ) -> Result<zookeeper_client::Stat, ZkError> {
         let mode = CreateMode::Persistent;
-        ops::create_with_parents(client, self.path(), data, mode, mode, self.acls).await
+        ops::create_with_parents(client, self.path(), data, mode, mode, self.acls)
+            .await
+            .map(|(_, stat)| stat)
     }
 }
 

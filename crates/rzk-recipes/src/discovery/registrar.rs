@@ -176,7 +176,7 @@ impl Shared {
                 }
             }
             let parents = CreateMode::Container;
-            let created = ops::create_with_parents_at(
+            let created = ops::create_with_parents(
                 client,
                 &entry.target,
                 &entry.data,
