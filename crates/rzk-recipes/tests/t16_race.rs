@@ -11,6 +11,7 @@ mod support;
 use std::time::Duration;
 
 use rzk_recipes::{Leadership, LossReason, RaceElection, RaceOptions, Session, Status};
+use rzk_testkit::proxy::Proxy;
 use support::checker::{sample_single_leader, Checker};
 use support::*;
 use zookeeper_client::{Acls, CreateMode, MultiWriteError};
@@ -38,6 +39,38 @@ async fn candidate(
     checker.attach(id, r.events(), Some(raw_client(server).await));
     r.start().await.unwrap();
     (s, r)
+}
+
+/// Candidate `a` leading at a fresh path of a fresh server (through a proxy of its own when
+/// `proxied`), with the harness's raw client. Fields drop in order: the server last.
+struct ALeads {
+    la: Leadership,
+    a: RaceElection,
+    _sa: Session,
+    proxy: Option<Proxy>,
+    checker: Checker,
+    raw: zookeeper_client::Client,
+    path: String,
+    server: Server,
+}
+
+async fn a_leads(kind: Kind, proxied: bool) -> ALeads {
+    let server = Server::start(kind, Settings::default());
+    let path = test_path("t16", kind);
+    let raw = raw_client(&server).await;
+    let checker = Checker::new();
+    let (_sa, a, proxy) = if proxied {
+        let (s, proxy) = session_via_proxy(&server).await;
+        let a = RaceElection::new(&s, &path, RaceOptions::default().with_id("a")).unwrap();
+        checker.attach("a", a.events(), None);
+        a.start().await.unwrap();
+        (s, a, Some(proxy))
+    } else {
+        let (s, a) = candidate(&server, &path, "a", &checker).await;
+        (s, a, None)
+    };
+    let la = a.await_leadership().await.unwrap();
+    ALeads { la, a, _sa, proxy, checker, raw, path, server }
 }
 
 /// The one candidate of `races` that leads, once exactly one does.
@@ -131,12 +164,7 @@ async fn race_round(kind: Kind) {
 /// An admin deletes the node under the leader: its `lost()` resolves (NodeDeleted), its
 /// guarded write is refused, and a new round elects a leader with a larger token.
 async fn admin_delete(kind: Kind) {
-    let server = Server::start(kind, Settings::default());
-    let path = test_path("t16", kind);
-    let raw = raw_client(&server).await;
-    let checker = Checker::new();
-    let (_sa, a) = candidate(&server, &path, "a", &checker).await;
-    let la = a.await_leadership().await.unwrap();
+    let ALeads { la, a, _sa, checker, raw, path, server, .. } = a_leads(kind, false).await;
     let (_sb, b) = candidate(&server, &path, "b", &checker).await;
     assert_eq!(b.status(), Status::Following { position: 1 });
 
@@ -160,12 +188,7 @@ async fn admin_delete(kind: Kind) {
 /// admin): nothing tells the leader, but its next guarded write is refused by the server,
 /// its term ends, and it races again (deleting its own node) for a fresh term.
 async fn epoch_moved(kind: Kind) {
-    let server = Server::start(kind, Settings::default());
-    let path = test_path("t16", kind);
-    let raw = raw_client(&server).await;
-    let checker = Checker::new();
-    let (_sa, a) = candidate(&server, &path, "a", &checker).await;
-    let la = a.await_leadership().await.unwrap();
+    let ALeads { la, a, _sa, checker, raw, path, server: _server, .. } = a_leads(kind, false).await;
     let witness = format!("{path}-witness");
     let mut w = la.guarded().unwrap();
     w.create(&witness, b"1", &CreateMode::Persistent.with_acls(Acls::anyone_all())).unwrap();
@@ -201,12 +224,7 @@ async fn epoch_moved(kind: Kind) {
 /// fails, and the node, still its session's, is deleted by owner, so the next candidate wins
 /// while that session lives on.
 async fn epoch_moved_then_close(kind: Kind) {
-    let server = Server::start(kind, Settings::default());
-    let path = test_path("t16", kind);
-    let raw = raw_client(&server).await;
-    let checker = Checker::new();
-    let (_sa, a) = candidate(&server, &path, "a", &checker).await;
-    let la = a.await_leadership().await.unwrap();
+    let ALeads { la, a, _sa, checker, raw, path, server, .. } = a_leads(kind, false).await;
     let (_sb, b) = candidate(&server, &path, "b", &checker).await;
     raw.set_data(&a.epoch_path(), b"admin", None).await.unwrap();
     a.close().await.unwrap();
@@ -258,15 +276,8 @@ async fn unseen_win(kind: Kind) {
 /// A leader cut off from the server loses its node to an admin's delete and the race to B;
 /// its close, sent while cut off and retried after the heal, must not delete B's node.
 async fn release_fenced(kind: Kind) {
-    let server = Server::start(kind, Settings::default());
-    let path = test_path("t16", kind);
-    let raw = raw_client(&server).await;
-    let checker = Checker::new();
-    let (sa, proxy) = session_via_proxy(&server).await;
-    let a = RaceElection::new(&sa, &path, RaceOptions::default().with_id("a")).unwrap();
-    checker.attach("a", a.events(), None);
-    a.start().await.unwrap();
-    let la = a.await_leadership().await.unwrap();
+    let ALeads { la, a, _sa, proxy, checker, raw, path, server } = a_leads(kind, true).await;
+    let proxy = proxy.expect("a proxy");
     let (_sb, b) = candidate(&server, &path, "b", &checker).await;
 
     proxy.cut();

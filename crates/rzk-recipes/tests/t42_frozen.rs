@@ -100,14 +100,7 @@ async fn frozen_leader(kind: Kind) {
         LossReason::LeaseExpired | LossReason::SessionExpired | LossReason::NodeDeleted
     ));
     assert!(learned < Duration::from_millis(100));
-    eventually(Duration::from_secs(5), "a rejoined", || {
-        a.our_path().is_some_and(|p| p != la.node_path())
-    })
-    .await;
-    let p = b.participants().await.unwrap();
-    let ids: Vec<&str> = p.list.iter().map(|p| p.id.as_str()).collect();
-    assert_eq!(ids, ["b", "a"]);
-    assert!(p.list[1].token > lb.token());
+    rejoined_behind(&a, &b, &la, &lb, Duration::from_secs(5)).await;
     b.close().await.unwrap();
     let la2 = tokio::time::timeout(Duration::from_secs(2), a.await_leadership())
         .await

@@ -171,7 +171,7 @@ async fn short_cut_selector(kind: Kind) {
         .unwrap();
     assert!(lb.started_at() > healed);
     assert!(lb.token() > la.token());
-    requeued_behind_then_close(selectors, &la, Duration::from_secs(2), &checker).await;
+    requeued_behind_then_close(selectors, &la, &lb, Duration::from_secs(2), &checker).await;
 }
 
 async fn long_cut_suspended(kind: Kind) {

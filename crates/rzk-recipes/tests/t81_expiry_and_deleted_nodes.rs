@@ -79,14 +79,7 @@ async fn forced_expiry_latch(kind: Kind) {
     assert_eq!(sa.generation(), gen0 + 1);
     assert_ne!(sa.session_id().unwrap(), sid0);
     // A rejoins at the tail with a larger token.
-    eventually(Duration::from_secs(2), "a rejoined", || {
-        a.our_path().is_some_and(|p| p != la.node_path())
-    })
-    .await;
-    let p = b.participants().await.unwrap();
-    let ids: Vec<&str> = p.list.iter().map(|p| p.id.as_str()).collect();
-    assert_eq!(ids, ["b", "a"]);
-    assert!(p.list[1].token > lb.token());
+    let p = rejoined_behind(&a, &b, &la, &lb, Duration::from_secs(2)).await;
     assert_eq!(p.list[1].session, sa.session_id().unwrap());
     assert!(!a.has_leadership());
     sample_single_leader(&[&|| a.has_leadership(), &|| b.has_leadership()]).await;
@@ -125,7 +118,7 @@ async fn forced_expiry_selector(kind: Kind) {
     assert!(lb.token() > la.token());
     assert!(la.lost_at().is_some());
     // A's task was cancelled and A requeued on its new session, behind B.
-    requeued_behind_then_close(selectors, &la, Duration::from_secs(3), &checker).await;
+    requeued_behind_then_close(selectors, &la, &lb, Duration::from_secs(3), &checker).await;
 }
 
 /// Deletes the election parent with everything in it; returns when the server has applied it

@@ -17,7 +17,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use rzk_recipes::{LeaderSelector, Leadership, SelectorOptions, Session, SessionConfig};
+use rzk_recipes::{
+    Contender, LeaderSelector, Leadership, Participants, SelectorOptions, Session, SessionConfig,
+};
 use rzk_testkit::proxy::Proxy;
 use rzk_testkit::tempdir::TempDir;
 use rzk_testkit::zookeeper::{self, ZooKeeper};
@@ -382,22 +384,34 @@ pub async fn wait_children(client: &zookeeper_client::Client, path: &str, n: usi
     }
 }
 
+/// After A lost its term `old` and B took over with `new`: A rejoins on a new node within
+/// `within`, behind B and with a larger token; returns the participants as B lists them.
+pub async fn rejoined_behind(
+    a: &Contender,
+    b: &Contender,
+    old: &Leadership,
+    new: &Leadership,
+    within: Duration,
+) -> Participants {
+    eventually(within, "a rejoined", || a.our_path().is_some_and(|p| p != old.node_path())).await;
+    let p = b.participants().await.unwrap();
+    let ids: Vec<&str> = p.list.iter().map(|p| p.id.as_str()).collect();
+    assert_eq!(ids, ["b", "a"]);
+    assert!(p.list[1].token > new.token());
+    p
+}
+
 /// The end of the selector scenarios where A (`selectors[0]`) lost its term `old` and B
-/// (`selectors[1]`) took over: A requeues on a new node within `within`, the queue reads
-/// [b, a], every selector closes, and the checker's invariants hold.
+/// (`selectors[1]`) took over with `new`: A requeues behind B within `within`, every selector
+/// closes, and the checker's invariants hold.
 pub async fn requeued_behind_then_close(
     selectors: Vec<LeaderSelector>,
     old: &Leadership,
+    new: &Leadership,
     within: Duration,
     checker: &checker::Checker,
 ) {
-    eventually(within, "a requeued", || {
-        selectors[0].our_path().is_some_and(|p| p != old.node_path())
-    })
-    .await;
-    let p = selectors[1].participants().await.unwrap();
-    let ids: Vec<&str> = p.list.iter().map(|p| p.id.as_str()).collect();
-    assert_eq!(ids, ["b", "a"]);
+    rejoined_behind(&selectors[0], &selectors[1], old, new, within).await;
     for s in selectors {
         s.close().await.unwrap();
     }
