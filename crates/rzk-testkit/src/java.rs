@@ -43,17 +43,27 @@ pub fn java(class_dirs: &[&Path]) -> Command {
 }
 
 /// Compiles `source` against the classpath into `out`, unless its class file there is newer
-/// than the source, and returns `out`.
+/// than every `.java` file beside it, and returns `out`. The classes it uses from the sources
+/// beside it are compiled with it.
 pub fn compile(source: &Path, out: &Path) -> PathBuf {
     let class = out.join(source.file_stem().expect("a .java file")).with_extension("class");
     let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    if modified(&class).is_none() || modified(&class) < modified(source) {
+    let dir = source.parent().expect("a source directory");
+    let newest_source = std::fs::read_dir(dir)
+        .expect("read the source directory")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "java"))
+        .filter_map(|p| modified(&p))
+        .max();
+    if modified(&class).is_none() || modified(&class) < newest_source {
         std::fs::create_dir_all(out).expect("class dir");
         let o = Command::new("javac")
             .args(["-nowarn", "-d"])
             .arg(out)
             .arg("-cp")
             .arg(classpath())
+            .arg("-sourcepath")
+            .arg(dir)
             .arg(source)
             .output()
             .expect("javac (is the JDK installed?)");

@@ -72,9 +72,8 @@ public class CuratorParticipant {
         say("joined -");
     }
 
-    public static void main(String[] args) throws Exception {
-        String connect = args[0], path = args[1], recipe = args[2], id = args[3];
-        long workMs = args.length > 4 ? Long.parseLong(args[4]) : 200;
+    /** A started, connected client with the Rust participants' session timeout (4 s). */
+    static CuratorFramework connect(String connect) throws InterruptedException {
         CuratorFramework client = CuratorFrameworkFactory.builder()
             .connectString(connect)
             .sessionTimeoutMs(4000)
@@ -83,6 +82,13 @@ public class CuratorParticipant {
             .build();
         client.start();
         client.blockUntilConnected();
+        return client;
+    }
+
+    public static void main(String[] args) throws Exception {
+        String connect = args[0], path = args[1], recipe = args[2], id = args[3];
+        long workMs = args.length > 4 ? Long.parseLong(args[4]) : 200;
+        CuratorFramework client = connect(connect);
 
         LeaderLatch latch = null;
         LeaderSelector selector = null;

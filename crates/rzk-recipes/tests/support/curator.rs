@@ -2,30 +2,13 @@
 //! queue, DistributedAtomicLong, SharedCount, barriers, CuratorCache), compiled once per test
 //! binary.
 
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
-
-use rzk_testkit::java;
-
-/// Compiles the program (once per process) and returns the class directory.
-fn compiled() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/java/CuratorRecipes.java");
-        let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("curator-recipes");
-        java::compile(&src, &out)
-    })
-}
+use super::java::jvm;
 
 /// Runs `CuratorRecipes hosts path args...` to the end; returns its stdout lines before the
 /// final `done`. Panics if it fails.
 pub async fn run(hosts: &str, path: &str, args: &[&str]) -> Vec<String> {
-    let mut cmd = java::java(&[compiled()]);
-    cmd.args(["-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"])
-        .arg("-Dorg.slf4j.simpleLogger.defaultLogLevel=error")
-        .arg("CuratorRecipes")
-        .args([hosts, path])
-        .args(args);
+    let mut cmd = jvm("CuratorRecipes");
+    cmd.args([hosts, path]).args(args);
     let out =
         tokio::task::spawn_blocking(move || cmd.output()).await.expect("join").expect("run java");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -49,10 +32,7 @@ pub struct JavaCache {
 impl JavaCache {
     /// Starts the cache of `path`.
     pub fn start(hosts: &str, path: &str) -> JavaCache {
-        let mut child = java::java(&[compiled()])
-            .args(["-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"])
-            .arg("-Dorg.slf4j.simpleLogger.defaultLogLevel=error")
-            .arg("CuratorRecipes")
+        let mut child = jvm("CuratorRecipes")
             .args([hosts, path, "cache"])
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::inherit())

@@ -28,7 +28,7 @@ pub struct Proc {
 
 impl Proc {
     pub fn spawn(hosts: &str, path: &str, witness: &str, id: &str, recipe: &str) -> Proc {
-        let mut child = Command::new(participant_bin())
+        let child = Command::new(participant_bin())
             .args(["--connect", hosts, "--path", path, "--id", id, "--recipe", recipe])
             .args(["--witness", witness, "--session-timeout-ms", "4000"])
             .stdin(Stdio::null())
@@ -36,6 +36,11 @@ impl Proc {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("spawn participant");
+        Proc::adopt(id, recipe, child)
+    }
+
+    /// A process that prints the participant's lines on its piped stdout (a Curator holder).
+    pub fn adopt(id: &str, recipe: &str, mut child: Child) -> Proc {
         let lines = Lines::capture(id, child.stdout.take().expect("stdout"));
         Proc { id: id.into(), recipe: recipe.into(), child, lines }
     }
