@@ -6,6 +6,7 @@
         [--selector-s 10] [--mutex-n 5,100,1000] [--lock-s 10] [--semaphore-n 100]
         [--leases 10] [--race-n 1000] [--race-s 10] [--queue-n 4] [--counter-n 8]
         [--queue-s 10] [--markdown] [--json-out F]
+        [--config-n 1000] [--config-sessions N] [--config-s 10] [--config-gap-ms 50]
 
 Compiles tests/interop/java/ElectionBench.java and LockBench.java against Debian's Curator 5.4 / ZooKeeper 3.8
 jars (as tests/interop/curator_suite.py does) into tests/interop/java/build/, then for each
@@ -38,6 +39,12 @@ Measurements:
                bounded: offer+take pairs per second (tests/interop/java/QueueBench.java)
   counter      DistributedAtomicLong, N clients (--counter-n) incrementing one counter with
                the optimistic retry: increments per second
+  config       seed 002's configuration node: N caches of one node (--config-n; Curator's
+               CuratorCache SINGLE_NODE_CACHE, tests/interop/java/ConfigBench.java, against
+               rzk-recipes' NodeCache, `rzk bench --workload config-propagation`) on
+               --config-sessions sessions (default one each), one setData at a time, each
+               after every cache saw the last and --config-gap-ms: latency from the write to
+               each cache's update (p50, p99) and to the last cache's
 
 The lock measurements run Curator (tests/interop/java/LockBench.java) and, with --rzk,
 rzk-recipes through `rzk bench` one after another in each of --rounds rounds.
@@ -63,6 +70,7 @@ from scripts.bench_curator_report import BENCH_SERVERS, markdown
 ALL = ["latch", "selector", "crash", "herd", "predecessor", "mutex", "uncontended", "semaphore",
        "race"]
 ALL += ["queue", "counter"]
+ALL += ["config"]
 
 
 def machine_busy_s():
@@ -204,6 +212,13 @@ def parse_args():
     ap.add_argument("--counter-n", default="8", help="counter clients")
     ap.add_argument("--queue-s", type=float, default=10.0,
                     help="seconds measured per queue or counter measurement, on each side")
+    ap.add_argument("--config-n", default="1000", help="config caches (config)")
+    ap.add_argument("--config-sessions", type=int, default=0,
+                    help="sessions carrying the config caches (0: one per cache)")
+    ap.add_argument("--config-s", type=float, default=10.0,
+                    help="seconds measured per config measurement, on each side")
+    ap.add_argument("--config-gap-ms", type=int, default=50,
+                    help="idle time after each config write's last cache update")
     ap.add_argument("--client-heap", default="3g")
     ap.add_argument("--zk-heap", default="",
                     help="ZooKeeper -Xmx (default: none, the JVM default, as Debian runs it)")
@@ -316,6 +331,20 @@ def queue_measurements(args, only):
     return paired_rounds(args, plan, "QueueBench", args.queue_s)
 
 
+def config_measurements(args, only):
+    """Curator's CuratorCache and rzk-recipes' NodeCache of one config node, one after the
+    other in each round (the order reversed in odd rounds, as the locks are)."""
+    if "config" not in only:
+        return []
+    plan = []
+    for n in [int(x) for x in args.config_n.split(",")]:
+        sessions = args.config_sessions or n
+        plan.append((["config", n, sessions, args.config_s, args.config_gap_ms],
+                     "config-propagation", ["--watchers", n, "--participant-sessions", sessions,
+                                            "--gap-ms", args.config_gap_ms]))
+    return paired_rounds(args, plan, "ConfigBench", args.config_s)
+
+
 def race_measurements(args):
     """The race election against predecessor watching, at the protocol level, on both servers."""
     results = []
@@ -377,6 +406,7 @@ def main():
         java.compile_harness("ElectionBench", 300)
         java.compile_harness("LockBench", 300)
         java.compile_harness("QueueBench", 300)
+        java.compile_harness("ConfigBench", 300)
     except java.JavaError as e:
         sys.exit(str(e))
     latch_n = [int(x) for x in args.latch_n.split(",")]
@@ -385,6 +415,7 @@ def main():
     results = latch_handoffs(args, only, latch_n) + curator_measurements(args, only)
     results += lock_measurements(args, only)
     results += queue_measurements(args, only)
+    results += config_measurements(args, only)
     if args.rzk and "race" in only:
         results += race_measurements(args)
     if args.rzk and (args.rzk_only or any(m in only for m in (

@@ -17,6 +17,8 @@ QUEUE_MEASUREMENTS = ("queue_pairs", "counter_add")
 QUEUE_WORKLOADS = ("queue-pairs", "counter-add")
 QUEUE_RATE_MIN = 2.0
 COUNTER_RATE_MIN = 2.0
+# The config propagation measurement's target: rzk-recipes / Curator, lower is better.
+CONFIG_P_MAX = 1 / 2.0
 # Results of `rzk bench` runs carry the server they ran on; Curator's harness's carry none.
 BENCH_SERVERS = ("rzk", "zookeeper")
 
@@ -95,6 +97,12 @@ def markdown(results, argv):
                 r["recipe"], ", %s leases" % r["leases"] if "leases" in r else "",
                 "%s%s" % (r["n"], round_tag(r)), f(r["ms_p50"], 3), f(r["ms_p99"], 3),
                 r["per_s"], r["seconds"], r["errors"]))
+        elif m == "config_propagation":
+            out.append("| %s, %s sessions | %s | %s ms | %s ms | to the last cache p50 %s ms, "
+                       "p99 %s ms; %d writes over %.0f s, %d errors |" % (
+                           r["recipe"], r["sessions"], "%s%s" % (r["n"], round_tag(r)),
+                           f(r["ms_p50"], 3), f(r["ms_p99"], 3), f(r["last_ms_p50"], 3),
+                           f(r["last_ms_p99"], 3), r["rounds"], r["seconds"], r["errors"]))
         if len(out) > rows_before:
             out[-1] += " %.0f%% |" % (100 * r.get("other_cpu_frac", 0))
     rz = [r for r in results if r.get("server") == "rzk" and r.get("workload") != "handoff-read"
@@ -107,6 +115,13 @@ def markdown(results, argv):
         for r in rz:
             if "error" in r:
                 out.append("| %s %s | | | | | %s |" % (r["workload"], r["flags"], r["error"]))
+                continue
+            if r["workload"] == "config-propagation":
+                out.append("| `%s` | %s%s | - | %s us | %s us | to the last cache p50 %s us, p99 "
+                           "%s us; %d writes, %d sessions | %.0f%% |" % (
+                               r["command"], r["caches"], round_tag(r), r["p50_us"], r["p99_us"],
+                               r["last_p50_us"], r["last_p99_us"], r["writes"], r["sessions"],
+                               100 * r.get("other_cpu_frac", 0)))
                 continue
             other = "%d rounds in %.1f s = %.1f/s" % (r["rounds"], r["seconds"], r["per_s"])
             if r["workload"] not in LOCK_WORKLOADS + QUEUE_WORKLOADS:
@@ -223,6 +238,26 @@ def queue_comparison(results):
                       lambda x: x["per_s"], target, False)
             pair_rows(rows, "the same, p50, ms", cs, zs, lambda x: x["ms_p50"],
                       lambda x: x["p50_us"] / 1000.0, None, True)
+    return rows
+
+
+def config_comparison(results):
+    """The config propagation rows of the side-by-side table."""
+    cur = [r for r in results if r.get("server") not in BENCH_SERVERS and "error" not in r]
+    rz = [r for r in results if r.get("server") == "rzk" and "error" not in r]
+    rows = []
+    for n in sorted({x["n"] for x in cur if x["measurement"] == "config_propagation"}):
+        cs = every(cur, measurement="config_propagation", n=n)
+        zs = every(rz, workload="config-propagation", caches=n)
+        what = "config write to each of %d caches (%d sessions), %s, ms" % (
+            n, cs[0]["sessions"], "%s")
+        for key, target in (("p50", CONFIG_P_MAX), ("p99", CONFIG_P_MAX)):
+            pair_rows(rows, what % key, cs, zs, lambda x, k=key: x["ms_" + k],
+                      lambda x, k=key: x[k + "_us"] / 1000.0, target, True)
+        for key in ("p50", "p99"):
+            pair_rows(rows, "the same, to the last cache, %s, ms" % key, cs, zs,
+                      lambda x, k=key: x["last_ms_" + k],
+                      lambda x, k=key: x["last_" + k + "_us"] / 1000.0, None, True)
     return rows
 
 
@@ -345,5 +380,6 @@ def comparison(results):
             c["notifications_per_change_mean"], z and z["notifications_per_change"])
     rows += lock_comparison(results)
     rows += queue_comparison(results)
+    rows += config_comparison(results)
     return "\n".join(["| measurement | Curator on ZooKeeper | rzk-recipes on rzk | ratio | "
                       "target |", "|---|---|---|---|---|"] + rows + race_table(results))

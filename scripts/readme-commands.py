@@ -18,6 +18,9 @@ Run from the repository root. The commands are the indented code blocks under "#
     have queued: exactly one must hold (its command prints "holding with <token>"), the status
     (as written, then `--json`) must show it holding and the other waiting, and when the holder
     is stopped as with Ctrl-C the other must hold, with a greater token;
+  * the `config watch ... --exec` watchers start in the background; each `config set` must
+    succeed and print the new version, and every watcher's command must then print
+    "config v<that version>:" (the README's command does);
   * a command with `--connect` names hosts that are not here (the ensemble example): it must
     fail cleanly with "cannot connect", which shows its command line is valid;
   * any other command fails this check, so that a new README command gets a rule here.
@@ -232,8 +235,22 @@ def check_takeover(run, candidates, leader):
     print("  after Ctrl-C on the leader, the other candidate leads")
 
 
+def check_config_set(run, watchers, command):
+    """`config set` succeeds and prints the version; every watcher's command runs with it."""
+    rc, out = run.foreground(command, 300)
+    versions = re.findall(r"^(\d+)$", out, re.M)
+    if rc != 0 or not versions:
+        raise Failed("config set: exit status %d: %s" % (rc, out[-2000:]))
+    want = "config v%s:" % versions[-1]
+    for w in watchers:
+        run.wait_for("the config watcher to print %r" % want, lambda w=w: re.search(
+            r"^" + re.escape(want), read(w[2]), re.M) is not None, 60)
+    print("  version %s; %d watcher(s) printed %r" % (versions[-1], len(watchers), want))
+
+
 def run_readme(run, commands):
     candidates, lockers = [], []
+    config_watchers = []
     for command in commands:
         print("$ " + command, flush=True)
         args = rzk_args(command)
@@ -277,6 +294,11 @@ def run_readme(run, commands):
         elif args and args[0] == "lock" and "--" in args:
             lockers.append((command,) + run.start(command))
             print("  started")
+        elif args and args[:2] == ["config", "watch"] and "--exec" in args:
+            config_watchers.append((command,) + run.start(command))
+            print("  started")
+        elif args and args[:2] == ["config", "set"]:
+            check_config_set(run, config_watchers, command)
         else:
             raise Failed("no rule to run this README command; add one to %s" % __file__)
 

@@ -58,6 +58,10 @@ pub enum Workload {
     /// DistributedAtomicLong, `--participants` clients incrementing one counter in a loop
     /// (default retry policy): increments per second.
     CounterAdd,
+    /// Seed 002's configuration node: `--watchers` NodeCaches of one node on
+    /// `--participant-sessions` sessions (default one each), one setData at a time, `--gap-ms`
+    /// apart: latency from the write to each cache's update and to the last one.
+    ConfigPropagation,
 }
 
 impl Workload {
@@ -82,6 +86,7 @@ impl Workload {
             Workload::Semaphore => "semaphore",
             Workload::QueuePairs => "queue-pairs",
             Workload::CounterAdd => "counter-add",
+            Workload::ConfigPropagation => "config-propagation",
         }
     }
 }
@@ -127,7 +132,7 @@ pub struct BenchConfig {
     pub keys: usize,
     /// Znodes to create (populate).
     pub znodes: usize,
-    /// Watching sessions (fanout, fanout-persistent); at least 1.
+    /// Watching sessions (fanout, fanout-persistent); caches (config-propagation); at least 1.
     pub watchers: u64,
     /// Election participants (handoff, handoff-event, handoff-read, selector); lock
     /// contenders (mutex-handoff, semaphore); producers and consumers each (queue-pairs);
@@ -135,10 +140,12 @@ pub struct BenchConfig {
     pub participants: usize,
     /// Leases of the semaphore (semaphore); at least 1.
     pub leases: u32,
-    /// Sessions the participants share (handoff); `None`: one each.
+    /// Sessions the participants share (handoff), or the caches (config-propagation);
+    /// `None`: one each.
     pub participant_sessions: Option<usize>,
     /// Idle time after each handoff before the next resign or delete (handoff, handoff-event,
-    /// handoff-read); zero hands off back to back.
+    /// handoff-read), or after each write's last update (config-propagation); zero hands off
+    /// back to back.
     pub gap: Duration,
     /// Follower watch strategy (handoff: predecessor or herd; handoff-event: predecessor or
     /// race).

@@ -25,11 +25,12 @@ const ADD_WATCH_PERSISTENT: i32 = 0;
 
 /// Progress of a fan-out's watchers, as running totals over all rounds. A watcher arms and is
 /// notified once per round, in that order, so round `r` is armed when `armed` reaches
-/// `watchers * (r + 1)` and complete when `notified` does.
-struct Progress {
+/// `watchers * (r + 1)` and complete when `notified` does. (config-propagation counts its
+/// caches' updates in `notified` the same way and leaves `armed` alone.)
+pub(crate) struct Progress {
     watchers: u64,
     armed: AtomicU64,
-    notified: AtomicU64,
+    pub(crate) notified: AtomicU64,
     /// Woken by the watcher whose count completes a round's total: one wake-up of the setter
     /// per phase instead of one per watcher (a channel message per arm and per event made the
     /// load generator's own CPU, on the cores it shares with the server, a large part of every
@@ -38,7 +39,16 @@ struct Progress {
 }
 
 impl Progress {
-    fn add(&self, counter: &AtomicU64) {
+    pub(crate) fn new(watchers: u64) -> Progress {
+        Progress {
+            watchers,
+            armed: AtomicU64::new(0),
+            notified: AtomicU64::new(0),
+            done: Notify::new(),
+        }
+    }
+
+    pub(crate) fn add(&self, counter: &AtomicU64) {
         if (counter.fetch_add(1, Ordering::SeqCst) + 1) % self.watchers == 0 {
             self.done.notify_one();
         }
@@ -47,7 +57,12 @@ impl Progress {
     /// Waits until `counter` reaches `total`; an error if [`PHASE_TIMEOUT`] passes without a
     /// phase completing (one watcher that never answers stalls every round, so the run stops
     /// instead).
-    async fn wait(&self, counter: &AtomicU64, total: u64, what: &str) -> Result<(), BenchError> {
+    pub(crate) async fn wait(
+        &self,
+        counter: &AtomicU64,
+        total: u64,
+        what: &str,
+    ) -> Result<(), BenchError> {
         loop {
             // `notify_one` leaves a permit when no one waits, so a round completed between the
             // load and the wait is not missed; a stale permit only costs one more check.
@@ -70,12 +85,7 @@ pub(crate) async fn run(
 ) -> Result<Samples, BenchError> {
     let mut setter = connect(hosts).await?;
     call(&mut setter, &create(NODE.into(), vec![], 0)).await?;
-    let progress = Arc::new(Progress {
-        watchers: cfg.watchers,
-        armed: AtomicU64::new(0),
-        notified: AtomicU64::new(0),
-        done: Notify::new(),
-    });
+    let progress = Arc::new(Progress::new(cfg.watchers));
     let persistent = cfg.workload == Workload::FanoutPersistent;
     let mut tasks = Vec::new();
     for _ in 0..cfg.watchers {

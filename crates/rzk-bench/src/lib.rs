@@ -17,7 +17,8 @@
 //!   `handoff_event` (handoff-event, handoff-read), `race` (handoff-event's race election),
 //!   `election` (handoff, selector, failover), `lock` (mutex-handoff, mutex-uncontended,
 //!   semaphore), `queue` (queue-pairs) and `counter` (counter-add) on the window of
-//!   `throughput`; `runner` picks one.
+//!   `throughput`; `propagation` (config-propagation: one write to many config caches);
+//!   `runner` picks one.
 //! - [`demo`]: the scenarios of `rzk demo`; [`proxy`]: the one fault-injecting TCP proxy
 //!   (cut, blackhole, heal), which cuts a client off the network for the demo and the failover
 //!   workload, and serves every test suite's network faults through rzk-testkit.
@@ -39,6 +40,7 @@ mod fanout;
 mod handoff_event;
 mod lock;
 mod pipeline;
+mod propagation;
 pub mod proxy;
 mod queue;
 mod race;

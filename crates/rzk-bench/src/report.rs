@@ -11,6 +11,8 @@ pub enum Report {
     Load(LoadReport),
     /// An election workload: rounds (handoffs, leaderships, failovers) and their latency.
     Election(ElectionReport),
+    /// config-propagation: one write's updates of many caches.
+    Propagation(PropagationReport),
 }
 
 impl Report {
@@ -21,6 +23,8 @@ impl Report {
             (Report::Load(r), false) => r.text(),
             (Report::Election(r), true) => r.json(),
             (Report::Election(r), false) => r.text(),
+            (Report::Propagation(r), true) => r.json(),
+            (Report::Propagation(r), false) => r.text(),
         }
     }
 }
@@ -129,6 +133,68 @@ impl ElectionReport {
     }
 }
 
+/// What config-propagation measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PropagationReport {
+    /// Caches of the node.
+    pub caches: usize,
+    /// Sessions carrying them.
+    pub sessions: usize,
+    /// Writes measured.
+    pub writes: usize,
+    /// Time measured, seconds.
+    pub seconds: f64,
+    /// Per write and cache: from the write's send to the cache's update, microseconds.
+    pub update_us: Vec<u64>,
+    /// Per write: from its send to the last cache's update, microseconds.
+    pub last_us: Vec<u64>,
+}
+
+impl PropagationReport {
+    pub(crate) fn new(caches: usize, sessions: usize) -> Self {
+        PropagationReport {
+            caches,
+            sessions,
+            writes: 0,
+            seconds: 0.0,
+            update_us: Vec::new(),
+            last_us: Vec::new(),
+        }
+    }
+
+    pub(crate) fn add(&mut self, latencies: Vec<u64>) {
+        self.writes += 1;
+        self.last_us.push(latencies.iter().copied().max().unwrap_or(0));
+        self.update_us.extend(latencies);
+    }
+
+    /// (p50, p99, p99.9) of every update, then (p50, p99) of the last ones, microseconds.
+    fn percentiles(&self) -> ((u64, u64, u64), (u64, u64)) {
+        let (p50, p99, p999) = summary(&mut self.update_us.clone());
+        let (l50, l99, _) = summary(&mut self.last_us.clone());
+        ((p50, p99, p999), (l50, l99))
+    }
+
+    fn json(&self) -> String {
+        let PropagationReport { caches, sessions, writes, seconds, .. } = self;
+        let ((p50, p99, p999), (l50, l99)) = self.percentiles();
+        format!(
+            "{{\"workload\":\"{}\",\"caches\":{caches},\"sessions\":{sessions},\"writes\":{writes},\"seconds\":{seconds:.3},\"updates\":{},\"p50_us\":{p50},\"p99_us\":{p99},\"p999_us\":{p999},\"last_p50_us\":{l50},\"last_p99_us\":{l99}}}",
+            Workload::ConfigPropagation.name(),
+            self.update_us.len()
+        )
+    }
+
+    fn text(&self) -> String {
+        let PropagationReport { caches, sessions, writes, seconds, .. } = self;
+        let ((p50, p99, p999), (l50, l99)) = self.percentiles();
+        format!(
+            "{} ({caches} caches on {sessions} sessions): {writes} writes in {seconds:.2}s; to each cache p50 {p50} us, p99 {p99} us, p999 {p999} us; to the last cache p50 {l50} us, p99 {l99} us",
+            Workload::ConfigPropagation.name()
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -166,6 +232,23 @@ mod tests {
         assert_eq!(
             r.render(false),
             "handoff (3 participants, herd): 2 rounds in 0.50s = 4.0/s; p50 900 us, p99 900 us, p999 900 us; 2.00 notifications per change; 0 errors"
+        );
+    }
+
+    #[test]
+    fn propagation_report_keys_and_wording() {
+        let mut p = PropagationReport::new(3, 1);
+        p.add(vec![30, 10, 20]);
+        p.add(vec![5, 50, 40]);
+        p.seconds = 1.0;
+        let r = Report::Propagation(p);
+        assert_eq!(
+            r.render(true),
+            "{\"workload\":\"config-propagation\",\"caches\":3,\"sessions\":1,\"writes\":2,\"seconds\":1.000,\"updates\":6,\"p50_us\":30,\"p99_us\":50,\"p999_us\":50,\"last_p50_us\":50,\"last_p99_us\":50}"
+        );
+        assert_eq!(
+            r.render(false),
+            "config-propagation (3 caches on 1 sessions): 2 writes in 1.00s; to each cache p50 30 us, p99 50 us, p999 50 us; to the last cache p50 50 us, p99 50 us"
         );
     }
 }

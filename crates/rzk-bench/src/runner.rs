@@ -6,7 +6,7 @@ use std::time::Instant;
 use crate::config::{BenchConfig, Strategy, Workload};
 use crate::error::BenchError;
 use crate::report::{LoadReport, Report};
-use crate::{counter, election, fanout, handoff_event, lock, pipeline, queue, race};
+use crate::{counter, election, fanout, handoff_event, lock, pipeline, propagation, queue, race};
 
 /// Runs `cfg`'s workload against the servers of `hosts` (a ZooKeeper connect string) and
 /// reports what it measured. Needs a multi-threaded tokio runtime.
@@ -32,6 +32,13 @@ pub async fn run(hosts: &str, cfg: BenchConfig) -> Result<Report, BenchError> {
         Workload::Semaphore => return Ok(Report::Election(lock::semaphore(&cfg, hosts).await?)),
         Workload::QueuePairs => return Ok(Report::Election(queue::pairs(&cfg, hosts).await?)),
         Workload::CounterAdd => return Ok(Report::Election(counter::adds(&cfg, hosts).await?)),
+        Workload::ConfigPropagation => {
+            // On a worker, as fanout's rounds are: the writer's wake-ups then stay off the
+            // main thread.
+            let hosts = hosts.to_owned();
+            let run = tokio::spawn(async move { propagation::run(&cfg, &hosts).await });
+            return Ok(Report::Propagation(run.await??));
+        }
         _ => {}
     }
     let handoff = matches!(cfg.workload, Workload::HandoffEvent | Workload::HandoffRead);

@@ -15,7 +15,7 @@ use crate::report::ElectionReport;
 
 /// Operations not counted at the start, so that both sides are warm (the JVM's JIT, on
 /// Curator's side, whose harness discards as long).
-const WARMUP: Duration = Duration::from_secs(2);
+pub(crate) const WARMUP: Duration = Duration::from_secs(2);
 
 /// The workers' sessions' timeout.
 const SESSION_TIMEOUT: Duration = Duration::from_secs(10);

@@ -32,7 +32,7 @@ pub(crate) struct BenchArgs {
     /// Znodes to create (populate).
     #[arg(long, default_value_t = 1_000_000)]
     znodes: usize,
-    /// Watching sessions (fanout).
+    /// Watching sessions (fanout); caches of the config node (config-propagation).
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
     watchers: u64,
     /// Election participants (handoff, handoff-event, selector); lock contenders
@@ -43,12 +43,13 @@ pub(crate) struct BenchArgs {
     /// Leases of the semaphore (semaphore).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
     leases: u32,
-    /// Sessions the participants share (handoff); default one each.
+    /// Sessions the participants share (handoff), or the caches (config-propagation); default
+    /// one each.
     #[arg(long)]
     participant_sessions: Option<usize>,
     /// Idle time after each handoff before the next resign or delete (handoff,
-    /// handoff-event), ms: the old leader's rejoin is then out of the way. 0 hands off back to
-    /// back.
+    /// handoff-event), ms: the old leader's rejoin is then out of the way; after each write's
+    /// last cache update (config-propagation). 0 hands off back to back.
     #[arg(long, default_value_t = 0)]
     gap_ms: u64,
     /// Follower watch strategy: predecessor; for comparison, herd (handoff) or race

@@ -13,7 +13,9 @@ use crate::connect::Connect;
 use crate::error::CliError;
 use crate::leader::json_str;
 
-/// The exit status of a `set --version` whose version moved.
+/// The exit status of a `set --version` whose version moved (a lost compare-and-set); a
+/// missing node (`set --version`, `get`), a node the session may not write and a bad path exit
+/// 2 (usage), a lost connection 1.
 const EXIT_VERSION_MOVED: u8 = 3;
 /// The version `watch --exec` gives a command when the node does not exist.
 const ABSENT_VERSION: i32 = -1;
@@ -36,6 +38,8 @@ enum ConfigOp {
         json: bool,
     },
     /// Write DATA (or standard input) and print the new version; missing parents are created.
+    /// Exit 3 if --version is stale, 2 for a missing node with --version or a node whose ACL
+    /// forbids the write.
     Set {
         /// The config node.
         path: String,
@@ -45,7 +49,8 @@ enum ConfigOp {
         #[arg(long)]
         version: Option<i32>,
     },
-    /// Print the data now and after every change, or run --exec with it.
+    /// Print "VERSION DATA" now and after every change (version -1: absent), or run --exec
+    /// with the data.
     Watch {
         /// The config node.
         path: String,
@@ -91,12 +96,7 @@ pub(crate) async fn run(connect: &Connect, args: ConfigArgs) -> Result<(), CliEr
                     println!("{}", node.version());
                     Ok(())
                 }
-                Err(
-                    e @ (rzk_recipes::Error::BadVersion { .. } | rzk_recipes::Error::NoNode { .. }),
-                ) if version.is_some() => {
-                    Err(CliError { code: EXIT_VERSION_MOVED, message: format!("{path}: {e}") })
-                }
-                Err(e) => Err(bad(e)),
+                Err(e) => Err(set_failed(&path, version, e)),
             }
         }
         ConfigOp::Watch { exec, json, .. } => watch_changes(&cache, exec, json).await,
@@ -117,7 +117,7 @@ async fn watch_changes(
     let Some(exec) = exec else {
         while let Some(state) = changes.next().await {
             match state {
-                Ok(state) => print_state(&path, &state, json),
+                Ok(state) => print_change(&path, &state, json),
                 Err(e) => eprintln!("rzk: {path}: {e}"),
             }
         }
@@ -148,6 +148,25 @@ async fn watch_changes(
     Err(CliError::runtime(format!("{path}: the watch ended")))
 }
 
+/// The error of a failed `set`: the exit status says which kind (see [`EXIT_VERSION_MOVED`]).
+fn set_failed(path: &str, version: Option<i32>, e: rzk_recipes::Error) -> CliError {
+    match (e, version) {
+        (rzk_recipes::Error::BadVersion { .. }, Some(v)) => CliError {
+            code: EXIT_VERSION_MOVED,
+            message: format!(
+                "{path}: not written: the node is no longer at version {v} (read it again)"
+            ),
+        },
+        (e @ rzk_recipes::Error::NoNode { .. }, Some(_)) => {
+            CliError::usage(format!("{e} (set --version writes only an existing node)"))
+        }
+        (e @ rzk_recipes::Error::NoAuth { .. }, _) => {
+            CliError::usage(format!("{e} (the node's ACL does not let this session write it)"))
+        }
+        (e, _) => CliError::usage(format!("{path}: {e}")),
+    }
+}
+
 /// Runs `exec` once with `state`, and waits for it.
 async fn run_once(exec: &str, state: &NodeState, json: bool) -> Result<(), String> {
     let (data, version) = match state {
@@ -169,6 +188,15 @@ async fn run_once(exec: &str, state: &NodeState, json: bool) -> Result<(), Strin
         println!("{{\"version\":{version},\"status\":{}}}", status.code().unwrap_or(-1));
     }
     Ok(())
+}
+
+/// One line per change: `--json`'s document, else the version and the data.
+fn print_change(path: &str, state: &Option<CachedNode>, json: bool) {
+    match state {
+        _ if json => print_state(path, state, true),
+        Some(node) => println!("{} {}", node.version(), String::from_utf8_lossy(&node.data)),
+        None => println!("{ABSENT_VERSION} "),
+    }
 }
 
 fn print_state(path: &str, state: &Option<CachedNode>, json: bool) {

@@ -580,3 +580,22 @@ fn watch_prints_changes_as_they_happen() {
     assert!(out.status.success());
     assert_eq!(String::from_utf8_lossy(&out.stdout), "NodeDataChanged /w\nNodeCreated /w/kid\n");
 }
+
+#[test]
+fn bench_config_propagation_times_every_cache_of_every_write() {
+    let s = server();
+    let args = ["bench", "--workload", "config-propagation", "--watchers", "20"];
+    let more = ["--participant-sessions", "5", "--gap-ms", "5", "--duration-s", "0.5", "--json"];
+    let o = rzk(&s.connect_string(), &[&args[..], &more[..]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.starts_with("{\"workload\":\"config-propagation\",\"caches\":20,"), "{out}");
+    assert!(out.contains("\"sessions\":5,"), "{out}");
+    let field = |key: &str| -> u64 {
+        let rest = out.split(&format!("\"{key}\":")).nth(1).unwrap_or_else(|| panic!("{out}"));
+        rest.split([',', '}']).next().unwrap().parse().unwrap()
+    };
+    assert!(field("writes") > 0, "no write measured: {out}");
+    assert_eq!(field("updates"), field("writes") * 20, "one update per cache and write: {out}");
+    assert!(field("last_p50_us") >= field("p50_us"), "{out}");
+}
