@@ -17,6 +17,11 @@ use crate::Error;
 /// The name prefix of a queue item (Curator's and ZooKeeper's `qn-`).
 pub(crate) const ITEM_PREFIX: &str = "qn-";
 
+/// Listed names found gone in a row after which a take lists again: the rest of the listing
+/// was likely taken by other consumers meanwhile, and one listing costs less than a read per
+/// name.
+const GONE_BEFORE_RELIST: usize = 4;
+
 /// A distributed FIFO queue in the layout of ZooKeeper's recipe and Curator's
 /// `SimpleDistributedQueue` (`<path>/qn-<10-digit sequence>`, raw bytes), so Java and Rust
 /// producers and consumers share one queue.
@@ -63,6 +68,22 @@ struct Inner {
     /// Held (shared) by each delete in flight; a take waits for them first, so that an item
     /// whose take was dropped is returned before any later one.
     deletes: Arc<RwLock<()>>,
+    /// The names of this handle's last listing that no take has tried yet: the next takes
+    /// try them before listing again.
+    listing: Mutex<Listing>,
+}
+
+/// Item names from one listing not tried yet, lowest first, and the listing's `pzxid` (the
+/// zxid of the last child change it saw).
+///
+/// Reusing them keeps the order: sequence numbers grow with creation, so any item lower than
+/// a listed one was created before the listing, and is in it unless it was already gone.
+/// Only a queue path deleted and created again starts its numbers over; a node found under a
+/// listed name with a `czxid` after `pzxid` is such a new item, and the listing is dropped.
+#[derive(Default)]
+struct Listing {
+    names: VecDeque<String>,
+    pzxid: i64,
 }
 
 impl std::fmt::Debug for SimpleDistributedQueue {
@@ -77,8 +98,19 @@ enum Removed {
     Item(Vec<u8>),
     /// Another consumer took it first.
     Gone,
-    /// A connection or session problem (nothing was removed): list again.
-    Retry,
+    /// Nothing was removed, and the listing is no longer of use (a connection or session
+    /// problem, or a new item under a listed name): list again.
+    Relist,
+}
+
+/// What listing the queue came to.
+enum Listed {
+    /// Items were listed, for the take to try.
+    Items,
+    /// No item; the children watch, if the take waits.
+    Nothing(Option<OneshotWatcher>),
+    /// List again (after a pause, or after creating the queue path).
+    Again,
 }
 
 /// How a take waits for an item.
@@ -102,6 +134,7 @@ impl SimpleDistributedQueue {
                 acls: Acls::anyone_all(),
                 returned: Mutex::default(),
                 deletes: Arc::default(),
+                listing: Mutex::default(),
             }),
         })
     }
@@ -116,6 +149,7 @@ impl SimpleDistributedQueue {
                 acls,
                 returned: Mutex::default(),
                 deletes: Arc::default(),
+                listing: Mutex::default(),
             }),
         }
     }
@@ -263,39 +297,14 @@ impl SimpleDistributedQueue {
             let mut states = inner.session.subscribe();
             let client = ops::client(&inner.session).await?;
             states.borrow_and_update();
-            let listed = match wait {
-                Wait::Never => client.list_children(&inner.path).await.map(|n| (n, None)),
-                Wait::Until(_) => {
-                    client.get_and_watch_children(&inner.path).await.map(|(n, _, w)| (n, Some(w)))
-                }
-            };
-            let (names, watcher) = match listed {
-                Ok(listed) => listed,
-                Err(ZkError::NoNode) if matches!(wait, Wait::Never) => return Ok(None),
-                // Deleted while we wait: recreated, so that a watch can be set again.
-                Err(ZkError::NoNode) => {
-                    self.ensure_path(&client).await?;
-                    continue;
-                }
-                Err(e) => {
-                    ops::pause_or_fail(e, &inner.path).await?;
-                    continue;
-                }
-            };
-            let mut retry = false;
-            for name in items(names) {
-                match self.remove(&client, &name).await? {
-                    Removed::Item(item) => return Ok(Some(item)),
-                    Removed::Gone => {}
-                    Removed::Retry => {
-                        retry = true;
-                        break;
-                    }
-                }
+            if let Some(item) = self.take_listed(&client).await? {
+                return Ok(Some(item));
             }
+            let watcher = match self.list(&client, wait).await? {
+                Listed::Items | Listed::Again => continue,
+                Listed::Nothing(watcher) => watcher,
+            };
             match (wait, watcher) {
-                // A later item must not be taken before this one: list again.
-                _ if retry => {}
                 (Wait::Until(deadline), Some(watcher)) => {
                     if !ops::woken_before(watcher, &mut states, deadline).await {
                         return Ok(None);
@@ -306,15 +315,75 @@ impl SimpleDistributedQueue {
         }
     }
 
-    /// Reads and deletes one item.
-    async fn remove(&self, client: &Client, name: &str) -> Result<Removed, Error> {
+    /// Tries the names left from the handle's last listing, lowest first; `None` once none
+    /// is left (or the listing was dropped).
+    async fn take_listed(&self, client: &Client) -> Result<Option<Vec<u8>>, Error> {
+        for _ in 0..GONE_BEFORE_RELIST {
+            // Left in the listing until settled: a take dropped before then loses no name.
+            let next = {
+                let listing = self.inner.listing.lock().expect("poisoned");
+                listing.names.front().map(|name| (name.clone(), listing.pzxid))
+            };
+            let Some((name, pzxid)) = next else { return Ok(None) };
+            let removed = self.remove(client, &name, pzxid).await?;
+            if !matches!(removed, Removed::Relist) {
+                self.inner.listing.lock().expect("poisoned").names.retain(|n| *n != name);
+            }
+            match removed {
+                Removed::Item(item) => return Ok(Some(item)),
+                Removed::Gone => {}
+                // A later item must not be taken before this one: list again.
+                Removed::Relist => break,
+            }
+        }
+        self.inner.listing.lock().expect("poisoned").names.clear();
+        Ok(None)
+    }
+
+    /// Lists the queue's items into the handle's listing, with a children watch when the
+    /// take waits.
+    async fn list(&self, client: &Client, wait: Wait) -> Result<Listed, Error> {
+        let inner = &self.inner;
+        let listed = match wait {
+            Wait::Never => client.get_children(&inner.path).await.map(|(n, s)| (n, s, None)),
+            Wait::Until(_) => {
+                client.get_and_watch_children(&inner.path).await.map(|(n, s, w)| (n, s, Some(w)))
+            }
+        };
+        let (names, stat, watcher) = match listed {
+            Ok(listed) => listed,
+            Err(ZkError::NoNode) if matches!(wait, Wait::Never) => return Ok(Listed::Nothing(None)),
+            // Deleted while we wait: recreated, so that a watch can be set again.
+            Err(ZkError::NoNode) => {
+                self.ensure_path(client).await?;
+                return Ok(Listed::Again);
+            }
+            Err(e) => {
+                ops::pause_or_fail(e, &inner.path).await?;
+                return Ok(Listed::Again);
+            }
+        };
+        let names = items(names);
+        if names.is_empty() {
+            return Ok(Listed::Nothing(watcher));
+        }
+        *inner.listing.lock().expect("poisoned") =
+            Listing { names: names.into(), pzxid: stat.pzxid };
+        Ok(Listed::Items)
+    }
+
+    /// Reads and deletes one item of a listing whose `pzxid` was `listed_at`.
+    async fn remove(&self, client: &Client, name: &str, listed_at: i64) -> Result<Removed, Error> {
         let path = naming::child_path(&self.inner.path, name);
         loop {
             let (data, stat) = match client.get_data(&path).await {
                 Ok(read) => read,
                 Err(ZkError::NoNode) => return Ok(Removed::Gone),
-                Err(e) => return ops::pause_or_fail(e, &path).await.map(|()| Removed::Retry),
+                Err(e) => return ops::pause_or_fail(e, &path).await.map(|()| Removed::Relist),
             };
+            if stat.czxid > listed_at {
+                return Ok(Removed::Relist);
+            }
             // The delete runs on its own task: once sent, its item is delivered even if this
             // future is dropped (to the next take of the handle).
             let (tx, rx) = oneshot::channel();
@@ -338,7 +407,7 @@ impl SimpleDistributedQueue {
                 Err(ZkError::NoNode) => return Ok(Removed::Gone),
                 // Changed between our read and delete: read it again.
                 Err(ZkError::BadVersion) => continue,
-                Err(e) => return ops::write_failed(e, &path).await.map(|()| Removed::Retry),
+                Err(e) => return ops::write_failed(e, &path).await.map(|()| Removed::Relist),
             }
         }
     }
@@ -385,6 +454,7 @@ impl Drop for Inner {
                 acls: self.acls,
                 returned: Mutex::default(),
                 deletes: Arc::default(),
+                listing: Mutex::default(),
             }),
         };
         runtime.spawn(async move {

@@ -188,15 +188,6 @@ async fn with_curator(kind: Kind) {
     wait_children(&observer, &path, 0).await;
 }
 
-/// The requests the server received from session `sid` so far (`cons`' `recved`).
-fn requests_received(server: &Server, sid: zookeeper_client::SessionId) -> u64 {
-    let out = rzk_testkit::four_letter::four_letter_local(server.port(), "cons").unwrap();
-    let tag = format!("sid={:#x}", sid.0);
-    let line = out.lines().find(|l| l.contains(&tag)).unwrap_or_else(|| panic!("{tag}: {out}"));
-    let recved = line.split([',', '(']).find_map(|f| f.strip_prefix("recved="));
-    recved.and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("recved in {line}"))
-}
-
 async fn uncontended_requests(kind: Kind) {
     const PAIRS: u64 = 20;
     // Pings the session may send while the pairs run (one per third of T when idle).

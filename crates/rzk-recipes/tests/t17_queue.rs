@@ -7,6 +7,10 @@
 //! - A dropped take future loses nothing, also when its delete was in flight (and its handle
 //!   dropped with it); a queue path
 //!   deleted under a waiting take is recreated and the take still gets the next item.
+//! - Takes reuse their listing: one consumer takes N queued items with one listing and a read
+//!   and a delete per item (2N + 1 requests; Curator lists for every take, 3N). A listed name
+//!   found holding a newer item (the queue path deleted and created again, its sequence
+//!   numbers started over) sends the take back to listing, so it still takes the lowest.
 //! - One queue with Java Curator 5.4's SimpleDistributedQueue: ours takes Java's items in
 //!   order, and Java takes ours.
 
@@ -23,6 +27,8 @@ both_servers! {
     t17_queue_take_waits_and_wakes => take_waits_and_wakes;
     t17_queue_dropped_take_loses_nothing => dropped_take_loses_nothing;
     t17_queue_with_curator => with_curator;
+    t17_queue_take_requests => take_requests;
+    t17_queue_listing_of_a_recreated_path => listing_of_a_recreated_path;
 }
 
 const PRODUCERS: usize = 4;
@@ -216,4 +222,49 @@ async fn with_curator(kind: Kind) {
     let expected: Vec<String> = (0..20).map(|i| format!("took rust-{i}")).collect();
     assert_eq!(took, expected);
     assert_eq!(q.len().await.unwrap(), 0);
+}
+
+async fn take_requests(kind: Kind) {
+    const ITEMS: u64 = 20;
+    // Pings the session may send while the takes run (one per third of T when idle).
+    const PING_SLACK: u64 = 2;
+    let server = Server::start(kind, Settings::default());
+    let path = test_path("t17", kind);
+    let (_p, producer) = queue(&server, &path).await;
+    for i in 0..ITEMS {
+        producer.offer(format!("{i}").as_bytes()).await.unwrap();
+    }
+    let (s, consumer) = queue(&server, &path).await;
+    let sid = s.session_id().unwrap();
+    let before = requests_received(&server, sid);
+    for i in 0..ITEMS {
+        assert_eq!(consumer.take().await.unwrap(), format!("{i}").into_bytes());
+    }
+    let sent = requests_received(&server, sid) - before;
+    assert!(
+        (2 * ITEMS + 1..=2 * ITEMS + 1 + PING_SLACK).contains(&sent),
+        "{sent} requests for {ITEMS} takes; one listing and 2 a take expected"
+    );
+}
+
+async fn listing_of_a_recreated_path(kind: Kind) {
+    let server = Server::start(kind, Settings::default());
+    let path = test_path("t17", kind);
+    let observer = raw_client(&server).await;
+    let (_p, producer) = queue(&server, &path).await;
+    let (_c, consumer) = queue(&server, &path).await;
+    for item in ["old-0", "old-1", "old-2"] {
+        producer.offer(item.as_bytes()).await.unwrap();
+    }
+    // The consumer's listing now holds qn-..01 and qn-..02.
+    assert_eq!(consumer.take().await.unwrap(), b"old-0");
+    delete_all(&observer, &path).await;
+    assert_eq!(observer.check_stat(&path).await.unwrap(), None, "queue path deleted");
+    for item in ["new-0", "new-1", "new-2"] {
+        producer.offer(item.as_bytes()).await.unwrap();
+    }
+    assert_eq!(children(&observer, &path).await[1], "qn-0000000001", "numbers started over");
+    for item in ["new-0", "new-1", "new-2"] {
+        assert_eq!(consumer.take().await.unwrap(), item.as_bytes(), "lowest first");
+    }
 }

@@ -419,3 +419,12 @@ pub async fn requeued_behind_then_close(
     tokio::time::sleep(Duration::from_millis(100)).await;
     checker.assert_ok();
 }
+
+/// The requests the server received from session `sid` so far (`cons`' `recved`).
+pub fn requests_received(server: &Server, sid: zookeeper_client::SessionId) -> u64 {
+    let out = rzk_testkit::four_letter::four_letter_local(server.port(), "cons").unwrap();
+    let tag = format!("sid={:#x}", sid.0);
+    let line = out.lines().find(|l| l.contains(&tag)).unwrap_or_else(|| panic!("{tag}: {out}"));
+    let recved = line.split([',', '(']).find_map(|f| f.strip_prefix("recved="));
+    recved.and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("recved in {line}"))
+}
