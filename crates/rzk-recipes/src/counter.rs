@@ -1,10 +1,9 @@
 //! Curator's `DistributedAtomicLong`: one node holding a signed 64-bit number as 8 big-endian
 //! bytes, updated by optimistic, versioned writes under a bounded retry policy.
 
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use zookeeper_client::{Acls, Client};
+use zookeeper_client::{Acls, Client, Stat};
 
 use crate::naming;
 use crate::ops;
@@ -60,12 +59,6 @@ pub struct AtomicValue {
 /// [`Error::RetriesExhausted`] and applied nothing. (Curator's optional promotion to a lock is
 /// not offered.)
 ///
-/// An update within a second of the handle's previous one writes over the version that one
-/// wrote, without reading it again (one request instead of two when no other write came
-/// between). Where that is weaker than a fresh read: should the node be deleted, created
-/// again and brought back to that same version within that second, the update overwrites
-/// it; Curator's read-then-write has the same window for one round trip.
-///
 /// ```no_run
 /// # async fn demo() -> Result<(), rzk_recipes::Error> {
 /// use rzk_recipes::{DistributedAtomicLong, RetryPolicy, Session, SessionConfig};
@@ -82,24 +75,6 @@ pub struct DistributedAtomicLong {
     path: String,
     retry: RetryPolicy,
     acls: Acls<'static>,
-    /// The value and node version of this handle's (and its clones') last applied update.
-    /// The next update, within [`WRITTEN_REUSE`], writes over that version without reading
-    /// first: if another write came between, the version check refuses it, and the update
-    /// reads and tries again.
-    written: Arc<Mutex<Option<Written>>>,
-}
-
-/// How long an update's version is written over without reading. A version only repeats
-/// when the node is deleted and created again; the bound keeps that from passing unseen
-/// for longer than this.
-const WRITTEN_REUSE: Duration = Duration::from_millis(1000);
-
-/// A value, the node version holding it, and when it was written.
-#[derive(Debug, Clone, Copy)]
-struct Written {
-    value: i64,
-    version: i32,
-    at: Instant,
 }
 
 /// The size of a `DistributedAtomicLong` value.
@@ -116,8 +91,7 @@ impl DistributedAtomicLong {
             return Err(Error::BadArguments("a retry policy of 0 attempts".into()));
         }
         let (session, path, acls) = (session.clone(), path.to_string(), Acls::anyone_all());
-        let written = Arc::default();
-        Ok(DistributedAtomicLong { session, path, retry, acls, written })
+        Ok(DistributedAtomicLong { session, path, retry, acls })
     }
 
     /// The same counter, creating its node with `acls` (default: open to anyone).
@@ -151,11 +125,11 @@ impl DistributedAtomicLong {
     /// Dropping it after the write was sent leaves the same uncertainty as a lost reply.
     pub async fn compare_and_set(&self, expected: i64, new: i64) -> Result<bool, Error> {
         let client = ops::client(&self.session).await?;
-        let (value, version) = self.read(&client).await?;
+        let (value, stat) = self.read(&client).await?;
         if value != expected {
             return Ok(false);
         }
-        Ok(self.write(&client, version, new).await?.is_some())
+        self.write(&client, stat.as_ref(), new).await
     }
 
     /// Sets `new`, retrying lost races under the retry policy (Curator's `trySet`).
@@ -199,14 +173,9 @@ impl DistributedAtomicLong {
     async fn update(&self, f: impl Fn(i64) -> i64) -> Result<AtomicValue, Error> {
         for attempt in 1..=self.retry.max_attempts {
             let client = ops::client(&self.session).await?;
-            let last = self.written.lock().expect("poisoned").take();
-            let (pre, version) = match last.filter(|w| w.at.elapsed() < WRITTEN_REUSE) {
-                Some(w) => (w.value, Some(w.version)),
-                None => self.read(&client).await?,
-            };
+            let (pre, stat) = self.read(&client).await?;
             let post = f(pre);
-            if let Some(version) = self.write(&client, version, post).await? {
-                *self.written.lock().expect("poisoned") = Some(Written { value: post, version, at: Instant::now() });
+            if self.write(&client, stat.as_ref(), post).await? {
                 return Ok(AtomicValue { pre, post });
             }
             if attempt < self.retry.max_attempts {
@@ -217,35 +186,29 @@ impl DistributedAtomicLong {
         Err(Error::RetriesExhausted { path: self.path.clone(), attempts })
     }
 
-    /// The value and the node's version (`None`: absent), retrying connection troubles.
-    async fn read(&self, client: &Client) -> Result<(i64, Option<i32>), Error> {
+    /// The value and the node's stat (`None`: absent), retrying connection troubles.
+    async fn read(&self, client: &Client) -> Result<(i64, Option<Stat>), Error> {
         loop {
             match client.get_data(&self.path).await {
-                Ok((data, stat)) => return Ok((decode(&self.path, &data)?, Some(stat.version))),
+                Ok((data, stat)) => return Ok((decode(&self.path, &data)?, Some(stat))),
                 Err(ZkError::NoNode) => return Ok((0, None)),
                 Err(e) => ops::pause_or_fail(e, &self.path).await?,
             }
         }
     }
 
-    /// Writes `value` over `version` (`None`: creates the node); the new version, or `None`
-    /// if another write came first.
-    async fn write(
-        &self,
-        client: &Client,
-        version: Option<i32>,
-        value: i64,
-    ) -> Result<Option<i32>, Error> {
+    /// Writes `value` over the version read (`None`: creates the node); false if another
+    /// write came first.
+    async fn write(&self, client: &Client, read: Option<&Stat>, value: i64) -> Result<bool, Error> {
         let data = value.to_be_bytes();
-        let result = match version {
-            Some(v) => client.set_data(&self.path, &data, Some(v)).await.map(|stat| stat.version),
-            // A new node's version is 0.
-            None => ops::create_in_containers(client, &self.path, &data, self.acls).await.map(|()| 0),
+        let result = match read {
+            Some(stat) => client.set_data(&self.path, &data, Some(stat.version)).await.map(drop),
+            None => ops::create_in_containers(client, &self.path, &data, self.acls).await,
         };
         match result {
-            Ok(version) => Ok(Some(version)),
-            Err(ZkError::BadVersion | ZkError::NodeExists | ZkError::NoNode) => Ok(None),
-            Err(e) => ops::write_failed(e, &self.path).await.map(|()| None),
+            Ok(()) => Ok(true),
+            Err(ZkError::BadVersion | ZkError::NodeExists | ZkError::NoNode) => Ok(false),
+            Err(e) => ops::write_failed(e, &self.path).await.map(|()| false),
         }
     }
 }
