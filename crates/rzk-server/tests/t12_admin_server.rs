@@ -8,7 +8,9 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use rzk_server::{AdminConfig, TestServer, HTTP_CONNECTIONS_MAX, HTTP_HEADER_READ_TIMEOUT};
+use rzk_server::{
+    AdminConfig, DiskConfig, TestServer, HTTP_CONNECTIONS_MAX, HTTP_HEADER_READ_TIMEOUT,
+};
 use rzk_testkit::ports::free_port;
 use rzk_testkit::tempdir::TempDir;
 use rzk_testkit::zookeeper::{Settings, ZooKeeper};
@@ -56,7 +58,26 @@ const COMMANDS: &[&str] = &[
     "observers",
     "voting_view",
     "zabstate",
+    "hash",
+    "initial_configuration",
+    "icfg",
+    "last_snapshot",
+    "lsnp",
+    "system_properties",
+    "sysp",
+    "get_trace_mask",
+    "gtmk",
+    "set_trace_mask",
+    "stmk",
+    "observer_connection_stat_reset",
+    "orst",
 ];
+
+/// Commands whose keys are ZooKeeper's JVM and metrics registry: rzk has a subset of them.
+const SUBSET: &[&str] = &["monitor", "system_properties"];
+
+/// The zoo.cfg text rzk reports as its initial configuration in these tests.
+const RZK_CFG: &str = "tickTime=2000\nadmin.enableServer=true\n";
 
 /// Fields whose keys are data (session ids, expiry times): the two servers' keys differ, so
 /// their entries are compared by count and by the shape of their values.
@@ -156,6 +177,7 @@ fn rzk_with_admin() -> (TestServer, SocketAddr) {
         .config(|c| {
             c.admin = Some(AdminConfig::new(admin));
             c.max_client_connections_per_ip = 0;
+            c.initial_configuration = Some(RZK_CFG.into());
         })
         .start()
         .expect("start rzk");
@@ -188,7 +210,7 @@ fn compare(rzk: SocketAddr, zk: SocketAddr) {
     for name in COMMANDS {
         let (r, z) = (command(rzk, name), command(zk, name));
         assert_eq!(r["command"], z["command"], "{name}: the command's own name");
-        let subset = z["command"] == "monitor";
+        let subset = SUBSET.iter().any(|c| z["command"] == *c);
         same_shape(name, &r, &z, subset);
     }
     // monitor: ZooKeeper 3.8 adds its whole metrics registry; rzk has mntr's rows.
@@ -233,7 +255,41 @@ fn compare(rzk: SocketAddr, zk: SocketAddr) {
     let ephemerals = |v: Value| v["session_id_to_ephemeral_paths"].as_object().unwrap().clone();
     let (r, z) = (ephemerals(command(rzk, "dump")), ephemerals(command(zk, "dump")));
     assert_eq!(r.values().collect::<Vec<_>>(), z.values().collect::<Vec<_>>(), "ephemerals");
+    compare_host_commands(rzk, zk);
     compare_http(rzk, zk);
+}
+
+/// The commands answered from the host and the configuration, where rzk has no counterpart
+/// of ZooKeeper's state or answers it in ZooKeeper's terms.
+fn compare_host_commands(rzk: SocketAddr, zk: SocketAddr) {
+    let (r, z) = (command(rzk, "system_properties"), command(zk, "system_properties"));
+    // Both run on this host, ZooKeeper from the test's working directory.
+    let host = ["file.separator", "line.separator", "path.separator", "os.name", "os.arch"];
+    for key in host.into_iter().chain(["os.version", "user.dir"]) {
+        assert_eq!(r.get(key), z.get(key), "system_properties {key}");
+    }
+    assert_eq!(command(rzk, "icfg")["initial_configuration"], RZK_CFG);
+    let zk_cfg = command(zk, "icfg")["initial_configuration"].as_str().unwrap().to_string();
+    assert!(zk_cfg.contains("admin.enableServer=true"), "ZooKeeper's own zoo.cfg: {zk_cfg}");
+    // No digest and no trace in rzk: what ZooKeeper answers with neither.
+    assert_eq!(command(rzk, "hash")["digests"], serde_json::json!([]));
+    assert_eq!(command(rzk, "gtmk")["tracemask"], 0);
+    // rzk in memory has no snapshot: ZooKeeper's answer without one.
+    let lsnp = command(rzk, "lsnp");
+    assert_eq!(
+        (lsnp["zxid"].as_str(), lsnp["timestamp"].as_i64()),
+        (Some("ffffffffffffffff"), Some(-1))
+    );
+    // set_trace_mask's argument is checked as ZooKeeper checks it; a valid one leaves rzk's
+    // mask at 0.
+    for query in ["", "?traceMask=abc", "?traceMask=", "?other=1", "?traceMask=1.5"] {
+        let name = format!("stmk{query}");
+        assert_eq!(command(rzk, &name), command(zk, &name), "{name}");
+    }
+    let (r, z) = (command(rzk, "stmk?traceMask=306"), command(zk, "stmk?traceMask=306"));
+    same_shape("stmk", &r, &z, false);
+    assert_eq!((r["tracemask"].clone(), r["error"].clone()), (0.into(), Value::Null), "{r}");
+    assert_eq!(command(rzk, "gtmk")["tracemask"], 0, "the mask is unchanged");
 }
 
 /// The command list, unknown commands, other paths and methods.
@@ -248,9 +304,11 @@ fn compare_http(rzk: SocketAddr, zk: SocketAddr) {
     };
     let (r, z): (BTreeSet<String>, BTreeSet<String>) = (links(rzk), links(zk));
     assert!(r.is_subset(&z), "links ZooKeeper lacks: {:?}", r.difference(&z));
-    for name in COMMANDS.iter().filter(|n| n.len() > 4) {
-        let link = format!("<a href=\"/commands/{name}\">{name}</a>");
-        assert!(!z.contains(&link) || r.contains(&link), "{link} missing from rzk's list");
+    assert!(z.is_subset(&r), "links missing from rzk's list: {:?}", z.difference(&r));
+    // Each listed command is served, not answered as unknown.
+    for link in &r {
+        let name = link.split('>').nth(1).and_then(|n| n.strip_suffix("</a")).unwrap();
+        assert_eq!(command(rzk, name)["command"], *name, "{link}");
     }
     assert_eq!(http(rzk, "GET", "/commands/").0, 200);
     for (method, path) in [("POST", "/commands/ruok"), ("DELETE", "/commands"), ("GET", "/nope")] {
@@ -321,4 +379,43 @@ async fn bad_http_is_bounded_and_the_client_port_keeps_serving() {
     }
     bad.await.unwrap();
     assert!(i > 0, "no request ran beside the bad HTTP clients");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn last_snapshot_names_the_newest_snapshot_file() {
+    let tmp = TempDir::new("rzk-admin-lsnp");
+    let dir = tmp.join("data");
+    let mut disk = DiskConfig::new(&dir);
+    disk.snap_count = 20;
+    let admin: SocketAddr = ([127, 0, 0, 1], free_port()).into();
+    let server = TestServer::builder()
+        .disk(disk)
+        .config(|c| c.admin = Some(AdminConfig::new(admin)))
+        .start()
+        .expect("start rzk");
+    let client = zk::Client::connect(&server.connect_string()).await.unwrap();
+    let open = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+    for i in 0..200 {
+        client.create(&format!("/n{i}"), b"x", &open).await.unwrap();
+    }
+    let newest = || {
+        let names = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name());
+        let snaps = names.filter_map(|n| n.to_str()?.strip_prefix("snapshot.").map(String::from));
+        snaps.filter(|hex| hex.len() == 16).max()
+    };
+    let started = Instant::now();
+    let hex = loop {
+        if let Some(hex) = newest() {
+            break hex;
+        }
+        assert!(started.elapsed() < PATIENCE, "no snapshot written");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let lsnp = tokio::task::spawn_blocking(move || command(admin, "lsnp")).await.unwrap();
+    // A newer snapshot may have landed between the listing and the command.
+    let zxid = i64::from_str_radix(lsnp["zxid"].as_str().unwrap(), 16).unwrap();
+    assert!(zxid >= i64::from_str_radix(&hex, 16).unwrap(), "{lsnp} vs snapshot.{hex}");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+    let age = now.as_secs() as i64 - lsnp["timestamp"].as_i64().unwrap();
+    assert!((0..600).contains(&age), "timestamp {lsnp} is not the file's time");
 }
