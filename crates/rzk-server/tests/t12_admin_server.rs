@@ -1,7 +1,8 @@
 //! The AdminServer against Apache ZooKeeper 3.8's: after the same writes and watches on both,
 //! every command is fetched from both over HTTP and compared field by field (the same keys at
 //! every level, the same JSON types, and the values that must agree); then bad HTTP input on
-//! rzk's admin port is bounded and leaves the client port serving.
+//! rzk's admin port (malformed and oversized requests, slowloris clients silent, half-sent or
+//! dribbling) is bounded and leaves the client port serving.
 
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
@@ -10,7 +11,9 @@ use std::time::{Duration, Instant};
 
 use rzk_server::{
     AdminConfig, DiskConfig, TestServer, HTTP_CONNECTIONS_MAX, HTTP_HEADER_READ_TIMEOUT,
+    HTTP_REQUEST_BYTES_MAX,
 };
+use rzk_testkit::http_abuse::{assert_bounded_while_serving, HttpLimits};
 use rzk_testkit::ports::free_port;
 use rzk_testkit::tempdir::TempDir;
 use rzk_testkit::zookeeper::{Settings, ZooKeeper};
@@ -316,69 +319,25 @@ fn compare_http(rzk: SocketAddr, zk: SocketAddr) {
     }
 }
 
-/// A request sent raw on its own connection: whatever the server answers before it closes.
-fn raw(addr: SocketAddr, bytes: &[u8]) -> String {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(PATIENCE)).unwrap();
-    // The server may answer and close before it has read everything.
-    let _ = s.write_all(bytes);
-    let mut out = Vec::new();
-    let _ = s.read_to_end(&mut out);
-    String::from_utf8_lossy(&out).into_owned()
-}
+/// The listener's limits, for the misbehaving clients.
+const HTTP_LIMITS: HttpLimits = HttpLimits {
+    connections_max: HTTP_CONNECTIONS_MAX,
+    header_read_timeout: HTTP_HEADER_READ_TIMEOUT,
+    request_bytes_max: HTTP_REQUEST_BYTES_MAX,
+};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_http_is_bounded_and_the_client_port_keeps_serving() {
     let (server, admin) = rzk_with_admin();
     let client = zk::Client::connect(&server.connect_string()).await.unwrap();
     let open = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
-
-    let bad = tokio::task::spawn_blocking(move || {
-        let garbage = raw(admin, b"\x16\x03\x01\x02\x00garbage\r\n\r\n");
-        assert!(garbage.starts_with("HTTP/1.1 400"), "malformed request line: {garbage:?}");
-        let mut big = b"GET /commands/ruok HTTP/1.1\r\nHost: rzk\r\nX-Big: ".to_vec();
-        big.extend(std::iter::repeat_n(b'a', 64 * 1024));
-        big.extend(b"\r\n\r\n");
-        let oversized = raw(admin, &big);
-        assert!(oversized.starts_with("HTTP/1.1 431"), "oversized header: {oversized:.40?}");
-        // Slowloris: more connections than the listener serves, each with half a request
-        // line. The extra ones are closed at once; the rest at the header timeout.
-        let started = Instant::now();
-        let mut slow: Vec<TcpStream> = (0..HTTP_CONNECTIONS_MAX + 4)
-            .map(|_| {
-                let mut s = TcpStream::connect(admin).unwrap();
-                s.set_read_timeout(Some(PATIENCE)).unwrap();
-                s.write_all(b"GET /comm").unwrap();
-                s
-            })
-            .collect();
-        for s in &mut slow {
-            let mut rest = Vec::new();
-            // A connection closed with its half request unread is reset: cut off too.
-            match s.read_to_end(&mut rest) {
-                Ok(_) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
-                Err(e) => panic!("a slow client was not cut off: {e}"),
-            }
+    let create = |i| {
+        let (client, open) = (&client, &open);
+        async move {
+            client.create(&format!("/n{i}"), b"x", open).await.unwrap();
         }
-        let waited = started.elapsed();
-        assert!(waited >= HTTP_HEADER_READ_TIMEOUT / 2, "cut off after {waited:?}, too early");
-        let (status, body) = http(admin, "GET", "/commands/ruok");
-        assert_eq!((status, body.contains("\"error\": null")), (200, true), "{body}");
-    });
-    // The client port serves throughout.
-    let mut i = 0;
-    while !bad.is_finished() {
-        let path = format!("/n{i}");
-        tokio::time::timeout(PATIENCE, client.create(&path, b"x", &open))
-            .await
-            .expect("the client port stalled")
-            .unwrap();
-        i += 1;
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    bad.await.unwrap();
-    assert!(i > 0, "no request ran beside the bad HTTP clients");
+    };
+    assert_bounded_while_serving(admin, HTTP_LIMITS, "/commands/ruok", create).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
