@@ -16,7 +16,7 @@ use crate::naming;
 use crate::options::{close_timeout_for, MutexOptions};
 use crate::reaper::{Reaper, Target};
 use crate::session::{sleep_until, Session};
-use crate::telemetry::Labels;
+use crate::telemetry::{self, Labels};
 use crate::term::{guard, Fence, Term};
 use crate::zk_error::{classify, Class, ZkError};
 use crate::Error;
@@ -81,6 +81,8 @@ struct Inner {
     local: tokio::sync::Mutex<()>,
     reaper: Reaper,
     terms: AtomicU64,
+    /// The labels of the leases' terms and of the lease children's watches and reads.
+    telemetry: Labels,
 }
 
 impl std::fmt::Debug for InterProcessSemaphore {
@@ -139,6 +141,7 @@ impl InterProcessSemaphore {
             mutex,
             local: tokio::sync::Mutex::new(()),
             terms: AtomicU64::new(0),
+            telemetry: Labels::new("semaphore", path),
         };
         Ok(InterProcessSemaphore { inner: Arc::new(inner) })
     }
@@ -279,6 +282,7 @@ impl InterProcessSemaphore {
                 Err(e) => return fatal_or_retry(e, &inner.leases),
             };
             inner.session.shared().ack(generation, sent);
+            telemetry::evaluation(&inner.telemetry);
             if !children.contains(&name) || !lock.is_valid() {
                 // Our node went with its session, or the mutex may be someone else's now.
                 return Ok(Attempt::Retry);
@@ -292,7 +296,7 @@ impl InterProcessSemaphore {
                 Wait::Forever => None,
             };
             tokio::select! {
-                _ = watcher.changed() => {}
+                _ = watcher.changed() => telemetry::watch_notification(&inner.telemetry),
                 _ = lock.lost() => return Ok(Attempt::Retry),
                 _ = sleep_until(deadline) => return node.abandon(self).await,
             }
@@ -351,7 +355,7 @@ impl InterProcessSemaphore {
             cmd: inner.reaper.commands(),
             lifecycle: Lifecycle::Mutex,
             close: Arc::new(CloseFlags::default()),
-            telemetry: Labels::new("semaphore", &inner.path),
+            telemetry: inner.telemetry.clone(),
         };
         let held = HeldNode {
             fence: Fence::node(&path),

@@ -21,9 +21,10 @@ pub const TERMS_STARTED: &str = "rzk_recipes_terms_started_total";
 pub const TERMS_ENDED: &str = "rzk_recipes_terms_ended_total";
 /// How long each term lasted, from its start to its loss signal.
 pub const TERM_DURATION: &str = "rzk_recipes_term_duration_seconds";
-/// Watch notifications the recipe's driver woke on (predecessor, leader or children watch).
+/// Watch notifications a recipe woke on (predecessor, leader, race node or children watch).
 pub const WATCH_NOTIFICATIONS: &str = "rzk_recipes_watch_notifications_total";
-/// Children reads the driver decided on (one per evaluation).
+/// Reads a recipe decided on, one per evaluation: the children for a queue (latch, selector,
+/// locks, a semaphore's leases), the node for a race.
 pub const EVALUATIONS: &str = "rzk_recipes_evaluations_total";
 
 /// The labels of one recipe's series: which recipe, on which path.

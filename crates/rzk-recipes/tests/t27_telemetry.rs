@@ -1,20 +1,27 @@
-//! The recipes' metrics reach an application's recorder: a LeaderLatch handoff counts two
-//! terms started and one ended (by its reason, with its duration), leaves one term held, and
-//! counts the follower's watch notification and its evaluations.
+//! The recipes' metrics reach an application's recorder: a handoff of a LeaderLatch, a
+//! LeaderSelector, a race election and a semaphore's lease counts two terms started and one
+//! ended (by its reason, with its duration), leaves one term held, and counts the waiter's
+//! watch notification and the evaluations, all under the recipe's own label.
 
 mod support;
 
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use rzk_recipes::telemetry::{
     EVALUATIONS, HOLDING, TERMS_ENDED, TERMS_STARTED, TERM_DURATION, WATCH_NOTIFICATIONS,
 };
-use rzk_recipes::{LatchOptions, LeaderLatch};
+use rzk_recipes::{
+    InterProcessSemaphore, LatchOptions, LeaderLatch, LeaderSelector, Leadership, RaceElection,
+    RaceOptions, SelectorOptions, SemaphoreOptions, Session, Status,
+};
 use support::*;
 
 both_servers! {
     t27_latch_handoff => latch_handoff;
+    t27_selector_handoff => selector_handoff;
+    t27_race_handoff => race_handoff;
+    t27_semaphore_handoff => semaphore_handoff;
 }
 
 /// The process-wide recorder (a recorder is global; each scenario reads its own path's series).
@@ -98,6 +105,37 @@ fn counter(all: &[Series], name: &str) -> u64 {
         .sum()
 }
 
+fn label<'a>(s: &'a Series, key: &str) -> Option<&'a str> {
+    s.labels.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+}
+
+/// What a handoff from one holder to the next leaves in `after`, a path's series: two terms
+/// started, one ended by `reason` with its duration recorded, one held, the waiter's watch
+/// notification, and at least `evaluations` reads to decide; every series is `recipe`'s.
+fn assert_handoff(after: &[Series], recipe: &str, reason: &str, evaluations: u64) {
+    for s in after {
+        assert_eq!(label(s, "recipe"), Some(recipe), "{} of another recipe", s.name);
+    }
+    assert_eq!(counter(after, TERMS_STARTED), 2, "the first holder's term and the next's");
+    let ended = find(after, TERMS_ENDED);
+    assert_eq!(ended.len(), 1, "one reason counted");
+    assert_eq!(label(ended[0], "reason"), Some(reason));
+    assert_eq!(ended[0].value, Value::Counter(1));
+    let holding = find(after, HOLDING);
+    assert!(
+        matches!(holding.as_slice(), [s] if s.value == Value::Gauge(1.0)),
+        "the next holds, the first no longer does"
+    );
+    let durations = find(after, TERM_DURATION);
+    assert!(
+        matches!(durations.as_slice(), [s] if s.value == Value::Histogram(1)),
+        "one term duration recorded"
+    );
+    assert!(counter(after, WATCH_NOTIFICATIONS) >= 1, "the waiter woke on the first's going");
+    let looked = counter(after, EVALUATIONS);
+    assert!(looked >= evaluations, "{looked} evaluations, fewer than {evaluations}");
+}
+
 async fn latch_handoff(kind: Kind) {
     snapshotter();
     let server = Server::start(kind, Settings::default());
@@ -116,29 +154,90 @@ async fn latch_handoff(kind: Kind) {
 
     lead_a.resign().await.unwrap();
     let lead_b = b.await_leadership().await.unwrap();
-    let after = series_of(&path);
-    assert_eq!(counter(&after, TERMS_STARTED), 2, "a's term and b's");
-    let ended = find(&after, TERMS_ENDED);
-    assert_eq!(ended.len(), 1, "one reason counted");
-    let reason = ended[0].labels.iter().find(|(k, _)| k == "reason").map(|(_, v)| v.as_str());
-    assert_eq!(reason, Some("resigned"));
-    assert_eq!(ended[0].value, Value::Counter(1));
-    let recipe = ended[0].labels.iter().find(|(k, _)| k == "recipe").map(|(_, v)| v.as_str());
-    assert_eq!(recipe, Some("leader_latch"));
-    let holding = find(&after, HOLDING);
-    assert!(
-        matches!(holding.as_slice(), [s] if s.value == Value::Gauge(1.0)),
-        "b holds, a no longer does"
-    );
-    let durations = find(&after, TERM_DURATION);
-    assert!(
-        matches!(durations.as_slice(), [s] if s.value == Value::Histogram(1)),
-        "one term duration recorded"
-    );
-    assert!(counter(&after, WATCH_NOTIFICATIONS) >= 1, "b woke on a's node going");
-    assert!(counter(&after, EVALUATIONS) >= 3, "a's first look, b's first and its re-look");
-
+    // a's first look, b's first and its re-look.
+    assert_handoff(&series_of(&path), "leader_latch", "resigned", 3);
     drop(lead_b);
     b.close().await.unwrap();
     a.close().await.ok();
+}
+
+async fn selector_handoff(kind: Kind) {
+    snapshotter();
+    let server = Server::start(kind, Settings::default());
+    let path = test_path("t27-selector", kind);
+    let (sa, sb) = (session(&server).await, session(&server).await);
+    let (led_tx, mut led) = tokio::sync::mpsc::unbounded_channel();
+    let release = Arc::new(tokio::sync::Notify::new());
+    let selector = |s: &Session, id: &'static str| {
+        let sel = LeaderSelector::new(s, &path, SelectorOptions::default().with_id(id)).unwrap();
+        let (led_tx, release) = (led_tx.clone(), release.clone());
+        // a's term ends when it is told to; b's when it is lost (at close).
+        sel.start(move |l: Leadership| {
+            let (led_tx, release) = (led_tx.clone(), release.clone());
+            async move {
+                led_tx.send(id).unwrap();
+                match id {
+                    "a" => release.notified().await,
+                    _ => drop(l.lost().await),
+                }
+                Ok(())
+            }
+        })
+        .unwrap();
+        sel
+    };
+    let a = selector(&sa, "a");
+    assert_eq!(led.recv().await, Some("a"));
+    let b = selector(&sb, "b");
+    wait_children(&raw_client(&server).await, &path, 2).await;
+    release.notify_one();
+    assert_eq!(led.recv().await, Some("b"));
+    // a's first look, b's first and its re-look.
+    assert_handoff(&series_of(&path), "leader_selector", "resigned", 3);
+    b.close().await.unwrap();
+    a.close().await.unwrap();
+}
+
+async fn race_handoff(kind: Kind) {
+    snapshotter();
+    let server = Server::start(kind, Settings::default());
+    let path = test_path("t27-race", kind);
+    let (sa, sb) = (session(&server).await, session(&server).await);
+    let a = RaceElection::new(&sa, &path, RaceOptions::default().with_id("a")).unwrap();
+    a.start().await.unwrap();
+    let lead_a = a.await_leadership().await.unwrap();
+    let b = RaceElection::new(&sb, &path, RaceOptions::default().with_id("b")).unwrap();
+    b.start().await.unwrap();
+    let following = || matches!(b.status(), Status::Following { .. });
+    eventually(CHILDREN_LIMIT, "b waits behind a", following).await;
+    lead_a.resign().await.unwrap();
+    let lead_b = b.await_leadership().await.unwrap();
+    // a's look after winning, b's look at a's node and at its own after winning.
+    assert_handoff(&series_of(&path), "race", "resigned", 3);
+    drop(lead_b);
+    b.close().await.unwrap();
+    // A race's resign closes it: a is already closed.
+    assert!(a.close().await.is_err(), "a closed by its resign");
+}
+
+async fn semaphore_handoff(kind: Kind) {
+    snapshotter();
+    let server = Server::start(kind, Settings::default());
+    let path = test_path("t27-semaphore", kind);
+    let (sa, sb) = (session(&server).await, session(&server).await);
+    let a = InterProcessSemaphore::new(&sa, &path, 1, SemaphoreOptions::default()).unwrap();
+    let b = InterProcessSemaphore::new(&sb, &path, 1, SemaphoreOptions::default()).unwrap();
+    let lease_a = a.acquire().await.unwrap();
+    let waiting = tokio::spawn(async move {
+        let lease = b.acquire().await.unwrap();
+        (b, lease)
+    });
+    // b's lease node waits beside a's.
+    wait_children(&raw_client(&server).await, &format!("{path}/leases"), 2).await;
+    lease_a.release().await.unwrap();
+    let (b, lease_b) = waiting.await.unwrap();
+    // a's look, b's look at two leases and its look at one.
+    assert_handoff(&series_of(&path), "semaphore", "resigned", 3);
+    lease_b.release().await.unwrap();
+    drop((a, b));
 }

@@ -35,7 +35,7 @@ fn respond(inner: &Inner, command_url: &str, req: &Request<Incoming>) -> HttpRes
         "" | "/" => reply(StatusCode::OK, list(command_url)),
         _ => match rest.strip_prefix('/') {
             Some(name) => {
-                let body = admin_commands::run(inner, name);
+                let body = admin_commands::run(inner, name, req.uri().query());
                 // Serialising a Value cannot fail.
                 let text = serde_json::to_string_pretty(&body).unwrap_or_default();
                 let mut r = reply(StatusCode::OK, text);

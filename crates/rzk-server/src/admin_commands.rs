@@ -14,7 +14,8 @@ use rzk_core::four_letter::{version_line, zk_round, Figure, Gauges, ShellFigures
 use rzk_core::{Core, Now};
 use serde_json::{json, Map, Value};
 
-use crate::config::{Durability, ServerConfig};
+use crate::admin_host::{self, data_dirs};
+use crate::config::ServerConfig;
 use crate::shared::Inner;
 
 /// Each command rzk serves: its name, then its aliases, as ZooKeeper 3.8 names them. Sorted by
@@ -26,14 +27,21 @@ pub(crate) const COMMANDS: &[(&str, &[&str])] = &[
     ("dirs", &[]),
     ("dump", &[]),
     ("environment", &["env", "envi"]),
+    ("get_trace_mask", &["gtmk"]),
+    ("hash", &[]),
+    ("initial_configuration", &["icfg"]),
     ("is_read_only", &["isro"]),
+    ("last_snapshot", &["lsnp"]),
     ("leader", &["lead"]),
     ("monitor", &["mntr"]),
+    ("observer_connection_stat_reset", &["orst"]),
     ("observers", &["obsr"]),
     ("ruok", &[]),
     ("server_stats", &["srvr"]),
+    ("set_trace_mask", &["stmk"]),
     ("stat_reset", &["srst"]),
     ("stats", &["stat"]),
+    ("system_properties", &["sysp"]),
     ("voting_view", &[]),
     ("watch_summary", &["wchs"]),
     ("watches", &["wchc"]),
@@ -47,13 +55,18 @@ pub(crate) fn resolve(name: &str) -> Option<&'static str> {
     COMMANDS.iter().find(|(n, aliases)| *n == name || aliases.contains(&name)).map(|(n, _)| *n)
 }
 
-/// The response to command `name`: its fields, `command` (the command's own name, not the
-/// alias) and `error` (`null` on success). An unknown name gets ZooKeeper's
-/// `"Unknown command: <name>"` under the name as given.
-pub(crate) fn run(inner: &Inner, name: &str) -> Value {
+/// The response to command `name` with the request's `query` string: its fields, `command`
+/// (the command's own name, not the alias) and `error` (`null` on success). An unknown name
+/// gets ZooKeeper's `"Unknown command: <name>"` under the name as given.
+pub(crate) fn run(inner: &Inner, name: &str, query: Option<&str>) -> Value {
     let Some(command) = resolve(name) else {
         return json!({ "command": name, "error": format!("Unknown command: {name}") });
     };
+    if let Some(mut fields) = admin_host::run(&inner.config, command, query) {
+        fields.insert("command".into(), command.into());
+        fields.entry("error").or_insert(Value::Null);
+        return Value::Object(fields);
+    }
     // Directory sizes are read from the file system, outside the core's lock; the shell's
     // figures take the lock on their own.
     let sizes = matches!(command, "dirs" | "server_stats" | "stats").then(|| dirs(&inner.config));
@@ -108,21 +121,14 @@ fn from_core(core: &Core, now: Now, command: &str, cfg: &ServerConfig) -> Map<St
         "watches" => watches(core),
         "watches_by_path" => watches_by_path(core),
         "zabstate" => json!({ "voting": false, "zabstate": "" }),
-        // ruok, stat_reset, connection_stat_reset: nothing but `command` and `error`. rzk does
-        // not reset its latency figures (they also feed /metrics, whose counts only grow).
+        // ruok, stat_reset, connection_stat_reset, observer_connection_stat_reset: nothing but
+        // `command` and `error`. rzk does not reset its latency figures (they also feed
+        // /metrics, whose counts only grow), and has no observers.
         _ => json!({}),
     };
     match v {
         Value::Object(m) => m,
         _ => Map::new(),
-    }
-}
-
-/// Where the snapshots and the log go, as `conf` shows them.
-fn data_dirs(cfg: &ServerConfig) -> Option<(&Path, &Path)> {
-    match &cfg.durability {
-        Durability::InMemory => None,
-        Durability::Disk(d) => Some((&d.snap_dir, &d.log_dir)),
     }
 }
 

@@ -127,6 +127,9 @@ pub struct ServerConfig {
     /// Whether the plain client port `bind` is served (the default). Off, with `tls`, only
     /// the secure port is: ZooKeeper's `secureClientPort` without `clientPort`.
     pub plain_port: bool,
+    /// The text of the configuration file the server was started from, as the AdminServer's
+    /// `initial_configuration` command reports it; `None` when started without one.
+    pub initial_configuration: Option<String>,
 }
 
 /// The AdminServer's listener and the path its commands live under.
@@ -167,6 +170,7 @@ impl ServerConfig {
             admin: None,
             tls: None,
             plain_port: true,
+            initial_configuration: None,
         }
     }
 }

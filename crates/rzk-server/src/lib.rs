@@ -32,6 +32,7 @@
 
 mod admin;
 mod admin_commands;
+mod admin_host;
 mod config;
 mod connection;
 mod distribution;

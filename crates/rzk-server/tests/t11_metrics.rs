@@ -1,15 +1,19 @@
 //! The Prometheus endpoint: scraped over HTTP, its text parsed, ZooKeeper's metric names with
 //! the values the server's own `mntr` reports; the request latencies and the log's fsync and
 //! batch figures of a durable server, in the scrape, `mntr` and `srvr`; a client that never
-//! finishes its request is cut off while scrapes go on.
+//! finishes its request is cut off while scrapes go on; malformed, oversized, silent,
+//! half-sent and dribbling requests are bounded while the client port keeps serving.
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use rzk_server::{AdminConfig, TestServer, HTTP_HEADER_READ_TIMEOUT};
+use rzk_server::{
+    AdminConfig, TestServer, HTTP_CONNECTIONS_MAX, HTTP_HEADER_READ_TIMEOUT, HTTP_REQUEST_BYTES_MAX,
+};
 use rzk_testkit::four_letter::four_letter;
+use rzk_testkit::http_abuse::{assert_bounded_while_serving, HttpLimits};
 use rzk_testkit::ports::free_port;
 use rzk_testkit::tempdir::TempDir;
 use zookeeper_client as zk;
@@ -169,4 +173,22 @@ fn other_paths_and_methods_are_refused_and_a_slow_client_is_cut_off() {
     let waited = started.elapsed();
     assert!(read.is_ok(), "not closed within {PATIENCE:?}: {read:?}");
     assert!(waited >= HTTP_HEADER_READ_TIMEOUT / 2, "closed after {waited:?}, before its timeout");
+}
+
+/// The listener's limits, for the misbehaving clients.
+const HTTP_LIMITS: HttpLimits = HttpLimits {
+    connections_max: HTTP_CONNECTIONS_MAX,
+    header_read_timeout: HTTP_HEADER_READ_TIMEOUT,
+    request_bytes_max: HTTP_REQUEST_BYTES_MAX,
+};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_http_on_the_metrics_port_is_bounded_and_the_client_port_keeps_serving() {
+    let (server, metrics) = server();
+    let client = zk::Client::connect(&server.connect_string()).await.unwrap();
+    let read = |_| {
+        let client = &client;
+        async move { drop(client.get_data("/").await.unwrap()) }
+    };
+    assert_bounded_while_serving(metrics, HTTP_LIMITS, "/metrics", read).await;
 }

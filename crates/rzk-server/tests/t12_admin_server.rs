@@ -1,14 +1,19 @@
 //! The AdminServer against Apache ZooKeeper 3.8's: after the same writes and watches on both,
 //! every command is fetched from both over HTTP and compared field by field (the same keys at
 //! every level, the same JSON types, and the values that must agree); then bad HTTP input on
-//! rzk's admin port is bounded and leaves the client port serving.
+//! rzk's admin port (malformed and oversized requests, slowloris clients silent, half-sent or
+//! dribbling) is bounded and leaves the client port serving.
 
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use rzk_server::{AdminConfig, TestServer, HTTP_CONNECTIONS_MAX, HTTP_HEADER_READ_TIMEOUT};
+use rzk_server::{
+    AdminConfig, DiskConfig, TestServer, HTTP_CONNECTIONS_MAX, HTTP_HEADER_READ_TIMEOUT,
+    HTTP_REQUEST_BYTES_MAX,
+};
+use rzk_testkit::http_abuse::{assert_bounded_while_serving, HttpLimits};
 use rzk_testkit::ports::free_port;
 use rzk_testkit::tempdir::TempDir;
 use rzk_testkit::zookeeper::{Settings, ZooKeeper};
@@ -56,7 +61,26 @@ const COMMANDS: &[&str] = &[
     "observers",
     "voting_view",
     "zabstate",
+    "hash",
+    "initial_configuration",
+    "icfg",
+    "last_snapshot",
+    "lsnp",
+    "system_properties",
+    "sysp",
+    "get_trace_mask",
+    "gtmk",
+    "set_trace_mask",
+    "stmk",
+    "observer_connection_stat_reset",
+    "orst",
 ];
+
+/// Commands whose keys are ZooKeeper's JVM and metrics registry: rzk has a subset of them.
+const SUBSET: &[&str] = &["monitor", "system_properties"];
+
+/// The zoo.cfg text rzk reports as its initial configuration in these tests.
+const RZK_CFG: &str = "tickTime=2000\nadmin.enableServer=true\n";
 
 /// Fields whose keys are data (session ids, expiry times): the two servers' keys differ, so
 /// their entries are compared by count and by the shape of their values.
@@ -156,6 +180,7 @@ fn rzk_with_admin() -> (TestServer, SocketAddr) {
         .config(|c| {
             c.admin = Some(AdminConfig::new(admin));
             c.max_client_connections_per_ip = 0;
+            c.initial_configuration = Some(RZK_CFG.into());
         })
         .start()
         .expect("start rzk");
@@ -188,7 +213,7 @@ fn compare(rzk: SocketAddr, zk: SocketAddr) {
     for name in COMMANDS {
         let (r, z) = (command(rzk, name), command(zk, name));
         assert_eq!(r["command"], z["command"], "{name}: the command's own name");
-        let subset = z["command"] == "monitor";
+        let subset = SUBSET.iter().any(|c| z["command"] == *c);
         same_shape(name, &r, &z, subset);
     }
     // monitor: ZooKeeper 3.8 adds its whole metrics registry; rzk has mntr's rows.
@@ -233,7 +258,41 @@ fn compare(rzk: SocketAddr, zk: SocketAddr) {
     let ephemerals = |v: Value| v["session_id_to_ephemeral_paths"].as_object().unwrap().clone();
     let (r, z) = (ephemerals(command(rzk, "dump")), ephemerals(command(zk, "dump")));
     assert_eq!(r.values().collect::<Vec<_>>(), z.values().collect::<Vec<_>>(), "ephemerals");
+    compare_host_commands(rzk, zk);
     compare_http(rzk, zk);
+}
+
+/// The commands answered from the host and the configuration, where rzk has no counterpart
+/// of ZooKeeper's state or answers it in ZooKeeper's terms.
+fn compare_host_commands(rzk: SocketAddr, zk: SocketAddr) {
+    let (r, z) = (command(rzk, "system_properties"), command(zk, "system_properties"));
+    // Both run on this host, ZooKeeper from the test's working directory.
+    let host = ["file.separator", "line.separator", "path.separator", "os.name", "os.arch"];
+    for key in host.into_iter().chain(["os.version", "user.dir"]) {
+        assert_eq!(r.get(key), z.get(key), "system_properties {key}");
+    }
+    assert_eq!(command(rzk, "icfg")["initial_configuration"], RZK_CFG);
+    let zk_cfg = command(zk, "icfg")["initial_configuration"].as_str().unwrap().to_string();
+    assert!(zk_cfg.contains("admin.enableServer=true"), "ZooKeeper's own zoo.cfg: {zk_cfg}");
+    // No digest and no trace in rzk: what ZooKeeper answers with neither.
+    assert_eq!(command(rzk, "hash")["digests"], serde_json::json!([]));
+    assert_eq!(command(rzk, "gtmk")["tracemask"], 0);
+    // rzk in memory has no snapshot: ZooKeeper's answer without one.
+    let lsnp = command(rzk, "lsnp");
+    assert_eq!(
+        (lsnp["zxid"].as_str(), lsnp["timestamp"].as_i64()),
+        (Some("ffffffffffffffff"), Some(-1))
+    );
+    // set_trace_mask's argument is checked as ZooKeeper checks it; a valid one leaves rzk's
+    // mask at 0.
+    for query in ["", "?traceMask=abc", "?traceMask=", "?other=1", "?traceMask=1.5"] {
+        let name = format!("stmk{query}");
+        assert_eq!(command(rzk, &name), command(zk, &name), "{name}");
+    }
+    let (r, z) = (command(rzk, "stmk?traceMask=306"), command(zk, "stmk?traceMask=306"));
+    same_shape("stmk", &r, &z, false);
+    assert_eq!((r["tracemask"].clone(), r["error"].clone()), (0.into(), Value::Null), "{r}");
+    assert_eq!(command(rzk, "gtmk")["tracemask"], 0, "the mask is unchanged");
 }
 
 /// The command list, unknown commands, other paths and methods.
@@ -248,9 +307,11 @@ fn compare_http(rzk: SocketAddr, zk: SocketAddr) {
     };
     let (r, z): (BTreeSet<String>, BTreeSet<String>) = (links(rzk), links(zk));
     assert!(r.is_subset(&z), "links ZooKeeper lacks: {:?}", r.difference(&z));
-    for name in COMMANDS.iter().filter(|n| n.len() > 4) {
-        let link = format!("<a href=\"/commands/{name}\">{name}</a>");
-        assert!(!z.contains(&link) || r.contains(&link), "{link} missing from rzk's list");
+    assert!(z.is_subset(&r), "links missing from rzk's list: {:?}", z.difference(&r));
+    // Each listed command is served, not answered as unknown.
+    for link in &r {
+        let name = link.split('>').nth(1).and_then(|n| n.strip_suffix("</a")).unwrap();
+        assert_eq!(command(rzk, name)["command"], *name, "{link}");
     }
     assert_eq!(http(rzk, "GET", "/commands/").0, 200);
     for (method, path) in [("POST", "/commands/ruok"), ("DELETE", "/commands"), ("GET", "/nope")] {
@@ -258,67 +319,62 @@ fn compare_http(rzk: SocketAddr, zk: SocketAddr) {
     }
 }
 
-/// A request sent raw on its own connection: whatever the server answers before it closes.
-fn raw(addr: SocketAddr, bytes: &[u8]) -> String {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(PATIENCE)).unwrap();
-    // The server may answer and close before it has read everything.
-    let _ = s.write_all(bytes);
-    let mut out = Vec::new();
-    let _ = s.read_to_end(&mut out);
-    String::from_utf8_lossy(&out).into_owned()
-}
+/// The listener's limits, for the misbehaving clients.
+const HTTP_LIMITS: HttpLimits = HttpLimits {
+    connections_max: HTTP_CONNECTIONS_MAX,
+    header_read_timeout: HTTP_HEADER_READ_TIMEOUT,
+    request_bytes_max: HTTP_REQUEST_BYTES_MAX,
+};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_http_is_bounded_and_the_client_port_keeps_serving() {
     let (server, admin) = rzk_with_admin();
     let client = zk::Client::connect(&server.connect_string()).await.unwrap();
     let open = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
-
-    let bad = tokio::task::spawn_blocking(move || {
-        let garbage = raw(admin, b"\x16\x03\x01\x02\x00garbage\r\n\r\n");
-        assert!(garbage.starts_with("HTTP/1.1 400"), "malformed request line: {garbage:?}");
-        let mut big = b"GET /commands/ruok HTTP/1.1\r\nHost: rzk\r\nX-Big: ".to_vec();
-        big.extend(std::iter::repeat_n(b'a', 64 * 1024));
-        big.extend(b"\r\n\r\n");
-        let oversized = raw(admin, &big);
-        assert!(oversized.starts_with("HTTP/1.1 431"), "oversized header: {oversized:.40?}");
-        // Slowloris: more connections than the listener serves, each with half a request
-        // line. The extra ones are closed at once; the rest at the header timeout.
-        let started = Instant::now();
-        let mut slow: Vec<TcpStream> = (0..HTTP_CONNECTIONS_MAX + 4)
-            .map(|_| {
-                let mut s = TcpStream::connect(admin).unwrap();
-                s.set_read_timeout(Some(PATIENCE)).unwrap();
-                s.write_all(b"GET /comm").unwrap();
-                s
-            })
-            .collect();
-        for s in &mut slow {
-            let mut rest = Vec::new();
-            // A connection closed with its half request unread is reset: cut off too.
-            match s.read_to_end(&mut rest) {
-                Ok(_) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
-                Err(e) => panic!("a slow client was not cut off: {e}"),
-            }
+    let create = |i| {
+        let (client, open) = (&client, &open);
+        async move {
+            client.create(&format!("/n{i}"), b"x", open).await.unwrap();
         }
-        let waited = started.elapsed();
-        assert!(waited >= HTTP_HEADER_READ_TIMEOUT / 2, "cut off after {waited:?}, too early");
-        let (status, body) = http(admin, "GET", "/commands/ruok");
-        assert_eq!((status, body.contains("\"error\": null")), (200, true), "{body}");
-    });
-    // The client port serves throughout.
-    let mut i = 0;
-    while !bad.is_finished() {
-        let path = format!("/n{i}");
-        tokio::time::timeout(PATIENCE, client.create(&path, b"x", &open))
-            .await
-            .expect("the client port stalled")
-            .unwrap();
-        i += 1;
-        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_bounded_while_serving(admin, HTTP_LIMITS, "/commands/ruok", create).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn last_snapshot_names_the_newest_snapshot_file() {
+    let tmp = TempDir::new("rzk-admin-lsnp");
+    let dir = tmp.join("data");
+    let mut disk = DiskConfig::new(&dir);
+    disk.snap_count = 20;
+    let admin: SocketAddr = ([127, 0, 0, 1], free_port()).into();
+    let server = TestServer::builder()
+        .disk(disk)
+        .config(|c| c.admin = Some(AdminConfig::new(admin)))
+        .start()
+        .expect("start rzk");
+    let client = zk::Client::connect(&server.connect_string()).await.unwrap();
+    let open = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+    for i in 0..200 {
+        client.create(&format!("/n{i}"), b"x", &open).await.unwrap();
     }
-    bad.await.unwrap();
-    assert!(i > 0, "no request ran beside the bad HTTP clients");
+    let newest = || {
+        let names = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name());
+        let snaps = names.filter_map(|n| n.to_str()?.strip_prefix("snapshot.").map(String::from));
+        snaps.filter(|hex| hex.len() == 16).max()
+    };
+    let started = Instant::now();
+    let hex = loop {
+        if let Some(hex) = newest() {
+            break hex;
+        }
+        assert!(started.elapsed() < PATIENCE, "no snapshot written");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let lsnp = tokio::task::spawn_blocking(move || command(admin, "lsnp")).await.unwrap();
+    // A newer snapshot may have landed between the listing and the command.
+    let zxid = i64::from_str_radix(lsnp["zxid"].as_str().unwrap(), 16).unwrap();
+    assert!(zxid >= i64::from_str_radix(&hex, 16).unwrap(), "{lsnp} vs snapshot.{hex}");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+    let age = now.as_secs() as i64 - lsnp["timestamp"].as_i64().unwrap();
+    assert!((0..600).contains(&age), "timestamp {lsnp} is not the file's time");
 }

@@ -2,13 +2,14 @@
 //! under `[dev-dependencies]`. The raw ZooKeeper client (rzk-bench's, re-exported), free
 //! ports, temporary directories, a fault-injecting TCP proxy, four-letter words, Apache
 //! ZooKeeper 3.8 (one server or an ensemble) and other Java processes on the Debian jars named
-//! in `tests/support/java-classpath.txt`, the lines a child process prints, and waiting with a
-//! deadline.
+//! in `tests/support/java-classpath.txt`, the lines a child process prints, misbehaving HTTP
+//! clients, and waiting with a deadline.
 #![forbid(unsafe_code)]
 
 pub mod certs;
 pub mod ensemble;
 pub mod four_letter;
+pub mod http_abuse;
 pub mod java;
 pub mod lines;
 pub mod ports;

@@ -212,6 +212,7 @@ fn build_config(args: ServerArgs) -> anyhow::Result<ServerConfig> {
         }
     };
     config.admin = admin;
+    config.initial_configuration = file.text.clone();
     config.max_client_connections_per_ip =
         args.max_client_cnxns.or(file.max_client_cnxns).unwrap_or(60);
     config.max_packet_bytes = args

@@ -63,6 +63,8 @@ pub(crate) struct ZooCfg {
     dynamic_config_file: Option<String>,
     enforce_auth_enabled: Option<bool>,
     enforce_auth_schemes: Option<String>,
+    /// The static file's text as read, for the AdminServer's `initial_configuration`.
+    pub text: Option<String>,
 }
 
 impl ZooCfg {
@@ -335,7 +337,9 @@ pub(crate) fn load(path: &Path) -> anyhow::Result<ZooCfg> {
         |p: &Path| std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()));
     let file = path.display().to_string();
     let mut cfg = ZooCfg::default();
-    read_into(&mut cfg, &file, &read(path)?)?;
+    let text = read(path)?;
+    read_into(&mut cfg, &file, &text)?;
+    cfg.text = Some(text);
     if let Some(dynamic) = cfg.dynamic_config_file.clone() {
         let dynamic = Path::new(&dynamic);
         let text = read(dynamic).with_context(|| format!("dynamicConfigFile in {file}"))?;

@@ -140,6 +140,10 @@ fn the_admin_server_runs_when_zoo_cfg_or_a_flag_asks() {
         let reply = http_get(&admin_addr(log), "/zk/ruok");
         assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
         assert!(reply.contains("\"command\": \"ruok\""), "{reply}");
+        // The file's text as read, JSON-escaped.
+        let icfg = http_get(&admin_addr(log), "/zk/initial_configuration");
+        let escaped = text.replace('\n', "\\n");
+        assert!(icfg.contains(&format!("\"initial_configuration\": \"{escaped}\"")), "{icfg}");
     });
     // The flags turn it on over a zoo.cfg that turns it off.
     let off = zoo_cfg("admin-off", "admin.enableServer=false\n");

@@ -1,7 +1,7 @@
 //! `rzk elect --metrics-port` and `rzk lock --metrics-port` against the in-process server and
 //! Apache ZooKeeper: scraped while leading, the endpoint shows the term held and started and
-//! the command running; after the leader's network is cut, the loss reason counted and one
-//! loss-to-stopped time recorded.
+//! the command running; after the holder's network is cut, the loss reason counted, the term
+//! no longer held and one loss-to-stopped time recorded.
 
 mod support;
 
@@ -20,7 +20,7 @@ const LIMIT: Duration = Duration::from_secs(20);
 
 both_servers! {
     elect_metrics => elect_metrics_show_the_term_and_its_loss;
-    lock_metrics => lock_metrics_show_the_hold;
+    lock_metrics => lock_metrics_show_the_hold_and_its_loss;
 }
 
 /// A running supervising command, killed when dropped; its stderr lines arrive on `lines`.
@@ -121,30 +121,36 @@ fn elect_metrics_show_the_term_and_its_loss(kind: Kind) {
     assert_eq!(sample(&leading, "rzk_recipes_terms_started_total", &labels), 1.0, "{leading}");
     assert_eq!(sample(&leading, "rzk_recipes_terms_ended_total", &labels), 0.0, "{leading}");
 
+    assert_loss_after_blackhole(&proxy, &addr, &labels);
+}
+
+/// Cuts the holder off at `proxy` and scrapes `addr` until the command is stopped: the term
+/// of `labels` ended once, by a suspension or its lease running out (whichever the recipe
+/// sees first), held no more, its duration and one loss-to-stopped time recorded.
+fn assert_loss_after_blackhole(proxy: &Proxy, addr: &str, labels: &[&str]) {
     proxy.blackhole();
-    let lost = scrape_until(&addr, "the loss", |t| {
+    let lost = scrape_until(addr, "the loss", |t| {
         sample(t, "rzk_cli_loss_to_child_stopped_seconds_count", &[]) == 1.0
     });
-    // Cut off, the latch steps down when the connection is suspended or the lease runs out,
-    // whichever it sees first.
     let by_reason = |reason: &str| {
         let reason = format!("reason=\"{reason}\"");
         let with: Vec<&str> = labels.iter().copied().chain([reason.as_str()]).collect();
         sample(&lost, "rzk_recipes_terms_ended_total", &with)
     };
-    let ended = sample(&lost, "rzk_recipes_terms_ended_total", &labels);
+    let ended = sample(&lost, "rzk_recipes_terms_ended_total", labels);
     assert_eq!(ended, 1.0, "{lost}");
     assert_eq!(by_reason("suspended") + by_reason("lease_expired"), 1.0, "{lost}");
-    assert_eq!(sample(&lost, "rzk_recipes_holding", &labels), 0.0, "{lost}");
+    assert_eq!(sample(&lost, "rzk_recipes_holding", labels), 0.0, "{lost}");
     assert_eq!(sample(&lost, "rzk_cli_child_running", &[]), 0.0, "{lost}");
-    assert_eq!(sample(&lost, "rzk_recipes_term_duration_seconds_count", &labels), 1.0, "{lost}");
+    assert_eq!(sample(&lost, "rzk_recipes_term_duration_seconds_count", labels), 1.0, "{lost}");
 }
 
-fn lock_metrics_show_the_hold(kind: Kind) {
+fn lock_metrics_show_the_hold_and_its_loss(kind: Kind) {
     let s = Server::start(kind);
+    let proxy = Proxy::start(s.hosts());
     let path = format!("/m/lock-{kind:?}");
     let labels = ["recipe=\"mutex\"", &format!("path=\"{path}\"")];
-    let r = start(&s.hosts(), &["lock", &path]);
+    let r = start(&proxy.hosts(), &["lock", &path]);
     let addr = metrics_addr(&r);
     let held = scrape_until(&addr, "holding", |t| {
         sample(t, "rzk_recipes_holding", &labels) == 1.0
@@ -152,4 +158,5 @@ fn lock_metrics_show_the_hold(kind: Kind) {
     });
     assert_eq!(sample(&held, "rzk_recipes_terms_started_total", &labels), 1.0, "{held}");
     assert!(sample(&held, "rzk_recipes_evaluations_total", &labels) >= 1.0, "{held}");
+    assert_loss_after_blackhole(&proxy, &addr, &labels);
 }

@@ -154,6 +154,7 @@ impl Driver {
         let path = self.path().to_string();
         let sent = Instant::now();
         let read = self.wait_op(generation, client.get_and_watch_data(&path)).await?;
+        crate::telemetry::evaluation(self.shared.labels());
         // Whatever an unsettled multi did, this read shows it: no node, another's, or ours
         // (settled once adopted, or deleted).
         let ours = matches!(&read, Ok((_, stat, _)) if stat.ephemeral_owner == sid);
