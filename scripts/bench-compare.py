@@ -1,7 +1,7 @@
 """rzk server against Apache ZooKeeper 3.8, side by side in one run (the targets of docs/BENCHMARKS.md).
 
     /usr/bin/python3 -m scripts.bench-compare [--rounds 2] [--duration-s 10] [--workloads LIST]
-                                              [--skip-1m] [--markdown] [--json-out FILE]
+                                              [--skip-1m] [--markdown] [--json-out FILE] [--tls]
 
 Both servers run on loopback with equal durability (ZooKeeper: forceSync=yes, its default;
 rzk: `rzk server --data-dir`, group commit with fdatasync), on the same disk (temporary
@@ -27,10 +27,16 @@ successor's event, against ZooKeeper and against the floor (fdatasync + round tr
 just before each handoff run, after the same idle gap for the idle workload), with the target
 p50 <= 1.5x the floor.
 
+With --tls both servers also serve a secure client port needing a client certificate, from the
+same zoo.cfg keys (ZooKeeper on its Netty factory, which TLS requires), with certificates made at
+start; the load goes through the secure ports (`rzk bench --tls-ca/--tls-cert/--tls-key`), so
+only the pipelined workloads run (get and set are the targets' TLS pair).
+
 Progress goes to stderr; the result tables (plain text, or markdown with --markdown) to stdout.
 """
 
 import argparse
+import atexit
 import datetime
 import hashlib
 import json
@@ -45,7 +51,8 @@ import tempfile
 import threading
 import time
 
-from tests.support import servers, zkwire
+from tests.support import certs, servers, zkwire
+from tests.support.net import free_port
 from tests.support.floor import fdatasync_floor, handoff_floor, loopback_floor
 from tests.support.machine import (children_cpu_s, cpu_seconds, log, status_kib, system_cpu,
                                    wait_quiet)
@@ -136,7 +143,27 @@ def mib(kib):
 # Servers and the load tool
 
 def start_server(kind, args, wait=True):
-    return servers.start_for_benchmark(kind, args.zk_heap, wait=wait)
+    if not args.tls:
+        return servers.start_for_benchmark(kind, args.zk_heap, wait=wait)
+    port = free_port()
+    srv = servers.start_for_benchmark(kind, args.zk_heap, wait=wait,
+                                      extra_cfg=certs.secure_port_cfg(args.certs, port))
+    srv.secure_hosts = "127.0.0.1:%d" % port
+    return srv
+
+
+def load_hosts(srv):
+    """Where the load goes: the secure port with --tls, else the plain one."""
+    return getattr(srv, "secure_hosts", None) or srv.hosts
+
+
+def tls_flags(args):
+    """`rzk bench`'s TLS flags with --tls: the test CA and the client certificate it signed."""
+    if not args.tls:
+        return []
+    c = args.certs
+    return ["--tls-ca", c.path("ca.crt"), "--tls-cert", c.path("client.crt"),
+            "--tls-key", c.path("client.key")]
 
 
 def bench_args(workload, args):
@@ -154,7 +181,7 @@ def bench_args(workload, args):
 
 
 def run_bench(args, hosts, workload, duration_s, timeout_s):
-    cmd = [args.rzk_bin, "bench", "--connect", hosts, "--workload",
+    cmd = [args.rzk_bin, "bench", "--connect", hosts] + tls_flags(args) + ["--workload",
            "handoff-event" if workload in HANDOFF_GAP_MS else workload]
     cmd += bench_args(workload, args)
     if workload != "populate":
@@ -187,9 +214,10 @@ def measured_run(args, kind, workload, rnd):
     try:
         pid = srv.proc.pid
         if args.warmup_s > 0:
-            run_bench(args, srv.hosts, workload, args.warmup_s, args.warmup_s + 180)
+            run_bench(args, load_hosts(srv), workload, args.warmup_s, args.warmup_s + 180)
         c0, k0, (b0, t0) = cpu_seconds(pid), children_cpu_s(), system_cpu()
-        r, cmd = run_bench(args, srv.hosts, workload, args.duration_s, args.duration_s + 180)
+        r, cmd = run_bench(args, load_hosts(srv), workload, args.duration_s,
+                           args.duration_s + 180)
         c1, k1, (b1, t1) = cpu_seconds(pid), children_cpu_s(), system_cpu()
         ops = max(1, int(r["ops"]))
         # CPU used by anything but the server and the load tool (other people's builds).
@@ -232,7 +260,7 @@ def populate_run(args, kind, rnd):
         time.sleep(1.0)  # let the JVM settle after start-up before the baseline RSS
         rss0 = status_kib(pid, "VmRSS")
         c0, k0, (b0, t0) = cpu_seconds(pid), children_cpu_s(), system_cpu()
-        r, cmd = run_bench(args, srv.hosts, "populate", 0, args.populate_timeout_s)
+        r, cmd = run_bench(args, load_hosts(srv), "populate", 0, args.populate_timeout_s)
         c1, k1, (b1, t1) = cpu_seconds(pid), children_cpu_s(), system_cpu()
         r["other_cpu_frac"] = max(0.0, (b1 - b0) - (c1 - c0) - (k1 - k0)) / max(1e-9, t1 - t0)
         rss1 = status_kib(pid, "VmRSS")
@@ -319,6 +347,8 @@ def machine_info(args):
         "rzk": "%s (sha256 %s)" % (sh([args.rzk_bin, "--version"]), args.rzk_sha256),
         "git": sh(["git", "-C", REPO, "rev-parse", "--short", "HEAD"]),
         "zk_heap": args.zk_heap or "JVM default (as Debian's zkServer.sh)",
+        "transport": ("TLS, secure ports with client certificates (ZooKeeper: Netty)"
+                      if args.tls else "plain TCP"),
     }
 
 
@@ -352,7 +382,15 @@ def parse_args():
     ap.add_argument("--guard-throughput-ratio", type=float, metavar="R",
                     help="a coarse regression guard: exit 1 if rzk's throughput on any workload "
                          "is below R times ZooKeeper's in this run")
+    ap.add_argument("--tls", action="store_true",
+                    help="load both servers through a secure client port needing a client "
+                         "certificate (ZooKeeper with Netty); only the pipelined workloads "
+                         "(create, set, get, mixed, churn, populate) run over TLS")
     args = ap.parse_args()
+    args.certs = None
+    if args.tls:
+        args.certs = certs.Certs()
+        atexit.register(args.certs.remove)
     # A private copy: other engineers may rebuild target/release/rzk during a long run.
     snap = os.path.join(tempfile.mkdtemp(prefix="bench-rzk-bin-"), "rzk")
     shutil.copy2(os.path.abspath(args.rzk_bin), snap)

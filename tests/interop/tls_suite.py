@@ -26,18 +26,8 @@ atexit.register(CERTS.remove)
 SECURE_PORT = free_port()
 # Short enough for the stalled-handshake test to see it, as ZooKeeper's Netty applies it too.
 HANDSHAKE_TIMEOUT_MS = 2000
-TLS_CFG = {
-    "secureClientPort": SECURE_PORT,
-    "secureClientPortAddress": "127.0.0.1",
-    "serverCnxnFactory": "org.apache.zookeeper.server.NettyServerCnxnFactory",
-    "ssl.keyStore.location": CERTS.path("server.pem"),
-    "ssl.keyStore.type": "PEM",
-    "ssl.trustStore.location": CERTS.path("ca.crt"),
-    "ssl.trustStore.type": "PEM",
-    "ssl.clientAuth": "need",
-    "ssl.handshakeDetectionTimeoutMillis": HANDSHAKE_TIMEOUT_MS,
-    "authProvider.x509": "org.apache.zookeeper.server.auth.X509AuthenticationProvider",
-}
+TLS_CFG = dict(certs.secure_port_cfg(CERTS, SECURE_PORT),
+               **{"ssl.handshakeDetectionTimeoutMillis": HANDSHAKE_TIMEOUT_MS})
 SECURE_HOSTS = "127.0.0.1:%d" % SECURE_PORT
 # How long a refused client keeps trying before the test concludes it was refused.
 REFUSED_S = 6

@@ -60,3 +60,19 @@ class Certs:
             for part in ("key", "crt"):
                 with open(p(part)) as f:
                     out.write(f.read())
+
+
+def secure_port_cfg(certs, port):
+    """The zoo.cfg keys of a secure client port on 127.0.0.1:`port` needing a client certificate
+    (ZooKeeper's Netty factory, PEM stores, the x509 provider), the same for both servers."""
+    return {
+        "secureClientPort": port,
+        "secureClientPortAddress": "127.0.0.1",
+        "serverCnxnFactory": "org.apache.zookeeper.server.NettyServerCnxnFactory",
+        "ssl.keyStore.location": certs.path("server.pem"),
+        "ssl.keyStore.type": "PEM",
+        "ssl.trustStore.location": certs.path("ca.crt"),
+        "ssl.trustStore.type": "PEM",
+        "ssl.clientAuth": "need",
+        "authProvider.x509": "org.apache.zookeeper.server.auth.X509AuthenticationProvider",
+    }

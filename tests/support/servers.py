@@ -197,15 +197,15 @@ def release_rzk_binary():
     return os.environ.get("RZK_BIN") or os.path.join(REPO, "target", "release", "rzk")
 
 
-def start_for_benchmark(kind, zk_heap=None, rzk_args=(), wait=True):
+def start_for_benchmark(kind, zk_heap=None, rzk_args=(), wait=True, extra_cfg=None):
     """A server as the benchmarks compare them, both durable: ZooKeeper with forceSync (its
     default) and the JVM's default heap unless `zk_heap`; rzk with a data directory, group
     commit with fdatasync. Benchmarks open many sessions from one address: rzk's per-IP limit
     is lifted as zoo.cfg's maxClientCnxns=0 lifts ZooKeeper's. `rzk_args` are extra arguments
-    of `rzk server`."""
+    of `rzk server`; `extra_cfg` zoo.cfg keys both servers get (a secure port, say)."""
     if kind == "zookeeper":
-        return start_zookeeper(heap=zk_heap or None, wait=wait)
-    return start_rzk(durable=True, wait=wait,
+        return start_zookeeper(heap=zk_heap or None, wait=wait, extra_cfg=extra_cfg)
+    return start_rzk(durable=True, wait=wait, extra_cfg=extra_cfg,
                      extra_args=["--max-client-cnxns", "0"] + list(rzk_args))
 
 

@@ -5,6 +5,8 @@
 
 use std::time::Duration;
 
+use rzk_recipes::TlsConfig;
+
 /// What to measure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
@@ -154,4 +156,6 @@ pub struct BenchConfig {
     pub session_timeout: Duration,
     /// Trials (failover).
     pub trials: usize,
+    /// Connect over TLS (create, set, get, mixed, churn, populate); `None`: plain TCP.
+    pub tls: Option<TlsConfig>,
 }

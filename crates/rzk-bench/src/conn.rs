@@ -5,17 +5,36 @@ use std::time::Duration;
 use rzk_proto::{Acl, CreateOp, CreateRequest, Request};
 
 use crate::error::BenchError;
-use crate::raw::{AsyncClient, RawError};
+use rzk_recipes::TlsConfig;
+
+use crate::raw::{new_session, AsyncClient, RawError};
 
 /// The session timeout every raw session of the bench asks for.
 const SESSION_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A raw session with the first server of `hosts` (a connect string; a chroot is ignored).
 pub(crate) async fn connect(hosts: &str) -> Result<AsyncClient, BenchError> {
+    connect_over(hosts, None).await
+}
+
+/// [`connect`], over TLS when `tls` is given.
+pub(crate) async fn connect_over(
+    hosts: &str,
+    tls: Option<&TlsConfig>,
+) -> Result<AsyncClient, BenchError> {
     let addr = hosts.split(',').next().unwrap_or(hosts).split('/').next().unwrap_or(hosts);
-    match AsyncClient::connect(addr, SESSION_TIMEOUT).await {
-        Ok((client, _)) => Ok(client),
-        Err(e @ RawError::Connect { .. }) => Err(BenchError::Connect(e)),
+    let session = new_session(SESSION_TIMEOUT);
+    let opened = match tls {
+        None => AsyncClient::open(addr).await,
+        Some(tls) => AsyncClient::open_tls(addr, tls).await,
+    };
+    let connected = match opened {
+        Ok(mut client) => client.handshake(&session).await.map(|_| client),
+        Err(e) => Err(e),
+    };
+    match connected {
+        Ok(client) => Ok(client),
+        Err(e @ (RawError::Connect { .. } | RawError::Tls(_))) => Err(BenchError::Connect(e)),
         // A server that refuses a connection (ZooKeeper and rzk alike, at maxClientCnxns)
         // just closes it, which would otherwise surface as a bare "early eof".
         Err(e @ RawError::Handshake { .. }) => Err(BenchError::Refused { source: e }),

@@ -50,6 +50,12 @@ pub enum BenchError {
         .0.name(), .1.name()
     )]
     Strategy(Workload, Strategy),
+    /// A workload that does not run over TLS was given TLS.
+    #[error(
+        "{} does not run over TLS: only create, set, get, mixed, churn and populate do",
+        .0.name()
+    )]
+    Tls(Workload),
     /// failover needs one address to put its proxy in front of.
     #[error("failover needs --connect as one ip:port, got {0}")]
     FailoverTarget(String),
@@ -71,6 +77,7 @@ impl BenchError {
                 | BenchError::NoSuccessor
                 | BenchError::Strategy(..)
                 | BenchError::FailoverTarget(_)
+                | BenchError::Tls(_)
         )
     }
 

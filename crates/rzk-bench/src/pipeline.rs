@@ -9,7 +9,7 @@ use std::time::Instant;
 use rzk_proto::{PathWatch, Request};
 
 use crate::config::{BenchConfig, Workload};
-use crate::conn::{call, connect, create};
+use crate::conn::{call, connect_over, create};
 use crate::error::BenchError;
 use crate::raw::AsyncClient;
 use crate::stats::Samples;
@@ -20,7 +20,7 @@ const POPULATE_PARENTS: usize = 1000;
 /// Creates `/bench`, under which every load workload works, and what the pipelined workloads
 /// read or write there (set-up, not measured).
 pub(crate) async fn setup(cfg: &BenchConfig, hosts: &str) -> Result<(), BenchError> {
-    let mut c = connect(hosts).await?;
+    let mut c = connect_over(hosts, cfg.tls.as_ref()).await?;
     call(&mut c, &create("/bench".into(), vec![], 0)).await?;
     match cfg.workload {
         Workload::Set | Workload::Get | Workload::Mixed => {
@@ -50,7 +50,7 @@ pub(crate) async fn run(
     let mut tasks = Vec::new();
     let n = cfg.sessions.max(1);
     for id in 0..n {
-        let client = connect(hosts).await?;
+        let client = connect_over(hosts, cfg.tls.as_ref()).await?;
         // Populate splits its znodes over the sessions: (first index, count).
         let quota = (cfg.workload == Workload::Populate).then(|| {
             let share = cfg.znodes / n + usize::from(id < cfg.znodes % n);

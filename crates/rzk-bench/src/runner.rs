@@ -19,6 +19,18 @@ pub async fn run(hosts: &str, cfg: BenchConfig) -> Result<Report, BenchError> {
     if !runs_strategy {
         return Err(BenchError::Strategy(cfg.workload, cfg.strategy));
     }
+    let pipelined = matches!(
+        cfg.workload,
+        Workload::Create
+            | Workload::Set
+            | Workload::Get
+            | Workload::Mixed
+            | Workload::Churn
+            | Workload::Populate
+    );
+    if cfg.tls.is_some() && !pipelined {
+        return Err(BenchError::Tls(cfg.workload));
+    }
     match cfg.workload {
         Workload::Handoff => return Ok(Report::Election(election::handoff(&cfg, hosts).await?)),
         Workload::Selector => return Ok(Report::Election(election::selector(&cfg, hosts).await?)),

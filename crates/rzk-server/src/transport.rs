@@ -263,6 +263,13 @@ impl Write for TryWriter<'_> {
         self.0.try_write(bytes)
     }
 
+    /// rustls hands its sealed records over as one slice each: without this, the default
+    /// would send only the first, and a batch of replies would cost a system call per frame
+    /// (each frame is its own record) where the plain port spends one per batch.
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        self.0.try_write_vectored(bufs)
+    }
+
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
     }

@@ -15,6 +15,7 @@ pub mod lines;
 pub mod ports;
 pub mod proxy;
 pub mod raw;
+pub mod secure;
 pub mod tempdir;
 pub mod wait;
 pub mod zookeeper;

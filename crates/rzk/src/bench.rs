@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use clap::Args;
 use rzk_bench::{BenchConfig, BenchError, Strategy, Workload};
+use rzk_recipes::TlsConfig;
 
 use crate::connect::Connect;
 use crate::error::CliError;
@@ -68,7 +69,7 @@ pub(crate) struct BenchArgs {
 }
 
 impl BenchArgs {
-    fn config(&self) -> BenchConfig {
+    fn config(&self, tls: Option<TlsConfig>) -> BenchConfig {
         BenchConfig {
             workload: self.workload,
             sessions: self.sessions,
@@ -85,13 +86,14 @@ impl BenchArgs {
             strategy: self.strategy,
             session_timeout: Duration::from_millis(self.session_timeout_ms),
             trials: self.trials,
+            tls,
         }
     }
 }
 
 /// Runs `rzk bench`: prints the report on standard output.
 pub(crate) async fn run(connect: &Connect, args: BenchArgs) -> Result<(), CliError> {
-    match rzk_bench::run(&connect.hosts, args.config()).await {
+    match rzk_bench::run(&connect.hosts, args.config(connect.tls()?)).await {
         Ok(report) => {
             println!("{}", report.render(args.json));
             Ok(())

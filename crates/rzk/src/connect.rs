@@ -1,9 +1,11 @@
 //! Where every client command connects: the `--connect` flags, and sessions opened with them.
 
 use std::io::ErrorKind;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
+use rzk_recipes::TlsConfig;
 use zookeeper_client as zk;
 
 use crate::error::CliError;
@@ -17,6 +19,15 @@ pub(crate) struct Connect {
     /// Give up connecting after this long.
     #[arg(long, global = true, default_value_t = 5_000)]
     pub connect_timeout_ms: u64,
+    /// Connect over TLS (to secureClientPort), trusting the CA certificates in this PEM file.
+    #[arg(long, global = true, env = "RZK_TLS_CA", value_name = "PEM")]
+    pub tls_ca: Option<PathBuf>,
+    /// With --tls-ca: present this client certificate (PEM), for ssl.clientAuth.
+    #[arg(long, global = true, env = "RZK_TLS_CERT", value_name = "PEM", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// With --tls-cert: its private key (PEM).
+    #[arg(long, global = true, env = "RZK_TLS_KEY", value_name = "PEM", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
 }
 
 /// How long a connection may take before the hosts are probed for a refusal. A server that is
@@ -24,6 +35,22 @@ pub(crate) struct Connect {
 const PROBE_AFTER: Duration = Duration::from_millis(100);
 
 impl Connect {
+    /// The TLS files as one configuration, read and checked now; `None` without `--tls-ca`.
+    pub(crate) fn tls(&self) -> Result<Option<TlsConfig>, CliError> {
+        let Some(ca) = &self.tls_ca else {
+            return match self.tls_cert {
+                Some(_) => Err(CliError::usage("--tls-cert and --tls-key need --tls-ca")),
+                None => Ok(None),
+            };
+        };
+        let bad = |e: rzk_recipes::tls::TlsError| CliError::usage(format!("TLS: {e}"));
+        let tls = TlsConfig::from_ca_file(ca).map_err(bad)?;
+        match (&self.tls_cert, &self.tls_key) {
+            (Some(cert), Some(key)) => tls.with_identity_files(cert, key).map(Some).map_err(bad),
+            _ => Ok(Some(tls)),
+        }
+    }
+
     /// A managed election session (rzk-recipes), or a clear error once the connect timeout
     /// has passed.
     pub(crate) async fn election_session(
@@ -35,27 +62,42 @@ impl Connect {
         if let Some(t) = session_timeout {
             config = config.with_session_timeout(t);
         }
-        self.bounded(rzk_recipes::Session::connect(config)).await
+        let tls = self.tls()?;
+        if let Some(tls) = &tls {
+            config = config.with_tls(tls.clone());
+        }
+        self.bounded(rzk_recipes::Session::connect(config), tls.as_ref()).await
     }
 
     /// A session, or a clear error once the connect timeout has passed.
     pub(crate) async fn client(&self) -> Result<zk::Client, CliError> {
         let limit = Duration::from_millis(self.connect_timeout_ms);
-        let connecting = zk::Client::connector()
+        let tls = self.tls()?;
+        let connector = zk::Client::connector()
             .with_connection_timeout(limit)
-            .with_session_timeout(Duration::from_secs(10))
-            .connect(&self.hosts);
-        self.bounded(connecting).await
+            .with_session_timeout(Duration::from_secs(10));
+        let connecting = async {
+            match &tls {
+                None => connector.connect(&self.hosts).await.map_err(rzk_recipes::Error::from),
+                Some(tls) => {
+                    let secure = connector.with_tls(tls.client_options()?);
+                    secure.secure_connect(&self.hosts).await.map_err(rzk_recipes::Error::from)
+                }
+            }
+        };
+        self.bounded(connecting, tls.as_ref()).await
     }
 
     /// Awaits `connecting` for at most the connect timeout. The client libraries retry refused
-    /// hosts until then; so if it has not connected after `PROBE_AFTER`, each host gets one
-    /// plain TCP connect, and when every one is refused the command fails at once, as zkCli
-    /// does. A host that does not answer at all, or cannot be resolved, is left to the client
-    /// library and the timeout.
+    /// hosts and failed TLS handshakes until then; so if it has not connected after
+    /// `PROBE_AFTER`, each host gets one plain TCP connect (or, over TLS, one handshake), and
+    /// when every one is refused the command fails at once with the reason, as zkCli does. A
+    /// host that does not answer at all, or cannot be resolved, is left to the client library
+    /// and the timeout.
     async fn bounded<T, E: std::fmt::Display>(
         &self,
         connecting: impl std::future::Future<Output = Result<T, E>>,
+        tls: Option<&TlsConfig>,
     ) -> Result<T, CliError> {
         let limit = Duration::from_millis(self.connect_timeout_ms);
         let failed = |e: E| CliError::usage(format!("cannot connect to {}: {e}", self.hosts));
@@ -76,7 +118,30 @@ impl Connect {
                 "cannot connect to {}: connection refused (is the server running?)",
                 self.hosts
             ))),
+            reason = all_refuse_tls(hosts(&self.hosts), tls, limit) => Err(CliError::usage(
+                format!("cannot connect to {}: {reason}", self.hosts),
+            )),
         }
+    }
+}
+
+/// Completes only if every host refuses the TLS handshake (or the client after it), with the
+/// first host's reason; otherwise, and without TLS, never.
+async fn all_refuse_tls(hosts: Vec<String>, tls: Option<&TlsConfig>, limit: Duration) -> String {
+    use rzk_recipes::tls::TlsError;
+    let Some(tls) = tls else { return std::future::pending().await };
+    let mut first = None;
+    for host in hosts {
+        match tokio::time::timeout(limit, tls.probe(&host)).await {
+            Ok(Err(e @ TlsError::Handshake { .. })) => {
+                first.get_or_insert_with(|| e.to_string());
+            }
+            _ => return std::future::pending().await,
+        }
+    }
+    match first {
+        Some(reason) => reason,
+        None => std::future::pending().await,
     }
 }
 

@@ -1,12 +1,13 @@
 //! [`AsyncClient`]: the raw client on tokio, many sessions per thread.
 
 use rzk_proto::{split_frame, xid, ConnectRequest, ConnectResponse, Request, WatcherEvent};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use rzk_recipes::TlsConfig;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
 use super::blocking_client::BlockingClient;
 use super::error::RawError;
+use super::transport::{self, Reader, Writer};
 use super::wire::{
     answers_request, as_notification, connect_response, frame_len, handshake_frame, is_ping_reply,
     new_session, Reply,
@@ -25,8 +26,8 @@ const READ_BUFFER_BYTES: usize = 256 * 1024;
 /// step and must be dropped.
 #[derive(Debug)]
 pub struct AsyncClient {
-    r: BufReader<OwnedReadHalf>,
-    w: OwnedWriteHalf,
+    r: BufReader<Reader>,
+    w: Writer,
     /// The server's address as the caller named it, for errors.
     addr: String,
 }
@@ -39,9 +40,19 @@ impl AsyncClient {
             .await
             .map_err(|source| RawError::Connect { addr: addr.to_owned(), source })?;
         stream.set_nodelay(true)?;
-        let (r, w) = stream.into_split();
+        Ok(AsyncClient::over(transport::tcp(stream), addr))
+    }
+
+    /// A TLS connection to `addr` (Nagle's algorithm off), verified and authenticated as `tls`
+    /// says, and no session yet.
+    pub async fn open_tls(addr: &str, tls: &TlsConfig) -> Result<AsyncClient, RawError> {
+        let stream = tls.connect(addr).await?;
+        Ok(AsyncClient::over(transport::tls(stream), addr))
+    }
+
+    fn over((r, w): (Reader, Writer), addr: &str) -> AsyncClient {
         let r = BufReader::with_capacity(READ_BUFFER_BYTES, r);
-        Ok(AsyncClient { r, w, addr: addr.to_owned() })
+        AsyncClient { r, w, addr: addr.to_owned() }
     }
 
     /// A new session with `addr`, asking for `timeout`; the server's answer says what it
@@ -163,11 +174,19 @@ impl AsyncClient {
 
     /// Waits until bytes can be read (or the connection has ended), without reading them.
     /// Writing a request only then lets it carry the acknowledgement of the bytes waiting, where
-    /// reading them first would make the kernel send an acknowledgement of its own.
+    /// reading them first would make the kernel send an acknowledgement of its own. (Over TLS
+    /// the records must be decrypted to know, so they are read into the buffer.)
     /// Cancellation safe.
     pub async fn readable(&mut self) -> Result<(), RawError> {
         if self.r.buffer().is_empty() {
-            self.r.get_mut().peek(&mut [0; 1]).await?;
+            match self.r.get_mut() {
+                Reader::Tcp(r) => {
+                    r.peek(&mut [0; 1]).await?;
+                }
+                Reader::Tls(_) => {
+                    self.r.fill_buf().await?;
+                }
+            }
         }
         Ok(())
     }
@@ -179,7 +198,11 @@ impl AsyncClient {
             let e = std::io::Error::other("bytes read and not yet taken would be lost");
             return Err(e.into());
         }
-        let stream = self.r.into_inner().reunite(self.w).map_err(std::io::Error::other)?;
+        let (Reader::Tcp(r), Writer::Tcp(w)) = (self.r.into_inner(), self.w) else {
+            let e = std::io::Error::other("a TLS connection has no blocking form");
+            return Err(e.into());
+        };
+        let stream = r.reunite(w).map_err(std::io::Error::other)?;
         let stream = stream.into_std()?;
         stream.set_nonblocking(false)?;
         let mut c = BlockingClient::from_stream(stream)?;

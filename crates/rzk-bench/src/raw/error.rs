@@ -15,6 +15,9 @@ pub enum RawError {
         /// Why.
         source: std::io::Error,
     },
+    /// The TLS connection could not be made (the handshake failed, or the files were wrong).
+    #[error(transparent)]
+    Tls(#[from] rzk_recipes::tls::TlsError),
     /// The connection ended, or failed, before the server answered the session request. A
     /// server at its connection limit (ZooKeeper's and rzk's `maxClientCnxns`) refuses this
     /// way.

@@ -44,6 +44,7 @@
 mod async_client;
 mod blocking_client;
 mod error;
+mod transport;
 mod wire;
 
 pub use async_client::AsyncClient;

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use crate::tls::TlsConfig;
+
 /// How to connect, and the timing of the lease (docs/election.md §2.1, §2.2).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -25,6 +27,9 @@ pub struct SessionConfig {
     /// the server (Curator's simulated expiry, measured from the last acknowledged request
     /// instead of from Suspended). Default true.
     pub simulate_expiry: bool,
+    /// Connect over TLS, trusting and presenting these; `None` (the default) connects in
+    /// plain text.
+    pub tls: Option<TlsConfig>,
 }
 
 impl SessionConfig {
@@ -38,6 +43,7 @@ impl SessionConfig {
             heartbeat: None,
             safety_margin: None,
             simulate_expiry: true,
+            tls: None,
         }
     }
 
@@ -74,6 +80,12 @@ impl SessionConfig {
     /// Turns simulated expiry on or off.
     pub fn with_simulate_expiry(mut self, on: bool) -> Self {
         self.simulate_expiry = on;
+        self
+    }
+
+    /// Connects over TLS to every host of the connect string (their secure client ports).
+    pub fn with_tls(mut self, tls: TlsConfig) -> Self {
+        self.tls = Some(tls);
         self
     }
 

@@ -84,7 +84,7 @@ impl Session {
         let client =
             match tokio::time::timeout(config.connect_timeout, connect_client(&config)).await {
                 Err(_) => return Err(Error::OperationTimeout),
-                Ok(r) => r.map_err(Error::from)?,
+                Ok(r) => r?,
             };
         let timeout = client.session_timeout();
         let margin = config.margin_for(timeout);

@@ -26,14 +26,15 @@ pub(super) enum Command {
 }
 
 /// Connects one `zookeeper-client` session as configured.
-pub(super) async fn connect_client(
-    config: &SessionConfig,
-) -> Result<Client, zookeeper_client::Error> {
+pub(super) async fn connect_client(config: &SessionConfig) -> Result<Client, crate::Error> {
     let mut c = Client::connector().with_session_timeout(config.session_timeout);
     if let Some(t) = config.connection_timeout {
         c = c.with_connection_timeout(t);
     }
-    c.connect(&config.hosts).await
+    match &config.tls {
+        None => Ok(c.connect(&config.hosts).await?),
+        Some(tls) => Ok(c.with_tls(tls.client_options()?).secure_connect(&config.hosts).await?),
+    }
 }
 
 /// Why serving one session ended.

@@ -1,0 +1,84 @@
+//! Elections over TLS, against rzk's secure port and Apache ZooKeeper 3.8's Netty secure port,
+//! both requiring a client certificate: two LeaderLatch sessions made with
+//! `SessionConfig::with_tls` elect, and leadership passes to the second with a larger token
+//! when the first closes. Nothing here installs a rustls crypto provider: the sessions must
+//! choose one themselves although two are compiled in. A session that does not trust the
+//! server's CA fails within its connect timeout, and `TlsConfig::probe` says why.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use rzk_recipes::tls::TlsError;
+use rzk_recipes::{ConnectionPolicy, Error, Session, SessionConfig, TlsConfig};
+use rzk_testkit::secure::{self, SecureServer};
+use support::candidate::{Candidate, Recipe};
+use support::checker::Checker;
+use support::{Kind, T};
+
+/// How long an election or a handoff may take on a loaded machine.
+const WAIT: Duration = Duration::from_secs(10);
+/// The tick of both servers.
+const TICK_MS: u32 = 500;
+
+both_servers! {
+    t28_handoff => a_latch_election_over_tls_hands_leadership_over;
+    t28_untrusted => a_session_that_does_not_trust_the_server_fails_and_the_probe_says_why;
+}
+
+fn start(kind: Kind) -> SecureServer {
+    let kind = match kind {
+        Kind::Rzk => secure::Kind::Rzk,
+        Kind::ZooKeeper => secure::Kind::ZooKeeper,
+    };
+    SecureServer::start(kind, TICK_MS)
+}
+
+fn client_tls(s: &SecureServer, ca: std::path::PathBuf) -> TlsConfig {
+    let certs = s.certs();
+    TlsConfig::from_ca_file(ca)
+        .and_then(|t| t.with_identity_files(certs.client_cert(), certs.client_key()))
+        .expect("the test certificates make a client configuration")
+}
+
+async fn a_latch_election_over_tls_hands_leadership_over(kind: Kind) {
+    let s = start(kind);
+    let tls = client_tls(&s, s.certs().ca());
+    let config =
+        || SessionConfig::new(s.secure_hosts()).with_session_timeout(T).with_tls(tls.clone());
+    let (a, b) =
+        (Session::connect(config()).await.unwrap(), Session::connect(config()).await.unwrap());
+    let checker = Checker::new();
+    let policy = ConnectionPolicy::default();
+    let first = Candidate::start(Recipe::Latch, &a, "/t28", "tls-1", policy, &checker).await;
+    let led = first.await_leadership_timeout(WAIT).await.expect("the first leads");
+    let second = Candidate::start(Recipe::Latch, &b, "/t28", "tls-2", policy, &checker).await;
+    assert!(!second.has_leadership(), "two leaders");
+    first.close().await.unwrap();
+    let next = second.await_leadership_timeout(WAIT).await.expect("the second leads after");
+    assert!(next.token() > led.token(), "{:?} after {:?}", next.token(), led.token());
+    checker.assert_ok();
+    second.close().await.unwrap();
+    a.close().await;
+    b.close().await;
+}
+
+async fn a_session_that_does_not_trust_the_server_fails_and_the_probe_says_why(kind: Kind) {
+    let s = start(kind);
+    let tls = client_tls(&s, s.certs().dir().join("rogue-ca.crt"));
+    let limit = Duration::from_secs(2);
+    let config =
+        SessionConfig::new(s.secure_hosts()).with_connect_timeout(limit).with_tls(tls.clone());
+    let started = Instant::now();
+    let e = Session::connect(config).await.expect_err("a session with an untrusted server");
+    assert!(matches!(e, Error::OperationTimeout), "{e:?}");
+    assert!(started.elapsed() < limit + WAIT, "not bounded by the connect timeout");
+    match tls.probe(&s.secure_hosts()).await {
+        Err(TlsError::Handshake { reason, .. }) => {
+            assert!(reason.contains("UnknownIssuer"), "{reason}")
+        }
+        other => panic!("the probe should name the handshake's failure: {other:?}"),
+    }
+    // The trusted configuration passes the same probe: the probe can tell them apart.
+    client_tls(&s, s.certs().ca()).probe(&s.secure_hosts()).await.expect("a trusted probe");
+}
