@@ -3,9 +3,10 @@
 //! certificates are refused under `need`, and garbage or stalled handshakes are bounded while
 //! the plain port keeps serving.
 //!
-//! `zookeeper-client`'s own TLS feature builds rustls with aws-lc-rs (a C build needing cmake),
-//! so its session here goes through a relay that does the TLS client side with rustls's `ring`
-//! provider; the Java client and kazoo speak TLS themselves in the interop suite.
+//! The session here goes through a relay that does the TLS client side with rustls's `ring`
+//! provider and a config of its own, so the server meets a second TLS client beside
+//! `zookeeper-client`'s (which the CLI and recipe TLS tests use); the Java client and kazoo
+//! speak TLS themselves in the interop suite.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
