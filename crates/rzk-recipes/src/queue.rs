@@ -352,7 +352,9 @@ impl SimpleDistributedQueue {
         };
         let (names, stat, watcher) = match listed {
             Ok(listed) => listed,
-            Err(ZkError::NoNode) if matches!(wait, Wait::Never) => return Ok(Listed::Nothing(None)),
+            Err(ZkError::NoNode) if matches!(wait, Wait::Never) => {
+                return Ok(Listed::Nothing(None))
+            }
             // Deleted while we wait: recreated, so that a watch can be set again.
             Err(ZkError::NoNode) => {
                 self.ensure_path(client).await?;
