@@ -11,6 +11,7 @@ pub mod curator;
 pub mod java;
 pub mod locks;
 pub mod participant;
+pub mod services;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
