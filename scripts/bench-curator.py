@@ -1,11 +1,11 @@
 """Curator 5.4 election benchmarks on Apache ZooKeeper 3.8 (the targets of docs/BENCHMARKS.md).
 
     /usr/bin/python3 -m scripts.bench-curator [--only latch,selector,crash,herd,predecessor,
-        mutex,uncontended,semaphore,race,queue,counter] [--latch-n 5,100,1000] [--handoffs 200]
+        mutex,uncontended,semaphore,race,queue,counter,discovery] [--latch-n 5,100,1000] [--handoffs 200]
         [--herd-n 100,1000] [--changes 20] [--crash-trials 10] [--session-ms 4000]
         [--selector-s 10] [--mutex-n 5,100,1000] [--lock-s 10] [--semaphore-n 100]
         [--leases 10] [--race-n 1000] [--race-s 10] [--queue-n 4] [--counter-n 8]
-        [--queue-s 10] [--markdown] [--json-out F]
+        [--queue-s 10] [--discovery-n 100] [--discovery-trials 10] [--markdown] [--json-out F]
 
 Compiles tests/interop/java/ElectionBench.java and LockBench.java against Debian's Curator 5.4 / ZooKeeper 3.8
 jars (as tests/interop/curator_suite.py does) into tests/interop/java/build/, then for each
@@ -39,6 +39,13 @@ Measurements:
   counter      DistributedAtomicLong, N clients (--counter-n) incrementing one counter with
                the optimistic retry: increments per second
 
+Service discovery (--only discovery; tests/interop/java/DiscoveryBench.java):
+  discovery    --discovery-n ServiceCaches of one service, one CuratorFramework each; an
+               instance's JVM is SIGKILLed (its session left to expire after --session-ms):
+               the kill to the last cache without it, --discovery-trials times. With --rzk,
+               `rzk bench --workload discovery-expiry` (rzk-recipes' ServiceCache, the
+               instance's connection closed the same way) on rzk and on ZooKeeper.
+
 The lock measurements run Curator (tests/interop/java/LockBench.java) and, with --rzk,
 rzk-recipes through `rzk bench` one after another in each of --rounds rounds.
 
@@ -63,6 +70,7 @@ from scripts.bench_curator_report import BENCH_SERVERS, markdown
 ALL = ["latch", "selector", "crash", "herd", "predecessor", "mutex", "uncontended", "semaphore",
        "race"]
 ALL += ["queue", "counter"]
+ALL += ["discovery"]
 
 
 def machine_busy_s():
@@ -204,6 +212,8 @@ def parse_args():
     ap.add_argument("--counter-n", default="8", help="counter clients")
     ap.add_argument("--queue-s", type=float, default=10.0,
                     help="seconds measured per queue or counter measurement, on each side")
+    ap.add_argument("--discovery-n", type=int, default=100, help="service caches")
+    ap.add_argument("--discovery-trials", type=int, default=10)
     ap.add_argument("--client-heap", default="3g")
     ap.add_argument("--zk-heap", default="",
                     help="ZooKeeper -Xmx (default: none, the JVM default, as Debian runs it)")
@@ -370,6 +380,29 @@ def rzk_measurements(args, latch_n):
     return results
 
 
+def discovery_measurements(args, only):
+    """An instance's death to every service cache updated: Curator's caches on ZooKeeper and,
+    with --rzk, rzk-recipes' on rzk and on ZooKeeper, in each round (the order reversed in odd
+    rounds, as the locks are)."""
+    if "discovery" not in only:
+        return []
+    n, trials, ms = args.discovery_n, args.discovery_trials, args.session_ms
+    timeout_s = trials * (ms * 4 / 1000.0 + 30) + 300
+    results = []
+    for rnd in range(args.rounds):
+        steps = [lambda: run(args, "discovery", [n, trials, ms], timeout_s, "DiscoveryBench")]
+        if args.rzk:
+            for server in BENCH_SERVERS[::-1]:
+                steps.append(lambda server=server: run_bench(args, "discovery-expiry", [
+                    "--participants", n, "--trials", trials, "--session-timeout-ms", ms],
+                    timeout_s, {"caches": n, "session_timeout_ms": ms}, server))
+        for step in (steps if rnd % 2 == 0 else steps[::-1]):
+            r = step()
+            r["round"] = rnd
+            results.append(r)
+    return results
+
+
 def main():
     args = parse_args()
     only = [] if args.rzk_only else args.only.split(",")
@@ -377,6 +410,7 @@ def main():
         java.compile_harness("ElectionBench", 300)
         java.compile_harness("LockBench", 300)
         java.compile_harness("QueueBench", 300)
+        java.compile_harness("DiscoveryBench", 300)
     except java.JavaError as e:
         sys.exit(str(e))
     latch_n = [int(x) for x in args.latch_n.split(",")]
@@ -385,6 +419,7 @@ def main():
     results = latch_handoffs(args, only, latch_n) + curator_measurements(args, only)
     results += lock_measurements(args, only)
     results += queue_measurements(args, only)
+    results += discovery_measurements(args, only)
     if args.rzk and "race" in only:
         results += race_measurements(args)
     if args.rzk and (args.rzk_only or any(m in only for m in (

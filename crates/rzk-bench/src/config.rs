@@ -58,6 +58,11 @@ pub enum Workload {
     /// DistributedAtomicLong, `--participants` clients incrementing one counter in a loop
     /// (default retry policy): increments per second.
     CounterAdd,
+    /// Service discovery: `--participants` service caches, one session each, follow one
+    /// service; a victim session's instance dies (its connection closed, the session left to
+    /// expire after `--session-timeout-ms`); latency from the death to the last cache without
+    /// it; `--trials` deaths.
+    DiscoveryExpiry,
 }
 
 impl Workload {
@@ -82,6 +87,7 @@ impl Workload {
             Workload::Semaphore => "semaphore",
             Workload::QueuePairs => "queue-pairs",
             Workload::CounterAdd => "counter-add",
+            Workload::DiscoveryExpiry => "discovery-expiry",
         }
     }
 }
@@ -143,8 +149,8 @@ pub struct BenchConfig {
     /// Follower watch strategy (handoff: predecessor or herd; handoff-event: predecessor or
     /// race).
     pub strategy: Strategy,
-    /// Session timeout (failover).
+    /// Session timeout (failover, discovery-expiry).
     pub session_timeout: Duration,
-    /// Trials (failover).
+    /// Trials (failover, discovery-expiry).
     pub trials: usize,
 }

@@ -17,7 +17,7 @@
 //!   `handoff_event` (handoff-event, handoff-read), `race` (handoff-event's race election),
 //!   `election` (handoff, selector, failover), `lock` (mutex-handoff, mutex-uncontended,
 //!   semaphore), `queue` (queue-pairs) and `counter` (counter-add) on the window of
-//!   `throughput`; `runner` picks one.
+//!   `throughput`; `discovery` (discovery-expiry); `runner` picks one.
 //! - [`demo`]: the scenarios of `rzk demo`; [`proxy`]: the one fault-injecting TCP proxy
 //!   (cut, blackhole, heal), which cuts a client off the network for the demo and the failover
 //!   workload, and serves every test suite's network faults through rzk-testkit.
@@ -33,6 +33,7 @@ pub mod config;
 mod conn;
 mod counter;
 pub mod demo;
+mod discovery;
 mod election;
 mod error;
 mod fanout;

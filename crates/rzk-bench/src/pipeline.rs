@@ -142,7 +142,8 @@ impl Requests {
             | Workload::MutexUncontended
             | Workload::Semaphore
             | Workload::QueuePairs
-            | Workload::CounterAdd => unreachable!("these have their own loops"),
+            | Workload::CounterAdd
+            | Workload::DiscoveryExpiry => unreachable!("these have their own loops"),
         };
         (req, Pending::Op(now))
     }

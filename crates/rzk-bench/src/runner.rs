@@ -6,7 +6,7 @@ use std::time::Instant;
 use crate::config::{BenchConfig, Strategy, Workload};
 use crate::error::BenchError;
 use crate::report::{LoadReport, Report};
-use crate::{counter, election, fanout, handoff_event, lock, pipeline, queue, race};
+use crate::{counter, discovery, election, fanout, handoff_event, lock, pipeline, queue, race};
 
 /// Runs `cfg`'s workload against the servers of `hosts` (a ZooKeeper connect string) and
 /// reports what it measured. Needs a multi-threaded tokio runtime.
@@ -32,6 +32,9 @@ pub async fn run(hosts: &str, cfg: BenchConfig) -> Result<Report, BenchError> {
         Workload::Semaphore => return Ok(Report::Election(lock::semaphore(&cfg, hosts).await?)),
         Workload::QueuePairs => return Ok(Report::Election(queue::pairs(&cfg, hosts).await?)),
         Workload::CounterAdd => return Ok(Report::Election(counter::adds(&cfg, hosts).await?)),
+        Workload::DiscoveryExpiry => {
+            return Ok(Report::Election(discovery::expiry(&cfg, hosts).await?))
+        }
         _ => {}
     }
     let handoff = matches!(cfg.workload, Workload::HandoffEvent | Workload::HandoffRead);
