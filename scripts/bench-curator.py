@@ -43,8 +43,9 @@ Service discovery (--only discovery; tests/interop/java/DiscoveryBench.java):
   discovery    --discovery-n ServiceCaches of one service, one CuratorFramework each; an
                instance's JVM is SIGKILLed (its session left to expire after --session-ms):
                the kill to the last cache without it, --discovery-trials times. With --rzk,
-               `rzk bench --workload discovery-expiry` (rzk-recipes' ServiceCache, the
-               instance's connection closed the same way) on rzk and on ZooKeeper.
+               the instance is `rzk register` (SIGKILLed) on Curator's side, and `rzk bench
+               --workload discovery-expiry` (rzk-recipes' ServiceCache, the instance's
+               connection closed) runs on rzk and on ZooKeeper.
 
 The lock measurements run Curator (tests/interop/java/LockBench.java) and, with --rzk,
 rzk-recipes through `rzk bench` one after another in each of --rounds rounds.
@@ -390,7 +391,11 @@ def discovery_measurements(args, only):
     timeout_s = trials * (ms * 4 / 1000.0 + 30) + 300
     results = []
     for rnd in range(args.rounds):
-        steps = [lambda: run(args, "discovery", [n, trials, ms], timeout_s, "DiscoveryBench")]
+        # With --rzk, Curator's instance is `rzk register`, a session of the same client
+        # library as rzk bench's victim, so that both expire alike and only the caches differ.
+        victim = [args.rzk_bin] if args.rzk else []
+        steps = [lambda: run(args, "discovery", [n, trials, ms] + victim, timeout_s,
+                             "DiscoveryBench")]
         if args.rzk:
             for server in BENCH_SERVERS[::-1]:
                 steps.append(lambda server=server: run_bench(args, "discovery-expiry", [

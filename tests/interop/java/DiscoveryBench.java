@@ -2,7 +2,7 @@
 // ZooKeeper-protocol server (docs/BENCHMARKS.md): the counterpart of
 // `rzk bench --workload discovery-expiry`. Started by scripts/bench-curator.py.
 //
-//   java -cp build:JARS DiscoveryBench HOST:PORT discovery N TRIALS SESSION_MS
+//   java -cp build:JARS DiscoveryBench HOST:PORT discovery N TRIALS SESSION_MS [RZK]
 //   java -cp build:JARS DiscoveryBench HOST:PORT instance BASE ID SESSION_MS   (the child JVM)
 //
 // N ServiceCaches of one service, each on its own CuratorFramework (its own session, as each
@@ -11,6 +11,12 @@
 // the server's expiry ticks, the child is killed with SIGKILL (its socket closed, its session
 // left to expire). The sample: the kill to the moment the last cache no longer lists the
 // instance, each cache checked from its own cacheChanged() listener.
+//
+// With RZK (an rzk binary), the instance is `RZK register` instead of a child JVM: the victim
+// that `rzk bench --workload discovery-expiry` cuts off is a session of the same client
+// library, so both sides' sessions expire alike (the server expires a session a timeout after
+// the last packet it heard, and clients ping at different intervals) and only the caches
+// differ.
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -70,9 +76,31 @@ public class DiscoveryBench {
         return l;
     }
 
-    static void bench(int n, int trials, int sessionMs) throws Exception {
+    /** The instance's process: a child JVM, or `rzk register` when `rzk` is set. */
+    static Process victim(String rzk, String base, String id, int sessionMs) throws Exception {
+        ProcessBuilder pb = rzk == null
+                ? new ProcessBuilder("java", "-Xmx128m",
+                        "-Dorg.slf4j.simpleLogger.defaultLogLevel=error", "-cp",
+                        System.getProperty("java.class.path"), "DiscoveryBench",
+                        ElectionBench.connect, "instance", base, id, String.valueOf(sessionMs))
+                : new ProcessBuilder(rzk, "--connect", ElectionBench.connect, "register", SERVICE,
+                        "--id", id, "--address", "10.0.0.1", "--port", "8080", "--base-path",
+                        base, "--session-timeout-ms", String.valueOf(sessionMs));
+        pb.redirectError(ProcessBuilder.Redirect.DISCARD);
+        Process child = pb.start();
+        if (rzk != null) return child;  // the caches tell when it is registered
+        BufferedReader r = new BufferedReader(new InputStreamReader(child.getInputStream(),
+                StandardCharsets.UTF_8));
+        String line = r.readLine();
+        if (!"REGISTERED".equals(line)) {
+            child.destroyForcibly();
+            throw new IllegalStateException("the instance did not register: " + line);
+        }
+        return child;
+    }
+
+    static void bench(int n, int trials, int sessionMs, String rzk) throws Exception {
         String base = "/bench-discovery/" + System.nanoTime();
-        String cp = System.getProperty("java.class.path");
         List<CuratorFramework> clients = ElectionBench.newClients(n, sessionMs);
         List<ServiceCache<Void>> caches = new ArrayList<>();
         for (CuratorFramework c : clients) {
@@ -84,19 +112,7 @@ public class DiscoveryBench {
         List<Double> deathMs = new ArrayList<>();
         for (int t = 0; t < trials; t++) {
             String id = "victim-" + t;
-            ProcessBuilder pb = new ProcessBuilder("java", "-Xmx128m",
-                    "-Dorg.slf4j.simpleLogger.defaultLogLevel=error", "-cp", cp,
-                    "DiscoveryBench", ElectionBench.connect, "instance", base, id,
-                    String.valueOf(sessionMs));
-            pb.redirectError(ProcessBuilder.Redirect.DISCARD);
-            Process child = pb.start();
-            BufferedReader r = new BufferedReader(new InputStreamReader(child.getInputStream(),
-                    StandardCharsets.UTF_8));
-            String line = r.readLine();
-            if (!"REGISTERED".equals(line)) {
-                child.destroyForcibly();
-                throw new IllegalStateException("the instance did not register: " + line);
-            }
+            Process child = victim(rzk, base, id, sessionMs);
             long[] at = new long[n];
             CountDownLatch listed = new CountDownLatch(n);
             List<ServiceCacheListener> ls = new ArrayList<>();
@@ -124,7 +140,8 @@ public class DiscoveryBench {
         }
         Map<String, Object> out = new LinkedHashMap<>();
         out.put("measurement", "discovery_expiry");
-        out.put("recipe", "Curator 5.4 curator-x-discovery ServiceCache, instance JVM SIGKILLed");
+        out.put("recipe", "Curator 5.4 curator-x-discovery ServiceCache, instance "
+                + (rzk == null ? "JVM" : "rzk register") + " SIGKILLed");
         out.put("caches", n);
         out.put("trials", trials);
         out.put("session_timeout_ms", sessionMs);
@@ -149,7 +166,8 @@ public class DiscoveryBench {
         ElectionBench.connect = a[0];
         switch (a[1]) {
             case "discovery":
-                bench(Integer.parseInt(a[2]), Integer.parseInt(a[3]), Integer.parseInt(a[4]));
+                bench(Integer.parseInt(a[2]), Integer.parseInt(a[3]), Integer.parseInt(a[4]),
+                        a.length > 5 ? a[5] : null);
                 break;
             case "instance":
                 instance(a[2], a[3], Integer.parseInt(a[4]));
