@@ -1,11 +1,11 @@
 """Curator 5.4 election benchmarks on Apache ZooKeeper 3.8 (the targets of docs/BENCHMARKS.md).
 
     /usr/bin/python3 -m scripts.bench-curator [--only latch,selector,crash,herd,predecessor,
-        mutex,uncontended,semaphore,race,queue,counter] [--latch-n 5,100,1000] [--handoffs 200]
+        mutex,uncontended,semaphore,race,queue,counter,discovery] [--latch-n 5,100,1000] [--handoffs 200]
         [--herd-n 100,1000] [--changes 20] [--crash-trials 10] [--session-ms 4000]
         [--selector-s 10] [--mutex-n 5,100,1000] [--lock-s 10] [--semaphore-n 100]
         [--leases 10] [--race-n 1000] [--race-s 10] [--queue-n 4] [--counter-n 8]
-        [--queue-s 10] [--markdown] [--json-out F]
+        [--queue-s 10] [--discovery-n 100] [--discovery-trials 10] [--markdown] [--json-out F]
         [--config-n 1000] [--config-sessions N] [--config-s 10] [--config-gap-ms 50]
 
 Compiles tests/interop/java/ElectionBench.java and LockBench.java against Debian's Curator 5.4 / ZooKeeper 3.8
@@ -46,6 +46,14 @@ Measurements:
                after every cache saw the last and --config-gap-ms: latency from the write to
                each cache's update (p50, p99) and to the last cache's
 
+Service discovery (--only discovery; tests/interop/java/DiscoveryBench.java):
+  discovery    --discovery-n ServiceCaches of one service, one CuratorFramework each; an
+               instance's JVM is SIGKILLed (its session left to expire after --session-ms):
+               the kill to the last cache without it, --discovery-trials times. With --rzk,
+               the instance is `rzk register` (SIGKILLed) on Curator's side, and `rzk bench
+               --workload discovery-expiry` (rzk-recipes' ServiceCache, the instance's
+               connection closed) runs on rzk and on ZooKeeper.
+
 The lock measurements run Curator (tests/interop/java/LockBench.java) and, with --rzk,
 rzk-recipes through `rzk bench` one after another in each of --rounds rounds.
 
@@ -71,6 +79,7 @@ ALL = ["latch", "selector", "crash", "herd", "predecessor", "mutex", "uncontende
        "race"]
 ALL += ["queue", "counter"]
 ALL += ["config"]
+ALL += ["discovery"]
 
 
 def machine_busy_s():
@@ -219,6 +228,8 @@ def parse_args():
                     help="seconds measured per config measurement, on each side")
     ap.add_argument("--config-gap-ms", type=int, default=50,
                     help="idle time after each config write's last cache update")
+    ap.add_argument("--discovery-n", type=int, default=100, help="service caches")
+    ap.add_argument("--discovery-trials", type=int, default=10)
     ap.add_argument("--client-heap", default="3g")
     ap.add_argument("--zk-heap", default="",
                     help="ZooKeeper -Xmx (default: none, the JVM default, as Debian runs it)")
@@ -399,6 +410,33 @@ def rzk_measurements(args, latch_n):
     return results
 
 
+def discovery_measurements(args, only):
+    """An instance's death to every service cache updated: Curator's caches on ZooKeeper and,
+    with --rzk, rzk-recipes' on rzk and on ZooKeeper, in each round (the order reversed in odd
+    rounds, as the locks are)."""
+    if "discovery" not in only:
+        return []
+    n, trials, ms = args.discovery_n, args.discovery_trials, args.session_ms
+    timeout_s = trials * (ms * 4 / 1000.0 + 30) + 300
+    results = []
+    for rnd in range(args.rounds):
+        # With --rzk, Curator's instance is `rzk register`, a session of the same client
+        # library as rzk bench's victim, so that both expire alike and only the caches differ.
+        victim = [args.rzk_bin] if args.rzk else []
+        steps = [lambda: run(args, "discovery", [n, trials, ms] + victim, timeout_s,
+                             "DiscoveryBench")]
+        if args.rzk:
+            for server in BENCH_SERVERS[::-1]:
+                steps.append(lambda server=server: run_bench(args, "discovery-expiry", [
+                    "--participants", n, "--trials", trials, "--session-timeout-ms", ms],
+                    timeout_s, {"caches": n, "session_timeout_ms": ms}, server))
+        for step in (steps if rnd % 2 == 0 else steps[::-1]):
+            r = step()
+            r["round"] = rnd
+            results.append(r)
+    return results
+
+
 def main():
     args = parse_args()
     only = [] if args.rzk_only else args.only.split(",")
@@ -407,6 +445,7 @@ def main():
         java.compile_harness("LockBench", 300)
         java.compile_harness("QueueBench", 300)
         java.compile_harness("ConfigBench", 300)
+        java.compile_harness("DiscoveryBench", 300)
     except java.JavaError as e:
         sys.exit(str(e))
     latch_n = [int(x) for x in args.latch_n.split(",")]
@@ -416,6 +455,7 @@ def main():
     results += lock_measurements(args, only)
     results += queue_measurements(args, only)
     results += config_measurements(args, only)
+    results += discovery_measurements(args, only)
     if args.rzk and "race" in only:
         results += race_measurements(args)
     if args.rzk and (args.rzk_only or any(m in only for m in (

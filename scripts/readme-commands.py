@@ -21,6 +21,8 @@ Run from the repository root. The commands are the indented code blocks under "#
   * the `config watch ... --exec` watchers start in the background; each `config set` must
     succeed and print the new version, and every watcher's command must then print
     "config v<that version>:" (the README's command does);
+  * the `register ... -- CMD` instances start in the background; `services NAME --watch`
+    must print the set with them, and after Ctrl-C on each instance the empty set;
   * a command with `--connect` names hosts that are not here (the ensemble example): it must
     fail cleanly with "cannot connect", which shows its command line is valid;
   * any other command fails this check, so that a new README command gets a rule here.
@@ -246,9 +248,24 @@ def check_config_set(run, watchers, command):
         run.wait_for("the config watcher to print %r" % want, lambda w=w: re.search(
             r"^" + re.escape(want), read(w[2]), re.M) is not None, 60)
     print("  version %s; %d watcher(s) printed %r" % (versions[-1], len(watchers), want))
+def check_services_watch(run, instances, command, name):
+    """`services NAME --watch` prints the set of the registered instances, then, after Ctrl-C
+    on each registration (which unregisters it), the empty set."""
+    if not instances:
+        raise Failed("expected `register ... -- CMD` before `services --watch`")
+    p, out = run.start(command)
+    want = "%s: %d instance%s" % (name, len(instances), "" if len(instances) == 1 else "s")
+    run.wait_for("`services --watch` to print %r" % want, lambda: want in read(out), 300)
+    for instance in instances:
+        run.stop(instance[1], signal.SIGINT)  # Ctrl-C
+    empty = "%s: 0 instances" % name
+    run.wait_for("`services --watch` to print %r" % empty, lambda: empty in read(out), 60)
+    run.stop(p)
+    print("  printed %r, then %r after Ctrl-C on the instances" % (want, empty))
 
 
 def run_readme(run, commands):
+    instances = []
     candidates, lockers = [], []
     config_watchers = []
     for command in commands:
@@ -299,6 +316,11 @@ def run_readme(run, commands):
             print("  started")
         elif args and args[:2] == ["config", "set"]:
             check_config_set(run, config_watchers, command)
+        elif args and args[0] == "register" and "--" in args:
+            instances.append((command,) + run.start(command))
+            print("  started")
+        elif args and args[0] == "services" and "--watch" in args:
+            check_services_watch(run, instances, command, args[1])
         else:
             raise Failed("no rule to run this README command; add one to %s" % __file__)
 

@@ -64,6 +64,11 @@ pub enum Workload {
     /// `--participant-sessions` sessions (default one each), one setData at a time, `--gap-ms`
     /// apart: latency from the write to each cache's update and to the last one.
     ConfigPropagation,
+    /// Service discovery: `--participants` service caches, one session each, follow one
+    /// service; a victim session's instance dies (its connection closed, the session left to
+    /// expire after `--session-timeout-ms`); latency from the death to the last cache without
+    /// it; `--trials` deaths.
+    DiscoveryExpiry,
 }
 
 impl Workload {
@@ -89,6 +94,7 @@ impl Workload {
             Workload::QueuePairs => "queue-pairs",
             Workload::CounterAdd => "counter-add",
             Workload::ConfigPropagation => "config-propagation",
+            Workload::DiscoveryExpiry => "discovery-expiry",
         }
     }
 }
@@ -152,9 +158,9 @@ pub struct BenchConfig {
     /// Follower watch strategy (handoff: predecessor or herd; handoff-event: predecessor or
     /// race).
     pub strategy: Strategy,
-    /// Session timeout (failover).
+    /// Session timeout (failover, discovery-expiry).
     pub session_timeout: Duration,
-    /// Trials (failover).
+    /// Trials (failover, discovery-expiry).
     pub trials: usize,
     /// Connect over TLS (create, set, get, mixed, churn, populate); `None`: plain TCP.
     pub tls: Option<TlsConfig>,

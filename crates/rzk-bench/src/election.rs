@@ -36,7 +36,7 @@ const HANDOFF_WAIT_S_MAX: u64 = 30;
 /// How long participants get to publish their watch counts when asked.
 const PUBLISH_WAIT: Duration = Duration::from_millis(300);
 
-async fn session(hosts: &str, timeout: Duration) -> Result<Session, BenchError> {
+pub(crate) async fn session(hosts: &str, timeout: Duration) -> Result<Session, BenchError> {
     let cfg = SessionConfig::new(hosts).with_session_timeout(timeout);
     Ok(Session::connect(cfg).await?)
 }

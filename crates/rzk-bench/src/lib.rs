@@ -18,7 +18,7 @@
 //!   `election` (handoff, selector, failover), `lock` (mutex-handoff, mutex-uncontended,
 //!   semaphore), `queue` (queue-pairs) and `counter` (counter-add) on the window of
 //!   `throughput`; `propagation` (config-propagation: one write to many config caches);
-//!   `runner` picks one.
+//!   `discovery` (discovery-expiry); `runner` picks one.
 //! - [`demo`]: the scenarios of `rzk demo`; [`proxy`]: the one fault-injecting TCP proxy
 //!   (cut, blackhole, heal), which cuts a client off the network for the demo and the failover
 //!   workload, and serves every test suite's network faults through rzk-testkit.
@@ -34,6 +34,7 @@ pub mod config;
 mod conn;
 mod counter;
 pub mod demo;
+mod discovery;
 mod election;
 mod error;
 mod fanout;

@@ -143,7 +143,8 @@ impl Requests {
             | Workload::Semaphore
             | Workload::QueuePairs
             | Workload::CounterAdd
-            | Workload::ConfigPropagation => unreachable!("these have their own loops"),
+            | Workload::ConfigPropagation
+            | Workload::DiscoveryExpiry => unreachable!("these have their own loops"),
         };
         (req, Pending::Op(now))
     }

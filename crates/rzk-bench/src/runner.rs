@@ -6,7 +6,9 @@ use std::time::Instant;
 use crate::config::{BenchConfig, Strategy, Workload};
 use crate::error::BenchError;
 use crate::report::{LoadReport, Report};
-use crate::{counter, election, fanout, handoff_event, lock, pipeline, propagation, queue, race};
+use crate::{
+    counter, discovery, election, fanout, handoff_event, lock, pipeline, propagation, queue, race,
+};
 
 /// Runs `cfg`'s workload against the servers of `hosts` (a ZooKeeper connect string) and
 /// reports what it measured. Needs a multi-threaded tokio runtime.
@@ -50,6 +52,9 @@ pub async fn run(hosts: &str, cfg: BenchConfig) -> Result<Report, BenchError> {
             let hosts = hosts.to_owned();
             let run = tokio::spawn(async move { propagation::run(&cfg, &hosts).await });
             return Ok(Report::Propagation(run.await??));
+        }
+        Workload::DiscoveryExpiry => {
+            return Ok(Report::Election(discovery::expiry(&cfg, hosts).await?))
         }
         _ => {}
     }

@@ -124,6 +124,7 @@ pub use discovery::{
     ServerEntry, ServerList, Servers, ServiceDiscovery, ServiceInstance, ServiceProvider,
     ServiceType, UriPart, UriSpec, DEFAULT_BASE_PATH, MAX_SEGMENT_BYTES, SERVER_PREFIX,
 };
+pub use discovery::{LiveChanges, ServerCache, ServerChanges, ServiceCache, ServiceChanges};
 
 pub use barrier::DistributedBarrier;
 pub use contender::Contender;

@@ -1,20 +1,31 @@
 //! `rzk services [NAME]`: the services of a curator-x-discovery registry, or one service's
-//! instances.
+//! instances (live with `--watch`).
+
+use std::time::Duration;
 
 use clap::Args;
-use rzk_recipes::{Error, ServiceDiscovery, ServiceInstance, DEFAULT_BASE_PATH};
+use rzk_recipes::{
+    Error, Instances, ServiceCache, ServiceDiscovery, ServiceInstance, Session, DEFAULT_BASE_PATH,
+};
 use serde_json::Value;
 
 use crate::connect::Connect;
 use crate::error::CliError;
 use crate::leader::json_str;
+use crate::supervise::StopSignals;
 
 /// Flags of `rzk services`.
 #[derive(Debug, Args)]
 #[command(after_long_help = "Without NAME: the service names, one a line (none when the base \
 path does not exist). With NAME: its instances, one a line, `ID ADDRESS:PORT` then \
 `ssl=PORT`, `disabled` and `payload=JSON` where they apply. Nodes that are not instances are \
-skipped and named on standard error.")]
+skipped and named on standard error.
+
+With --watch: the instance set now and after every change, until SIGINT or SIGTERM (exit 0). \
+Each set is a line `NAME: N instances` followed by its instances as above; with --json, one \
+line {\"name\": ..., \"instances\": [...]} per set. The set survives disconnects, session \
+expiry and server restarts; an instance whose session ends leaves the set once the server \
+expires it.")]
 pub(crate) struct ServicesArgs {
     /// A service name: list its instances.
     name: Option<String>,
@@ -25,10 +36,23 @@ pub(crate) struct ServicesArgs {
     /// curator-x-discovery JSON, one a line.
     #[arg(long)]
     json: bool,
+    /// Print the instance set again on every change, until Ctrl-C (needs NAME).
+    #[arg(long, requires = "name")]
+    watch: bool,
+    /// Requested session timeout of --watch; the server may clamp it.
+    #[arg(long, default_value_t = 10_000, requires = "watch")]
+    session_timeout_ms: u64,
 }
 
 /// Runs `rzk services`.
 pub(crate) async fn run(connect: &Connect, a: ServicesArgs) -> Result<(), CliError> {
+    if a.watch {
+        let timeout = Duration::from_millis(a.session_timeout_ms);
+        let session = connect.election_session(Some(timeout)).await?;
+        let result = watch(&session, &a).await;
+        session.close().await;
+        return result;
+    }
     let session = connect.election_session(None).await?;
     let bad = |e: Error| CliError::usage(format!("{}: {e}", a.base_path));
     let discovery = ServiceDiscovery::<Value>::new(&session, &a.base_path).map_err(bad)?;
@@ -65,6 +89,51 @@ pub(crate) async fn run(connect: &Connect, a: ServicesArgs) -> Result<(), CliErr
     print!("{out}");
     session.close().await;
     Ok(())
+}
+
+/// Prints the instance set of `a.name` on every change until SIGINT or SIGTERM.
+async fn watch(session: &Session, a: &ServicesArgs) -> Result<(), CliError> {
+    let name = a.name.as_deref().unwrap_or_default();
+    let bad = |e: Error| CliError::usage(format!("{}/{name}: {e}", a.base_path));
+    let cache = ServiceCache::<Value>::new(session, &a.base_path, name).map_err(bad)?;
+    let mut stop_signals = StopSignals::new()?;
+    let mut sets = cache.changes();
+    loop {
+        let set = tokio::select! {
+            set = sets.next() => set,
+            _ = stop_signals.recv() => return Ok(()),
+        };
+        match set {
+            Some(Ok(set)) => print!("{}", set_text(name, &set, a.json)?),
+            // An instance node that may not be read: the others are still shown.
+            Some(Err(e)) => eprintln!("rzk services: {e}"),
+            None => {
+                return Err(CliError::runtime(format!("{}/{name}: the watch ended", a.base_path)))
+            }
+        }
+    }
+}
+
+/// One instance set as `--watch` prints it (malformed nodes named on standard error).
+fn set_text(name: &str, set: &Instances<Value>, json: bool) -> Result<String, CliError> {
+    for m in &set.malformed {
+        eprintln!("rzk services: skipping {m}");
+    }
+    if json {
+        let lines: Result<Vec<String>, CliError> = set.instances.iter().map(json_line).collect();
+        return Ok(format!(
+            "{{\"name\":{},\"instances\":[{}]}}\n",
+            json_str(name),
+            lines?.join(",")
+        ));
+    }
+    let n = set.instances.len();
+    let mut out = format!("{name}: {n} instance{}\n", if n == 1 { "" } else { "s" });
+    for i in &set.instances {
+        out += &text_line(i);
+        out.push('\n');
+    }
+    Ok(out)
 }
 
 fn json_line(i: &ServiceInstance<Value>) -> Result<String, CliError> {

@@ -11,7 +11,7 @@ use zookeeper_client::WatchedEvent;
 use zookeeper_client::{AddWatchMode, Client, EventType, OneshotWatcher, PersistentWatcher};
 
 use super::event::CachedNode;
-use super::model::child_of;
+use super::model::{child_of, depth_below};
 use super::options::CacheWatch;
 use super::state::Shared;
 use crate::ops;
@@ -151,6 +151,7 @@ impl Engine {
                     while let Ok(e) = self.rx.try_recv() {
                         batch.push(e);
                     }
+                    batch.retain(|e| !self.beyond_max_depth(&e.path));
                     for (path, scope) in coalesce(batch, self.shared.options.single_node) {
                         if let Err(stop) = self.refresh(client, &path, scope, true).await {
                             return stop;
@@ -187,7 +188,7 @@ impl Engine {
         while let Some((p, scope)) = todo.pop() {
             let watch = self.oneshot && (rewatch || self.shared.get(&p).is_none());
             let exists = scope == Scope::Children || self.read_node(client, &p, watch).await?;
-            if !exists || single || scope == Scope::Node {
+            if !exists || single || scope == Scope::Node || self.at_max_depth(&p) {
                 continue;
             }
             let Some(names) = self.read_children(client, &p, watch).await? else { continue };
@@ -300,6 +301,19 @@ impl Engine {
             Class::ConnectionLoss | Class::SessionEnd | Class::Transient => Stop::Retry,
             Class::NoNode | Class::Fatal => Stop::Fatal(Error::from_zk(e, path)),
         }
+    }
+
+    /// True for a node whose children the cache does not hold.
+    fn at_max_depth(&self, path: &str) -> bool {
+        let max = self.shared.options.max_depth;
+        max.is_some_and(|max| depth_below(&self.shared.path, path).is_some_and(|d| d >= max))
+    }
+
+    /// True for an event about a node deeper than the cache holds (a recursive watch sees
+    /// them all).
+    fn beyond_max_depth(&self, path: &str) -> bool {
+        let max = self.shared.options.max_depth;
+        max.is_some_and(|max| depth_below(&self.shared.path, path).is_some_and(|d| d > max))
     }
 
     fn forward_oneshot(&self, w: OneshotWatcher) {

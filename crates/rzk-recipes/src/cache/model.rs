@@ -105,6 +105,16 @@ pub(super) fn child_of(path: &str, name: &str) -> String {
     format!("{}{name}", child_prefix(path))
 }
 
+/// How many levels `path` lies below `root` (0 for `root` itself); `None` if it is not at or
+/// below `root`.
+pub(super) fn depth_below(root: &str, path: &str) -> Option<usize> {
+    if path == root {
+        return Some(0);
+    }
+    let rest = path.strip_prefix(&child_prefix(root))?;
+    Some(rest.split('/').count())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,6 +165,15 @@ mod tests {
         m.remove_subtree("/a", &mut out);
         assert_eq!(kinds(&out), ["-/a/b/c", "-/a/b", "-/a"]);
         assert_eq!(m.nodes().len(), 1);
+    }
+
+    #[test]
+    fn depth_is_counted_from_the_root() {
+        assert_eq!(depth_below("/a", "/a"), Some(0));
+        assert_eq!(depth_below("/a", "/a/b"), Some(1));
+        assert_eq!(depth_below("/a", "/a/b/c"), Some(2));
+        assert_eq!(depth_below("/a", "/ab"), None);
+        assert_eq!(depth_below("/", "/x/y"), Some(2));
     }
 
     #[test]

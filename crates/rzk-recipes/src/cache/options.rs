@@ -21,6 +21,7 @@ pub enum CacheWatch {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CacheOptions {
     pub(crate) single_node: bool,
+    pub(crate) max_depth: Option<usize>,
     pub(crate) watch: CacheWatch,
     pub(crate) max_nodes: usize,
     pub(crate) event_queue: usize,
@@ -31,6 +32,7 @@ impl Default for CacheOptions {
     fn default() -> Self {
         CacheOptions {
             single_node: false,
+            max_depth: None,
             watch: CacheWatch::Auto,
             max_nodes: DEFAULT_MAX_NODES,
             event_queue: DEFAULT_EVENT_QUEUE,
@@ -47,6 +49,13 @@ impl CacheOptions {
     /// The cache path alone, its children ignored (Curator's `SINGLE_NODE_CACHE`).
     pub fn single_node() -> Self {
         CacheOptions { single_node: true, ..CacheOptions::default() }
+    }
+
+    /// The cache path and the nodes at most `depth` levels below it (Curator's old
+    /// `TreeCache.maxDepth`): 1 is the path and its children. Deeper nodes are neither read
+    /// nor watched; their changes are ignored.
+    pub fn with_max_depth(self, depth: usize) -> Self {
+        CacheOptions { max_depth: Some(depth), ..self }
     }
 
     /// The watch kind (default [`CacheWatch::Auto`]).

@@ -12,6 +12,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::instance::ServiceInstance;
+use super::service_cache::ServiceCache;
 use super::service_discovery::ServiceDiscovery;
 use crate::Error;
 
@@ -74,10 +75,11 @@ impl Default for DownInstancePolicy {
 }
 
 /// Hands out instances of one service by a strategy, leaving out disabled instances and the
-/// ones [`note_error`](ServiceProvider::note_error) marked down. Each call reads the current
-/// instances from the server.
+/// ones [`note_error`](ServiceProvider::note_error) marked down. Made by
+/// [`ServiceProvider::new`], each call reads the current instances from the server; made by
+/// [`ServiceProvider::from_cache`], it picks from a [`ServiceCache`] and reads nothing.
 pub struct ServiceProvider<'d, T> {
-    discovery: &'d ServiceDiscovery<T>,
+    source: Source<'d, T>,
     name: String,
     strategy: Box<dyn ProviderStrategy<T>>,
     policy: DownInstancePolicy,
@@ -91,16 +93,39 @@ impl<T> std::fmt::Debug for ServiceProvider<'_, T> {
     }
 }
 
-impl<'d, T: Serialize + DeserializeOwned> ServiceProvider<'d, T> {
-    /// A round-robin provider of `name`'s instances, with Curator's default down policy.
-    pub fn new(discovery: &'d ServiceDiscovery<T>, name: &str) -> Self {
+/// Where a provider finds the instances.
+enum Source<'d, T> {
+    /// A query per call.
+    Query(&'d ServiceDiscovery<T>),
+    /// The cache's current set.
+    Cache(ServiceCache<T>),
+}
+
+impl<T: DeserializeOwned> ServiceProvider<'static, T> {
+    /// A round-robin provider of the instances `cache` holds, with Curator's default down
+    /// policy (curator-x-discovery's provider on its `ServiceCache`): no read per pick.
+    pub fn from_cache(cache: ServiceCache<T>) -> Self {
+        let name = cache.name().to_string();
+        Self::with_source(Source::Cache(cache), name)
+    }
+}
+
+impl<'d, T: DeserializeOwned> ServiceProvider<'d, T> {
+    fn with_source(source: Source<'d, T>, name: String) -> Self {
         ServiceProvider {
-            discovery,
-            name: name.to_string(),
+            source,
+            name,
             strategy: Box::new(RoundRobin::default()),
             policy: DownInstancePolicy::default(),
             errors: Mutex::default(),
         }
+    }
+}
+
+impl<'d, T: Serialize + DeserializeOwned> ServiceProvider<'d, T> {
+    /// A round-robin provider of `name`'s instances, with Curator's default down policy.
+    pub fn new(discovery: &'d ServiceDiscovery<T>, name: &str) -> Self {
+        Self::with_source(Source::Query(discovery), name.to_string())
     }
 
     /// The same provider choosing by `strategy`.
@@ -118,12 +143,15 @@ impl<'d, T: Serialize + DeserializeOwned> ServiceProvider<'d, T> {
     /// The usable instances: enabled and not down.
     ///
     /// # Errors
-    /// As [`ServiceDiscovery::query_for_instances`].
+    /// As [`ServiceDiscovery::query_for_instances`]; none on a cache.
     ///
     /// # Cancellation safety
     /// Safe: it only reads.
     pub async fn get_all_instances(&self) -> Result<Vec<ServiceInstance<T>>, Error> {
-        let mut all = self.discovery.query_for_instances(&self.name).await?;
+        let mut all = match &self.source {
+            Source::Query(discovery) => discovery.query_for_instances(&self.name).await?,
+            Source::Cache(cache) => cache.instances(),
+        };
         let mut errors = self.errors.lock().expect("poisoned");
         errors.retain(|_, (_, last)| last.elapsed() < self.policy.timeout);
         all.retain(|i| {

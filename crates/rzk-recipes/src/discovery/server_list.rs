@@ -125,16 +125,22 @@ impl ServerList {
         let nodes = query::children_with_data(self.registrar.session(), &self.parent).await?;
         let mut found = Servers::default();
         for (path, bytes) in nodes {
-            let name = naming::name_of(&path).to_string();
-            match String::from_utf8(bytes) {
-                Ok(address) => found.servers.push(ServerEntry { name, address }),
-                Err(e) => {
-                    let reason = format!("not UTF-8: {e}");
+            match decode_server(naming::name_of(&path), &bytes) {
+                Ok(entry) => found.servers.push(entry),
+                Err(reason) => {
                     tracing::warn!(%path, %reason, "skipping a server node");
                     found.malformed.push(MalformedInstance { path, reason });
                 }
             }
         }
         Ok(found)
+    }
+}
+
+/// A server node's entry: its name, and its data as the address.
+pub(super) fn decode_server(name: &str, data: &[u8]) -> Result<ServerEntry, String> {
+    match std::str::from_utf8(data) {
+        Ok(address) => Ok(ServerEntry { name: name.to_string(), address: address.to_string() }),
+        Err(e) => Err(format!("not UTF-8: {e}")),
     }
 }

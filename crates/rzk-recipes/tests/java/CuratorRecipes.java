@@ -24,6 +24,9 @@
 //                       for each (see describe)
 //   cache               CuratorCache of PATH until killed (tests/t25_tree_cache.rs): prints
 //                       "event +PATH DATA", "event ~PATH DATA", "event -PATH" and "event init"
+//   service-cache NAME  curator-x-discovery ServiceCache of NAME (base path PATH) until killed
+//                       (tests/t29_service_cache.rs): prints "event set [ID,ID,...]" (sorted)
+//                       once started and on every cacheChanged()
 //
 // Prints "done" when the command has finished; exits 1 with the exception on stderr otherwise.
 
@@ -46,12 +49,14 @@ import org.apache.curator.framework.recipes.shared.SharedCount;
 import org.apache.curator.framework.recipes.shared.VersionedValue;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.apache.curator.retry.RetryNTimes;
+import org.apache.curator.x.discovery.ServiceCache;
 import org.apache.curator.x.discovery.ServiceDiscovery;
 import org.apache.curator.x.discovery.ServiceDiscoveryBuilder;
 import org.apache.curator.x.discovery.ServiceInstance;
 import org.apache.curator.x.discovery.ServiceType;
 import org.apache.curator.x.discovery.UriSpec;
 import org.apache.curator.x.discovery.details.JsonInstanceSerializer;
+import org.apache.curator.x.discovery.details.ServiceCacheListener;
 
 public class CuratorRecipes {
     static void say(String line) {
@@ -197,6 +202,23 @@ public class CuratorRecipes {
                 Thread.sleep(Long.MAX_VALUE);
                 break;
             }
+            case "service-cache": {
+                ServiceCache<Map> cache = discovery(client, path).serviceCacheBuilder().name(arg).build();
+                cache.addListener(new ServiceCacheListener() {
+                    @Override
+                    public void cacheChanged() {
+                        say("event set [" + ids(cache) + "]");
+                    }
+
+                    @Override
+                    public void stateChanged(CuratorFramework c, org.apache.curator.framework.state.ConnectionState s) {
+                    }
+                });
+                cache.start();
+                say("event set [" + ids(cache) + "]");
+                Thread.sleep(Long.MAX_VALUE);
+                break;
+            }
             default:
                 throw new IllegalArgumentException("unknown command " + command);
         }
@@ -208,6 +230,16 @@ public class CuratorRecipes {
                 .basePath(basePath).serializer(new JsonInstanceSerializer<>(Map.class)).build();
         d.start();
         return d;
+    }
+
+    /** The ids of a service cache's instances, sorted, joined by commas. */
+    static synchronized String ids(ServiceCache<Map> cache) {
+        java.util.List<String> ids = new java.util.ArrayList<>();
+        for (ServiceInstance<Map> i : cache.getInstances()) {
+            ids.add(i.getId());
+        }
+        java.util.Collections.sort(ids);
+        return String.join(",", ids);
     }
 
     /** Every field as Java read it, space-separated, the payload as a sorted map. */

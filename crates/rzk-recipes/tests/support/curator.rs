@@ -32,8 +32,14 @@ pub struct JavaCache {
 impl JavaCache {
     /// Starts the cache of `path`.
     pub fn start(hosts: &str, path: &str) -> JavaCache {
+        JavaCache::start_with(hosts, path, &["cache"])
+    }
+
+    /// Starts a cache command of `CuratorRecipes` (`cache`, `service-cache NAME`).
+    pub fn start_with(hosts: &str, path: &str, args: &[&str]) -> JavaCache {
         let mut child = jvm("CuratorRecipes")
-            .args([hosts, path, "cache"])
+            .args([hosts, path])
+            .args(args)
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::inherit())
             .spawn()
@@ -43,7 +49,8 @@ impl JavaCache {
         JavaCache { child, lines }
     }
 
-    /// The next event line (`+PATH DATA`, `~PATH DATA`, `-PATH`, `init`), within `within`.
+    /// The next event line (`+PATH DATA`, `~PATH DATA`, `-PATH`, `init`; `set [IDS]` of a
+    /// service cache), within `within`.
     pub async fn next(&mut self, within: std::time::Duration) -> String {
         self.lines.expect("event ", within).await.1
     }

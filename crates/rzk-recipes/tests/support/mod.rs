@@ -12,6 +12,7 @@ pub mod faults;
 pub mod java;
 pub mod locks;
 pub mod participant;
+pub mod services;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
