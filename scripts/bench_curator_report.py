@@ -19,6 +19,9 @@ QUEUE_RATE_MIN = 2.0
 COUNTER_RATE_MIN = 2.0
 # The config propagation measurement's target: rzk-recipes / Curator, lower is better.
 CONFIG_P_MAX = 1 / 2.0
+# The discovery measurement's target: the part of an instance's death-to-last-cache beyond the
+# session timeout, rzk-recipes on rzk / Curator on ZooKeeper, lower is better.
+DISCOVERY_BEYOND_MAX = 1 / 2.0
 # Results of `rzk bench` runs carry the server they ran on; Curator's harness's carry none.
 BENCH_SERVERS = ("rzk", "zookeeper")
 
@@ -103,6 +106,13 @@ def markdown(results, argv):
                            r["recipe"], r["sessions"], "%s%s" % (r["n"], round_tag(r)),
                            f(r["ms_p50"], 3), f(r["ms_p99"], 3), f(r["last_ms_p50"], 3),
                            f(r["last_ms_p99"], 3), r["rounds"], r["seconds"], r["errors"]))
+        elif m == "discovery_expiry":
+            out.append("| %s, %d caches | %s | %s ms | %s ms | death to the last cache, %d "
+                       "trials, session timeout %d ms |" % (
+                           r["recipe"], r["caches"], "%s%s" % (r["caches"], round_tag(r)),
+                           f(r["death_to_last_cache_ms_p50"], 0),
+                           f(r["death_to_last_cache_ms_p99"], 0), r["trials"],
+                           r["session_timeout_ms"]))
         if len(out) > rows_before:
             out[-1] += " %.0f%% |" % (100 * r.get("other_cpu_frac", 0))
     rz = [r for r in results if r.get("server") == "rzk" and r.get("workload") != "handoff-read"
@@ -261,6 +271,30 @@ def config_comparison(results):
     return rows
 
 
+def discovery_comparison(results):
+    """The discovery rows: the part of an instance's death-to-last-cache beyond the session
+    timeout (0 when the last cache was updated before it), Curator on ZooKeeper against
+    rzk-recipes on rzk (the target) and on ZooKeeper (the same server as Curator)."""
+    cur = every(results, measurement="discovery_expiry")
+    rows = []
+    for key in ("p50", "p99"):
+        def cur_v(x, k=key):
+            return max(0.0, x["death_to_last_cache_ms_" + k] - x["session_timeout_ms"])
+
+        def rz_v(x, k=key):
+            return max(0.0, x[k + "_us"] / 1000.0 - x["session_timeout_ms"])
+
+        if not cur or min(cur_v(x) for x in cur) <= 0:
+            continue  # no ratio to a zero
+        for server, target in (("rzk", DISCOVERY_BEYOND_MAX), ("zookeeper", None)):
+            zs = every(results, workload="discovery-expiry", server=server)
+            if zs:
+                pair_rows(rows, "instance death to the last cache, beyond the session timeout, "
+                          "%s, ms (rzk-recipes on %s)" % (key, server), cur, zs, cur_v, rz_v,
+                          target, True)
+    return rows
+
+
 def race_table(results):
     """The race election against predecessor watching, at the protocol level on each server."""
     rs = [r for r in results if r.get("workload") == "handoff-event" and "race_n" in r]
@@ -381,5 +415,6 @@ def comparison(results):
     rows += lock_comparison(results)
     rows += queue_comparison(results)
     rows += config_comparison(results)
+    rows += discovery_comparison(results)
     return "\n".join(["| measurement | Curator on ZooKeeper | rzk-recipes on rzk | ratio | "
                       "target |", "|---|---|---|---|---|"] + rows + race_table(results))
