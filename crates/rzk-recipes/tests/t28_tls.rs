@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use rzk_recipes::tls::TlsError;
 use rzk_recipes::{ConnectionPolicy, Error, Session, SessionConfig, TlsConfig};
-use rzk_testkit::secure::{self, SecureServer};
+use rzk_testkit::secure::SecureServer;
 use support::candidate::{Candidate, Recipe};
 use support::checker::Checker;
 use support::{Kind, T};
@@ -27,10 +27,6 @@ both_servers! {
 }
 
 fn start(kind: Kind) -> SecureServer {
-    let kind = match kind {
-        Kind::Rzk => secure::Kind::Rzk,
-        Kind::ZooKeeper => secure::Kind::ZooKeeper,
-    };
     SecureServer::start(kind, TICK_MS)
 }
 

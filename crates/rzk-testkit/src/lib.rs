@@ -19,3 +19,10 @@ pub mod secure;
 pub mod tempdir;
 pub mod wait;
 pub mod zookeeper;
+
+/// Which server a scenario runs against: the suites run each scenario on both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Rzk,
+    ZooKeeper,
+}

@@ -8,13 +8,7 @@ use crate::certs::Certs;
 use crate::ports::free_port;
 use crate::tempdir::TempDir;
 use crate::zookeeper::{Settings, ZooKeeper};
-
-/// Which server to start.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    Rzk,
-    ZooKeeper,
-}
+use crate::Kind;
 
 enum Running {
     Rzk(Box<rzk_server::TestServer>),

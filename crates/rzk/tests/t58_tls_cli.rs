@@ -9,7 +9,7 @@ mod support;
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-use rzk_testkit::secure::{self, SecureServer};
+use rzk_testkit::secure::SecureServer;
 use support::{rzk, Kind, TICK_MS};
 
 /// The connect timeout the refused clients get: a refusal must come well before it.
@@ -26,10 +26,6 @@ both_servers! {
 }
 
 fn start(kind: Kind) -> SecureServer {
-    let kind = match kind {
-        Kind::Rzk => secure::Kind::Rzk,
-        Kind::ZooKeeper => secure::Kind::ZooKeeper,
-    };
     SecureServer::start(kind, TICK_MS)
 }
 

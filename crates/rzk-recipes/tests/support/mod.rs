@@ -28,12 +28,7 @@ use rzk_testkit::zookeeper::{self, ZooKeeper};
 
 pub use rzk_testkit::wait::eventually;
 
-/// Which server a scenario runs against.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    Rzk,
-    ZooKeeper,
-}
+pub use rzk_testkit::Kind;
 
 /// Server settings shared by the scenarios (docs/election.md §4.2).
 #[derive(Debug, Clone)]

@@ -7,12 +7,7 @@ use std::process::{Command, Output, Stdio};
 use rzk_testkit::tempdir::TempDir;
 use rzk_testkit::zookeeper::{self, ZooKeeper};
 
-/// Which server a scenario runs against.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    Rzk,
-    ZooKeeper,
-}
+pub use rzk_testkit::Kind;
 
 /// The tick of either server: sessions of 200 ms to 2 s, as the CLI tests ask for.
 pub const TICK_MS: u32 = 100;
