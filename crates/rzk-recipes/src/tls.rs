@@ -60,6 +60,20 @@ pub enum TlsError {
 
 /// The CA certificates a client trusts and, for client-certificate authentication, the
 /// certificate and key it presents. Holds the PEM text, read once.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use rzk_recipes::tls::TlsConfig;
+/// use rzk_recipes::{LatchOptions, LeaderLatch, Session, SessionConfig};
+///
+/// let tls = TlsConfig::from_ca_file("ca.pem")?.with_identity_files("client.pem", "client.key")?;
+/// // Names why a server refuses ("unknown issuer", ...) rather than timing out.
+/// tls.probe("zk1.example:2281").await?;
+/// let session = Session::connect(SessionConfig::new("zk1.example:2281").with_tls(tls)).await?;
+/// let latch = LeaderLatch::new(&session, "/jobs/compactor", LatchOptions::default().with_id("a"))?;
+/// # let _ = latch;
+/// # Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct TlsConfig {
     ca: String,
