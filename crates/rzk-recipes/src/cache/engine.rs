@@ -50,7 +50,6 @@ pub(super) async fn run(shared: Arc<Shared>, session: Session) {
         oneshot,
         tx,
         rx,
-        watched: None,
         persistent: None,
         stop: tokio::sync::watch::channel(()).0,
     };
@@ -66,8 +65,6 @@ struct Engine {
     /// Every watcher forwards its events here.
     tx: mpsc::UnboundedSender<WatchedEvent>,
     rx: mpsc::UnboundedReceiver<WatchedEvent>,
-    /// The session generation the current watches were set on.
-    watched: Option<u64>,
     /// The task forwarding the current persistent watch's events.
     persistent: Option<tokio::task::JoinHandle<()>>,
     /// Dropped with the engine, which ends the one-shot forwarders still waiting.
@@ -92,7 +89,7 @@ impl Engine {
             }
             let mut states = self.session.subscribe();
             let (client, key) = connected(&mut states).await?;
-            let stop = match self.sync(&client, key.0).await {
+            let stop = match self.sync(&client).await {
                 Ok(()) => {
                     self.shared.initialized();
                     self.follow(&client, &mut states, key).await
@@ -108,32 +105,40 @@ impl Engine {
     }
 
     /// Sets the watch, then reads the whole subtree.
-    async fn sync(&mut self, client: &Client, generation: u64) -> Result<(), Stop> {
-        // One-shot watches of a reconnected session are restored by the client and fire for
-        // what changed meanwhile; only a new session needs them all set again. A persistent
-        // watch is not reliably restored (nor its events during the disconnect,
-        // ZOOKEEPER-4698): it is set again after every reconnect, replacing the old one.
-        let rewatch = self.watched != Some(generation);
+    async fn sync(&mut self, client: &Client) -> Result<(), Stop> {
+        // Every watch is set again after every reconnect, not left to the client's restore.
+        // One-shot watches: a restored watch can be one the server already fired into the
+        // cut connection, and a child event of ZooKeeper's was lost that way; the reads below
+        // set each again (the client may then deliver an event twice: refreshes are
+        // idempotent). A persistent watch is not reliably restored either (nor its events
+        // during the disconnect, ZOOKEEPER-4698): a new one replaces the old, set before
+        // the old is dropped, since dropping the client's last watcher of a path sends
+        // RemoveWatches, which the server would apply after our AddWatch, leaving no watch
+        // on the server.
+        let rewatch = true;
         if !self.oneshot {
-            if let Some(old) = self.persistent.take() {
-                old.abort();
-            }
             let mode = if self.shared.options.single_node {
                 AddWatchMode::Persistent
             } else {
                 AddWatchMode::PersistentRecursive
             };
-            match client.watch(&self.shared.path, mode).await {
+            let set = client.watch(&self.shared.path, mode).await;
+            let old = match set {
                 Ok(w) => {
-                    self.persistent = Some(tokio::spawn(forward_persistent(w, self.tx.clone())));
+                    self.persistent.replace(tokio::spawn(forward_persistent(w, self.tx.clone())))
                 }
-                Err(ZkError::Unimplemented) => self.oneshot = true,
+                Err(ZkError::Unimplemented) => {
+                    self.oneshot = true;
+                    self.persistent.take()
+                }
                 Err(e) => return Err(self.failed(e, &self.shared.path.clone())),
+            };
+            if let Some(old) = old {
+                old.abort();
             }
         }
         let root = self.shared.path.clone();
         self.refresh(client, &root, Scope::Full, rewatch).await?;
-        self.watched = Some(generation);
         Ok(())
     }
 
