@@ -134,6 +134,9 @@ fn a_killed_instance_leaves_every_watch(kind: Kind) {
     let caches: Vec<ServiceCache<Value>> =
         sessions.iter().map(|s| ServiceCache::new(s, "/services", "web").unwrap()).collect();
     let watches = [watch(&cs, &[]), watch(&cs, &["--json"])];
+    // The watches print the empty service before any instance registers, so that their
+    // first set is known.
+    wait_all(&watches, &caches, &[], START_LIMIT);
     let mut registered: Vec<Proc> = ["i1", "i2", "i3"].iter().map(|id| register(&cs, id)).collect();
     wait_all(&watches, &caches, &["i1", "i2", "i3"], START_LIMIT);
 
