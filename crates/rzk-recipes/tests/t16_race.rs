@@ -153,7 +153,9 @@ async fn race_round(kind: Kind) {
     // One result per operation the caller added: the fence's checks are not among them.
     assert!(matches!(results[..], [zookeeper_client::MultiWriteResult::Create { .. }]));
 
-    for r in races {
+    // The follower first: closed after the leader, it would win a third term first.
+    let leader = races.remove(next);
+    for r in races.into_iter().chain([leader]) {
         r.close().await.unwrap();
     }
     checker.assert_ok();
