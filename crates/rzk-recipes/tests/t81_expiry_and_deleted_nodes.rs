@@ -379,5 +379,9 @@ async fn guarded_write_after_loss(kind: Kind) {
     assert!(matches!(err, Error::NotLeader { reason: LossReason::Resigned, .. }), "{err:?}");
     drop(sa);
     b.close().await.unwrap();
-    checker.assert_ok();
+    // A learned of the delete in step 2 by its watch, B by its own watch and a read: the two
+    // sessions' deliveries have no order a client can enforce, so on a loaded machine B's
+    // term may start before A's is seen to end (the same tolerance as the parent-deleted
+    // scenarios). The fence above is what keeps A's writes out.
+    checker.assert_ok_with(Duration::from_millis(250));
 }
