@@ -38,7 +38,7 @@ cargo clippy --workspace --all-targets -- -D warnings
 
 step "cargo test"
 cargo build --workspace
-cargo test --workspace
+cargo test --workspace --no-fail-fast
 
 step "README commands, verbatim, in a fresh clone"
 /usr/bin/python3 -m scripts.readme-commands

@@ -12,6 +12,14 @@
 //! SIGSTOP the Curator holder believes it holds until SIGCONT, past the next holder's start
 //! (CURATOR-206), and only the fencing of its writes (a transaction that checks its node) keeps
 //! it out; the SIGSTOP scenarios assert exactly that and judge every other hold.
+//!
+//! The restart shows another Curator gap. A Curator client suspended for a session timeout
+//! starts a new session itself, but a restarted ZooKeeper gives every old session a fresh
+//! timeout, so the nodes of the old one outlive it by up to T. A Curator waiter then finds its
+//! old node listed and takes the lease with it: a hold of a session it has given up, which ends
+//! without a word when the server expires that session. The holder marks such a hold `stale`
+//! (its node's owner is not its session); the checker leaves it out and the witness writes,
+//! fenced by the node, judge it. The Rust recipes never take a node of an earlier session.
 
 mod support;
 
@@ -169,9 +177,10 @@ async fn restart(kind: Kind, members: &[Member<'_>]) {
     g.check_writes();
 }
 
-/// Whether `p` holds now by a hold that began after `since`.
+/// Whether `p` holds now by a hold that began after `since` on a live session (not a Curator
+/// hold of a node of its earlier session).
 fn holding_since(p: &Proc, since: Instant) -> bool {
     let lines = p.lines();
     let last = lines.iter().rev().find(|(_, l)| l.starts_with("elected ") || l.starts_with("lost"));
-    last.is_some_and(|(at, l)| *at > since && l.starts_with("elected "))
+    last.is_some_and(|(at, l)| *at > since && l.starts_with("elected ") && !l.ends_with(" stale"))
 }

@@ -6,6 +6,7 @@
 //
 //   joined <path>                 before its first acquire
 //   elected <czxid> <node>        holding: its lock node (a semaphore: its lease node)
+//   elected <czxid> <node> stale  holding, by Curator's account, a node of an earlier session
 //   write ok <token> <mzxid> | write refused <reason> | write unknown <reason>
 //   lost <reason>                 SUSPENDED or LOST seen while holding
 //   acquire failed <reason>       an acquire threw; it tries again
@@ -162,10 +163,16 @@ public class CuratorHolder {
                 say("acquire failed " + e);
             }
             long token = stat == null ? 0 : stat.getCzxid();
+            // Curator checks only that its node is listed. Past a suspension as long as the
+            // session timeout it starts a new session itself, yet a waiter then accepts the node
+            // its old session made, which the server keeps until that session expires (a
+            // restarted ZooKeeper gives every session a new timeout): a hold of a dead session.
+            long session = client.getZookeeperClient().getZooKeeper().getSessionId();
+            String stale = stat != null && stat.getEphemeralOwner() != session ? " stale" : "";
             synchronized (hold) {
                 if (stat != null && losses == seen) {
                     holding = true;
-                    say("elected " + token + " " + held.node());
+                    say("elected " + token + " " + held.node() + stale);
                 }
             }
             while (stillHolding(0)) {
