@@ -75,17 +75,17 @@ pub(crate) async fn expiry(cfg: &BenchConfig, hosts: &str) -> Result<ElectionRep
         drop(d);
         victim.close().await;
     }
-    Ok(ElectionReport {
-        workload: Workload::DiscoveryExpiry,
-        participants: caches.len(),
-        strategy: Strategy::Predecessor.name(),
-        rounds: samples.len(),
-        seconds: started.elapsed().as_secs_f64(),
-        samples_us: samples,
-        notifications_per_change: 0.0,
-        // Any failed call ends the run with its error instead.
-        errors: 0,
-    })
+    let (participants, seconds) = (caches.len(), started.elapsed().as_secs_f64());
+    // Any failed call ends the run with its error instead: no errors to count.
+    let strategy = Strategy::Predecessor.name();
+    Ok(ElectionReport::timed(
+        Workload::DiscoveryExpiry,
+        participants,
+        strategy,
+        seconds,
+        samples,
+        0,
+    ))
 }
 
 /// Waits until every cache lists `id` (`gone` false) or none does (`gone` true), each on its

@@ -300,15 +300,8 @@ pub(crate) async fn failover(cfg: &BenchConfig, hosts: &str) -> Result<ElectionR
         drop(a);
         let _ = b.close().await;
     }
-    Ok(ElectionReport {
-        workload: Workload::Failover,
-        participants: 2,
-        strategy: Strategy::Predecessor.name(),
-        rounds: samples.len(),
-        seconds: started.elapsed().as_secs_f64(),
-        samples_us: samples,
-        notifications_per_change: 0.0,
-        // Any failed call ends the run with its error instead.
-        errors: 0,
-    })
+    let seconds = started.elapsed().as_secs_f64();
+    // Any failed call ends the run with its error instead: no errors to count.
+    let strategy = Strategy::Predecessor.name();
+    Ok(ElectionReport::timed(Workload::Failover, 2, strategy, seconds, samples, 0))
 }

@@ -162,16 +162,8 @@ async fn contend(
     // Contenders still queued are cancelled (acquire is cancellation-safe).
     tasks.abort_all();
     let samples = std::mem::take(&mut *rec.samples.lock().unwrap_or_else(|e| e.into_inner()));
-    Ok(ElectionReport {
-        workload: cfg.workload,
-        participants: contenders,
-        strategy: "predecessor",
-        rounds: samples.len(),
-        seconds: cfg.duration.as_secs_f64(),
-        samples_us: samples,
-        notifications_per_change: 0.0,
-        errors: rec.errors.load(Ordering::Relaxed),
-    })
+    let (seconds, errors) = (cfg.duration.as_secs_f64(), rec.errors.load(Ordering::Relaxed));
+    Ok(ElectionReport::timed(cfg.workload, contenders, "predecessor", seconds, samples, errors))
 }
 
 /// mutex-handoff: `--participants` contenders on one InterProcessMutex; latency from a

@@ -106,6 +106,27 @@ pub struct ElectionReport {
 }
 
 impl ElectionReport {
+    /// A report of one latency sample per round and no watch notifications counted.
+    pub(crate) fn timed(
+        workload: Workload,
+        participants: usize,
+        strategy: &'static str,
+        seconds: f64,
+        samples_us: Vec<u64>,
+        errors: u64,
+    ) -> ElectionReport {
+        ElectionReport {
+            workload,
+            participants,
+            strategy,
+            rounds: samples_us.len(),
+            seconds,
+            samples_us,
+            notifications_per_change: 0.0,
+            errors,
+        }
+    }
+
     fn percentiles(&self) -> (u64, u64, u64) {
         summary(&mut self.samples_us.clone())
     }

@@ -105,16 +105,8 @@ impl Window {
     fn report(&self, cfg: &BenchConfig, participants: usize) -> ElectionReport {
         let samples =
             std::mem::take(&mut *self.samples_us.lock().unwrap_or_else(|e| e.into_inner()));
-        ElectionReport {
-            workload: cfg.workload,
-            participants,
-            // Nobody watches a predecessor here.
-            strategy: "-",
-            rounds: samples.len(),
-            seconds: cfg.duration.as_secs_f64(),
-            samples_us: samples,
-            notifications_per_change: 0.0,
-            errors: self.errors.load(Ordering::Relaxed),
-        }
+        let (seconds, errors) = (cfg.duration.as_secs_f64(), self.errors.load(Ordering::Relaxed));
+        // Nobody watches a predecessor here: strategy "-".
+        ElectionReport::timed(cfg.workload, participants, "-", seconds, samples, errors)
     }
 }

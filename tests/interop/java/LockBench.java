@@ -24,11 +24,9 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
-import org.apache.curator.retry.ExponentialBackoffRetry;
 
 public class LockBench {
     static String connect;
@@ -47,24 +45,10 @@ public class LockBench {
         System.err.flush();
     }
 
+    /** ElectionBench's clients, with this harness's connect string and session timeout. */
     static List<CuratorFramework> newClients(int n) throws Exception {
-        List<CuratorFramework> cs = new ArrayList<>();
-        for (int i = 0; i < n; i++) {
-            CuratorFramework c = CuratorFrameworkFactory.builder()
-                    .connectString(connect)
-                    .sessionTimeoutMs(SESSION_MS)
-                    .connectionTimeoutMs(30_000)
-                    .retryPolicy(new ExponentialBackoffRetry(100, 5))
-                    .build();
-            c.start();
-            cs.add(c);
-        }
-        for (CuratorFramework c : cs) {
-            if (!c.blockUntilConnected(60, TimeUnit.SECONDS)) {
-                throw new IllegalStateException("client did not connect");
-            }
-        }
-        return cs;
+        ElectionBench.connect = connect;
+        return ElectionBench.newClients(n, SESSION_MS);
     }
 
     static boolean over() {

@@ -4,6 +4,8 @@
 
 use std::process::{Command, Output, Stdio};
 
+use rzk_server::TestServer;
+
 use rzk_testkit::tempdir::TempDir;
 use rzk_testkit::zookeeper::{self, ZooKeeper};
 
@@ -14,7 +16,7 @@ pub const TICK_MS: u32 = 100;
 
 /// A running server, stopped on drop (before its directory is removed).
 pub enum Server {
-    Rzk(Box<rzk_server::TestServer>),
+    Rzk(Box<TestServer>),
     ZooKeeper(ZooKeeper, TempDir),
 }
 
@@ -22,7 +24,7 @@ impl Server {
     pub fn start(kind: Kind) -> Server {
         match kind {
             Kind::Rzk => Server::Rzk(Box::new(
-                rzk_server::TestServer::builder().tick_ms(TICK_MS).start().expect("start rzk"),
+                TestServer::builder().tick_ms(TICK_MS).start().expect("start rzk"),
             )),
             Kind::ZooKeeper => {
                 let dir = TempDir::new("rzk-cli-zk");
@@ -91,4 +93,19 @@ pub fn stdout_ok(cs: &str, args: &[&str]) -> String {
     let out = rzk(cs, args);
     assert!(out.status.success(), "rzk {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap()
+}
+
+/// An in-process rzk server with the CLI tests' tick and the extended types (TTL nodes) on.
+pub fn in_process() -> TestServer {
+    TestServer::builder().tick_ms(TICK_MS).extended_types(true).start().expect("start rzk")
+}
+
+/// A finished command's standard output, lossily decoded.
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// A finished command's standard error, lossily decoded.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
 }
