@@ -148,6 +148,11 @@ pub use queue::SimpleDistributedQueue;
 pub use race::RaceElection;
 pub use rwlock::InterProcessReadWriteLock;
 pub use selector::LeaderSelector;
+
+// Curator's DistributedQueue.
+mod curator_envelope;
+mod curator_queue;
+pub use curator_queue::{DistributedQueue, ErrorMode};
 pub use semaphore::{InterProcessSemaphore, SemaphoreLease, SemaphoreOptions};
 pub use session::{
     ConnectionEvent, ConnectionEvents, ConnectionState, Lease, Session, SessionConfig,
