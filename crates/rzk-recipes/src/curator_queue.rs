@@ -13,6 +13,7 @@ use crate::curator_envelope as envelope;
 use crate::naming;
 use crate::ops;
 use crate::queue::{self, Checked, Layout, SimpleDistributedQueue, Wait};
+use crate::queue_lock::{woken_before, LockNode};
 use crate::session::Session;
 use crate::zk_error::{classify, Class, ZkError};
 use crate::Error;
@@ -494,103 +495,5 @@ impl DistributedQueue {
                 },
             }
         }
-    }
-}
-
-/// Waits for the children watch, the deletion of the lock node `lock` (a busy head whose
-/// consumer may die), or a change of the session's state; false if `deadline` passed first.
-async fn woken_before(
-    client: &Client,
-    children: OneshotWatcher,
-    lock: Option<String>,
-    states: &mut ops::StateWatch,
-    deadline: Option<Instant>,
-) -> Result<bool, Error> {
-    let Some(lock) = lock else {
-        return Ok(ops::woken_before(children, states, deadline).await);
-    };
-    let lock_watch = match client.check_and_watch_stat(&lock).await {
-        Ok((Some(_), watcher)) => watcher,
-        Ok((None, _)) => return Ok(true),
-        Err(e) => return ops::pause_or_fail(e, &lock).await.map(|()| true),
-    };
-    tokio::select! {
-        woke = ops::woken_before(children, states, deadline) => Ok(woke),
-        _ = lock_watch.changed() => Ok(true),
-    }
-}
-
-/// A lock node this consumer may hold: deleted by [`LockNode::release`], or in the background
-/// when dropped; retried while the session that owns it lives (a lock left behind would keep
-/// its node from every consumer until that session ends).
-struct LockNode {
-    client: Client,
-    /// Empty once released.
-    path: String,
-    /// Created by us (false: a create whose reply was lost, which may have lost to another
-    /// consumer's).
-    ours: bool,
-}
-
-impl LockNode {
-    /// Forgets a lock that was not created.
-    fn disarm(&mut self) {
-        self.path.clear();
-    }
-
-    /// Deletes the lock now.
-    async fn release(mut self) {
-        let path = std::mem::take(&mut self.path);
-        delete_lock(self.client.clone(), path, self.ours).await;
-    }
-}
-
-impl Drop for LockNode {
-    fn drop(&mut self) {
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
-        if !self.path.is_empty() {
-            let path = std::mem::take(&mut self.path);
-            runtime.spawn(delete_lock(self.client.clone(), path, self.ours));
-        }
-    }
-}
-
-/// Deletes the lock node `path`: at once if it is `ours`, otherwise (and after a lost reply)
-/// only if the session of `client` owns it.
-async fn delete_lock(client: Client, path: String, ours: bool) {
-    if ours {
-        match client.delete(&path, None).await.map_err(crate::zk_error::normalize) {
-            Ok(()) | Err(ZkError::NoNode) => return,
-            // A lost reply: the delete may have landed and the name been locked again since.
-            Err(e) if classify(&e) == Class::ConnectionLoss => {}
-            Err(e) => return lock_not_deleted(&path, &e),
-        }
-    }
-    let owner = client.session_id().0;
-    loop {
-        let failed = match client.check_stat(&path).await {
-            Ok(Some(stat)) if stat.ephemeral_owner == owner => {
-                match client.delete(&path, Some(stat.version)).await {
-                    Ok(()) | Err(ZkError::NoNode | ZkError::BadVersion) => return,
-                    Err(e) => e,
-                }
-            }
-            Ok(_) => return,
-            Err(e) => e,
-        };
-        match classify(&failed) {
-            Class::ConnectionLoss | Class::Transient => tokio::time::sleep(ops::RETRY_PAUSE).await,
-            Class::SessionEnd | Class::NoNode | Class::Fatal => {
-                return lock_not_deleted(&path, &failed)
-            }
-        }
-    }
-}
-
-/// A lock delete given up: gone with its session, or refused (then it stays until the session
-/// ends, and its node with it).
-fn lock_not_deleted(path: &str, e: &ZkError) {
-    if classify(e) == Class::Fatal {
-        tracing::error!(path, "could not delete a queue lock node: {e}");
     }
 }

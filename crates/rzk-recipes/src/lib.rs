@@ -152,6 +152,7 @@ pub use selector::LeaderSelector;
 // Curator's DistributedQueue.
 mod curator_envelope;
 mod curator_queue;
+mod queue_lock;
 pub use curator_queue::{DistributedQueue, ErrorMode};
 pub use semaphore::{InterProcessSemaphore, SemaphoreLease, SemaphoreOptions};
 pub use session::{

@@ -1,5 +1,5 @@
 // One Apache Curator 5.4 recipe operation per run, for the Rust interop tests
-// (tests/t17_queue.rs, tests/t18_counter.rs, tests/t23_barriers.rs, tests/t31_curator_queue.rs):
+// (tests/t17_queue.rs, tests/t18_counter.rs, tests/t23_barriers.rs, tests/t62_distributed_queue.rs):
 //
 //   java -cp ... CuratorRecipes HOST:PORT PATH COMMAND [ARG]
 //
