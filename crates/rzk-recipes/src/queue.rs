@@ -1,5 +1,7 @@
 //! ZooKeeper's own queue recipe, as Curator's `SimpleDistributedQueue`: one PERSISTENT_SEQUENTIAL
 //! child `qn-<10-digit sequence>` per item, the item's bytes as its data, taken lowest first.
+//! Its take machinery also serves Curator's `DistributedQueue` (`curator_queue.rs`), whose
+//! names and data differ ([`Layout`]).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -388,8 +390,7 @@ impl SimpleDistributedQueue {
     pub(crate) async fn take_with(&self, wait: Wait) -> Result<Option<Vec<u8>>, Error> {
         let inner = &self.inner;
         loop {
-            drop(inner.deletes.write().await);
-            if let Some(item) = inner.returned.lock().expect("poisoned").pop_front() {
+            if let Some(item) = self.held().await {
                 return Ok(Some(item));
             }
             let mut states = inner.session.subscribe();
