@@ -7,6 +7,8 @@
 //! - With a lock path: ours consumes Java's nodes with the lock node `<lock>/<node>` present
 //!   while it processes and gone afterwards; Java's consumer, on the same lock path, passes
 //!   over the node ours holds locked and takes the rest.
+//! - A node whose lock another consumer holds (an EPHEMERAL node of another session, as
+//!   Curator's) is passed over, and taken once that lock is deleted, with no new put.
 //! - Error modes under a lock path: a failed consume requeues the node at the tail (REQUEUE)
 //!   or deletes it (DELETE); a consume dropped mid-processing leaves the node, unlocked.
 //! - Several consumers under one lock path: every node processed once.
@@ -33,6 +35,7 @@ both_servers! {
     t62_queue_consumers_under_one_lock_path => consumers_under_one_lock_path;
     t62_queue_bad_data => bad_data;
     t62_queue_dropped_takes_lose_nothing => dropped_takes_lose_nothing;
+    t62_queue_locked_by_another => locked_by_another;
 }
 
 /// How long anything that must happen may take on a loaded machine (a JVM start included).
@@ -302,4 +305,33 @@ async fn dropped_takes_lose_nothing(kind: Kind) {
         assert_eq!(q.poll().await.unwrap(), None);
         wait_children(&observer, &locks, 0).await;
     }
+}
+
+async fn locked_by_another(kind: Kind) {
+    let server = Server::start(kind, Settings::default());
+    let path = test_path("t62", kind);
+    let locks = format!("{path}-locks");
+    let other = raw_client(&server).await;
+    let (_s, q) = queue(&server, &path).await;
+    let q = q.with_lock_path(&locks).unwrap();
+    q.put(b"held").await.unwrap();
+    q.put(b"free").await.unwrap();
+    let head = children(&other, &path).await[0].clone();
+    let lock = format!("{locks}/{head}");
+    let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    other.mkdir(&locks, &persistent).await.unwrap();
+    let ephemeral = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
+    other.create(&lock, b"", &ephemeral).await.unwrap();
+
+    assert_eq!(strings(q.take().await.unwrap()), ["free"], "the locked head passed over");
+    assert_eq!(q.poll().await.unwrap(), None, "nothing free to take");
+    let waiting = tokio::spawn({
+        let q = q.clone();
+        async move { q.take().await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!waiting.is_finished(), "took a node another consumer holds");
+    other.delete(&lock, None).await.unwrap();
+    let took = tokio::time::timeout(LIMIT, waiting).await.expect("woken by the lock's deletion");
+    assert_eq!(strings(took.unwrap().unwrap()), ["held"]);
 }
