@@ -13,7 +13,7 @@ use crate::curator_envelope as envelope;
 use crate::naming;
 use crate::ops;
 use crate::queue::{self, Checked, Layout, SimpleDistributedQueue, Wait};
-use crate::queue_lock::{woken_before, LockNode};
+use crate::queue_lock::{woken_before, LockNode, Releases};
 use crate::session::Session;
 use crate::zk_error::{classify, Class, ZkError};
 use crate::Error;
@@ -85,6 +85,8 @@ pub struct DistributedQueue {
     queue: SimpleDistributedQueue,
     lock_path: Option<String>,
     error_mode: ErrorMode,
+    /// Lock deletes of this handle left to the background, which its takes wait for.
+    releases: Releases,
 }
 
 impl std::fmt::Debug for DistributedQueue {
@@ -148,7 +150,8 @@ impl DistributedQueue {
     /// [`Error::BadArguments`] for a bad path.
     pub fn new(session: &Session, path: &str) -> Result<Self, Error> {
         let queue = SimpleDistributedQueue::with_layout(session, path, LAYOUT)?;
-        Ok(DistributedQueue { queue, lock_path: None, error_mode: ErrorMode::default() })
+        let error_mode = ErrorMode::default();
+        Ok(DistributedQueue { queue, lock_path: None, error_mode, releases: Releases::default() })
     }
 
     /// The same queue, consumed under the lock path `lock_path` (Curator's
@@ -296,9 +299,7 @@ impl DistributedQueue {
         let outcome = process(items).await;
         let requeue = outcome.is_err() && self.error_mode == ErrorMode::Requeue;
         let settled = if requeue { Settled::Requeued } else { Settled::Processed };
-        let (tx, rx) = oneshot::channel();
-        tokio::spawn(self.clone().settle(locked, settled, tx));
-        rx.await.map_err(|_| Error::Closed)??;
+        self.settle(locked, settled).await??;
         Ok(outcome)
     }
 
@@ -335,9 +336,7 @@ impl DistributedQueue {
         }
         let Some(locked) = self.lock_next(lock_path, wait).await? else { return Ok(None) };
         let items = locked.items.clone();
-        let (tx, rx) = oneshot::channel();
-        tokio::spawn(self.clone().settle(locked, Settled::Taken, tx));
-        rx.await.map_err(|_| Error::Closed)?.map(|()| Some(items))
+        self.settle(locked, Settled::Taken).await?.map(|()| Some(items))
     }
 
     /// The items of an envelope that passed the layout's check.
@@ -351,6 +350,7 @@ impl DistributedQueue {
     async fn lock_next(&self, lock_path: &str, wait: Wait) -> Result<Option<Box<Locked>>, Error> {
         let session = self.queue.session();
         loop {
+            self.releases.settled().await;
             let mut states = session.subscribe();
             let client = ops::client(session).await?;
             states.borrow_and_update();
@@ -413,7 +413,9 @@ impl DistributedQueue {
         let lock = loop {
             // Armed before the create is sent: if this future is dropped while the create is
             // in flight, or its reply is lost, a lock it made is deleted in the background.
-            let mut lock = LockNode { client: client.clone(), path: path.clone(), ours: false };
+            let releases = self.releases.clone();
+            let mut lock =
+                LockNode { client: client.clone(), path: path.clone(), ours: false, releases };
             match client.create(&path, &[], &options).await {
                 Ok(_) => {
                     lock.ours = true;
@@ -452,12 +454,29 @@ impl DistributedQueue {
         Ok(Attempt::Locked(Box::new(Locked { name, data, items, client, lock })))
     }
 
-    /// Deletes a locked node (in one transaction with its copy at the tail, if `requeue`),
-    /// then its lock; answers on `done`. Run on a task of its own, so that a dropped take or
-    /// consume still finishes it. A take's node (`settled` is [`Settled::Taken`]) whose
-    /// answer nobody reads is held for the handle's next take.
-    async fn settle(self, locked: Box<Locked>, settled: Settled, done: Answer) {
-        let _in_flight = self.queue.delete_in_flight().await;
+    /// Deletes a locked node (in one transaction with its copy at the tail, if
+    /// [`Settled::Requeued`]), then its lock, on a task of its own, so that a dropped take or
+    /// consume still finishes it; `Err` only if that task failed. A take's node whose answer
+    /// nobody reads is held for the handle's next take, which waits for the task.
+    async fn settle(
+        &self,
+        locked: Box<Locked>,
+        settled: Settled,
+    ) -> Result<Result<(), Error>, Error> {
+        // Taken before the task starts: the next take must not list while it runs.
+        let in_flight = self.queue.delete_in_flight().await;
+        let (tx, rx) = oneshot::channel();
+        tokio::spawn(self.clone().settle_task(locked, settled, tx, in_flight));
+        rx.await.map_err(|_| Error::Closed)
+    }
+
+    async fn settle_task(
+        self,
+        locked: Box<Locked>,
+        settled: Settled,
+        done: Answer,
+        _in_flight: tokio::sync::OwnedRwLockReadGuard<()>,
+    ) {
         let result = self.settle_node(&locked, settled == Settled::Requeued).await;
         // Before the answer, as Curator's: a consumer that returned holds no lock.
         locked.lock.release().await;

@@ -2,8 +2,10 @@
 //! (`<lock path>/<node name>`, EPHEMERAL): its deletion, and the wait of a consumer whose
 //! head node is locked by another.
 
+use std::sync::Arc;
 use std::time::Instant;
 
+use tokio::sync::watch;
 use zookeeper_client::{Client, OneshotWatcher};
 
 use crate::ops;
@@ -33,6 +35,27 @@ pub(crate) async fn woken_before(
     }
 }
 
+/// The lock deletes of one queue handle left to the background (their take or consume was
+/// dropped). The handle's next take waits for them: its own lock would otherwise make it pass
+/// over its head node, out of order.
+#[derive(Clone)]
+pub(crate) struct Releases(Arc<watch::Sender<usize>>);
+
+impl Default for Releases {
+    fn default() -> Self {
+        Releases(Arc::new(watch::Sender::new(0)))
+    }
+}
+
+impl Releases {
+    /// Returns once no lock delete of the handle is left in the background.
+    pub async fn settled(&self) {
+        let mut pending = self.0.subscribe();
+        // The sender lives in `self`: the wait cannot fail.
+        let _ = pending.wait_for(|&n| n == 0).await;
+    }
+}
+
 /// A lock node this consumer may hold: deleted by [`LockNode::release`], or in the background
 /// when dropped; retried while the session that owns it lives (a lock left behind would keep
 /// its node from every consumer until that session ends).
@@ -43,6 +66,8 @@ pub(crate) struct LockNode {
     /// Created by us (false: a create whose reply was lost, which may have lost to another
     /// consumer's).
     pub ours: bool,
+    /// The handle's background deletes, this one's counted while it runs.
+    pub releases: Releases,
 }
 
 impl LockNode {
@@ -62,8 +87,14 @@ impl Drop for LockNode {
     fn drop(&mut self) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
         if !self.path.is_empty() {
-            let path = std::mem::take(&mut self.path);
-            runtime.spawn(delete_lock(self.client.clone(), path, self.ours));
+            let (client, path, ours) =
+                (self.client.clone(), std::mem::take(&mut self.path), self.ours);
+            let releases = self.releases.clone();
+            releases.0.send_modify(|n| *n += 1);
+            runtime.spawn(async move {
+                delete_lock(client, path, ours).await;
+                releases.0.send_modify(|n| *n -= 1);
+            });
         }
     }
 }
