@@ -25,6 +25,9 @@
 //!   with an epoch node beside it that fences the winner's guarded writes and release.
 //! - [`SimpleDistributedQueue`]: ZooKeeper's and Curator's queue (`qn-<seq>`, raw bytes):
 //!   offer, poll, take on a children watch, each item taken once, lowest sequence first.
+//! - [`DistributedQueue`]: Curator's `DistributedQueue` (`queue-<seq>`, Curator's item
+//!   envelope, one node per put or put_multi): at most once, or at least once under a lock
+//!   path ([`DistributedQueue::consume`]).
 //! - [`IdGenerator`]: unique, strictly increasing ids (or disjoint ranges) from
 //!   PERSISTENT_SEQUENTIAL sequence numbers, the nodes deleted again.
 //! - [`DistributedAtomicLong`] and [`SharedCount`]: Curator's counters (8 and 4 big-endian
@@ -148,6 +151,12 @@ pub use queue::SimpleDistributedQueue;
 pub use race::RaceElection;
 pub use rwlock::InterProcessReadWriteLock;
 pub use selector::LeaderSelector;
+
+// Curator's DistributedQueue.
+mod curator_envelope;
+mod curator_queue;
+mod queue_lock;
+pub use curator_queue::{DistributedQueue, ErrorMode};
 pub use semaphore::{InterProcessSemaphore, SemaphoreLease, SemaphoreOptions};
 pub use session::{
     ConnectionEvent, ConnectionEvents, ConnectionState, Lease, Session, SessionConfig,

@@ -1,7 +1,9 @@
 //! ZooKeeper's own queue recipe, as Curator's `SimpleDistributedQueue`: one PERSISTENT_SEQUENTIAL
 //! child `qn-<10-digit sequence>` per item, the item's bytes as its data, taken lowest first.
+//! Its take machinery also serves Curator's `DistributedQueue` (`curator_queue.rs`), whose
+//! names and data differ ([`Layout`]).
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -21,6 +23,24 @@ pub(crate) const ITEM_PREFIX: &str = "qn-";
 /// was likely taken by other consumers meanwhile, and one listing costs less than a read per
 /// name.
 const GONE_BEFORE_RELIST: usize = 4;
+
+/// How a queue's items are named and read: raw `qn-` items here, Curator's `DistributedQueue`
+/// envelopes in `curator_queue.rs`.
+#[derive(Clone, Copy)]
+pub(crate) struct Layout {
+    /// The name prefix of an item node (the server appends the sequence).
+    pub prefix: &'static str,
+    /// Checks an item's data before a take deletes it: data that fails is left in place and
+    /// reported once per handle as [`Error::BadData`], then skipped by that handle.
+    pub check: fn(&[u8]) -> Result<(), String>,
+    /// The mode the queue path itself is created in (its missing parents are containers).
+    pub path_mode: CreateMode,
+}
+
+/// SimpleDistributedQueue's layout: any data is an item; the queue path is a container, as
+/// Curator's `EnsureContainers` makes it.
+const SIMPLE: Layout =
+    Layout { prefix: ITEM_PREFIX, check: |_| Ok(()), path_mode: CreateMode::Container };
 
 /// A distributed FIFO queue in the layout of ZooKeeper's recipe and Curator's
 /// `SimpleDistributedQueue` (`<path>/qn-<10-digit sequence>`, raw bytes), so Java and Rust
@@ -62,6 +82,7 @@ struct Inner {
     session: Session,
     path: String,
     acls: Acls<'static>,
+    layout: Layout,
     /// Items this handle removed for a take that was dropped before it could return them:
     /// the next take of this handle returns them first.
     returned: Mutex<VecDeque<Vec<u8>>>,
@@ -71,6 +92,24 @@ struct Inner {
     /// The names of this handle's last listing that no take has tried yet: the next takes
     /// try them before listing again.
     listing: Mutex<Listing>,
+    /// Items whose data failed the layout's check, by name, with the `czxid` of the node
+    /// reported: skipped from then on (a new node under the same name is read again).
+    bad: Mutex<HashMap<String, i64>>,
+}
+
+impl Inner {
+    fn new(session: Session, path: String, acls: Acls<'static>, layout: Layout) -> Arc<Inner> {
+        Arc::new(Inner {
+            session,
+            path,
+            acls,
+            layout,
+            returned: Mutex::default(),
+            deletes: Arc::default(),
+            listing: Mutex::default(),
+            bad: Mutex::default(),
+        })
+    }
 }
 
 /// Item names from one listing not tried yet, lowest first, and the listing's `pzxid` (the
@@ -101,6 +140,18 @@ enum Removed {
     /// Nothing was removed, and the listing is no longer of use (a connection or session
     /// problem, or a new item under a listed name): list again.
     Relist,
+    /// The item's data failed the layout's check (first seen by this handle): left in place.
+    Bad(String),
+}
+
+/// What the layout's check found in an item's data.
+pub(crate) enum Checked {
+    /// An item.
+    Item,
+    /// Not an item, first seen by this handle: reported, and left in place.
+    Refused(String),
+    /// Not an item, reported before by this handle: skipped.
+    RefusedBefore,
 }
 
 /// What listing the queue came to.
@@ -115,8 +166,10 @@ enum Listed {
 
 /// How a take waits for an item.
 #[derive(Clone, Copy)]
-enum Wait {
+pub(crate) enum Wait {
+    /// Return at once when there is nothing to take.
     Never,
+    /// Wait for an item, until the deadline if there is one.
     Until(Option<Instant>),
 }
 
@@ -126,31 +179,78 @@ impl SimpleDistributedQueue {
     /// # Errors
     /// [`Error::BadArguments`] for a bad path.
     pub fn new(session: &Session, path: &str) -> Result<Self, Error> {
+        SimpleDistributedQueue::with_layout(session, path, SIMPLE)
+    }
+
+    /// A queue at `path` whose items are laid out as `layout` says.
+    ///
+    /// # Errors
+    /// [`Error::BadArguments`] for a bad path.
+    pub(crate) fn with_layout(
+        session: &Session,
+        path: &str,
+        layout: Layout,
+    ) -> Result<Self, Error> {
         naming::validate_path(path)?;
-        Ok(SimpleDistributedQueue {
-            inner: Arc::new(Inner {
-                session: session.clone(),
-                path: path.to_string(),
-                acls: Acls::anyone_all(),
-                returned: Mutex::default(),
-                deletes: Arc::default(),
-                listing: Mutex::default(),
-            }),
-        })
+        let inner = Inner::new(session.clone(), path.to_string(), Acls::anyone_all(), layout);
+        Ok(SimpleDistributedQueue { inner })
     }
 
     /// The same queue, creating its nodes with `acls` (default: open to anyone).
     pub fn with_acls(self, acls: Acls<'static>) -> Self {
         let inner = &self.inner;
-        SimpleDistributedQueue {
-            inner: Arc::new(Inner {
-                session: inner.session.clone(),
-                path: inner.path.clone(),
-                acls,
-                returned: Mutex::default(),
-                deletes: Arc::default(),
-                listing: Mutex::default(),
-            }),
+        let inner = Inner::new(inner.session.clone(), inner.path.clone(), acls, inner.layout);
+        SimpleDistributedQueue { inner }
+    }
+
+    /// The ACLs its nodes are created with.
+    pub(crate) fn acls(&self) -> Acls<'static> {
+        self.inner.acls
+    }
+
+    /// The session it works on.
+    pub(crate) fn session(&self) -> &Session {
+        &self.inner.session
+    }
+
+    /// Keeps the data of an item removed for a take that was dropped: the next take of this
+    /// handle returns it first (or it is queued again when the last clone is dropped).
+    pub(crate) fn hold(&self, data: Vec<u8>) {
+        self.inner.returned.lock().expect("poisoned").push_back(data);
+    }
+
+    /// Held by a delete in flight whose item, should its take be dropped, is given to
+    /// [`SimpleDistributedQueue::hold`]: [`SimpleDistributedQueue::held`] waits for it.
+    pub(crate) async fn delete_in_flight(&self) -> tokio::sync::OwnedRwLockReadGuard<()> {
+        self.inner.deletes.clone().read_owned().await
+    }
+
+    /// The oldest item [`SimpleDistributedQueue::hold`] kept, once no delete of this handle is
+    /// in flight.
+    pub(crate) async fn held(&self) -> Option<Vec<u8>> {
+        drop(self.inner.deletes.write().await);
+        self.inner.returned.lock().expect("poisoned").pop_front()
+    }
+
+    /// The item names of a listing (sorted) without those whose data this handle found bad:
+    /// they stay in the queue, and a take that tried them again would only spin. Bad names
+    /// no longer listed are forgotten.
+    pub(crate) fn unrefused(&self, names: Vec<String>) -> Vec<String> {
+        let mut bad = self.inner.bad.lock().expect("poisoned");
+        if bad.is_empty() {
+            return names;
+        }
+        bad.retain(|name, _| names.binary_search(name).is_ok());
+        names.into_iter().filter(|name| !bad.contains_key(name)).collect()
+    }
+
+    /// The layout's check of the data of the node `name` created at `czxid`.
+    pub(crate) fn check(&self, name: &str, czxid: i64, data: &[u8]) -> Checked {
+        let Err(reason) = (self.inner.layout.check)(data) else { return Checked::Item };
+        let mut bad = self.inner.bad.lock().expect("poisoned");
+        match bad.insert(name.to_string(), czxid) {
+            Some(seen) if seen == czxid => Checked::RefusedBefore,
+            _ => Checked::Refused(reason),
         }
     }
 
@@ -171,12 +271,12 @@ impl SimpleDistributedQueue {
     /// reply: the item may be queued.
     pub async fn offer(&self, item: &[u8]) -> Result<String, Error> {
         let inner = &self.inner;
-        let prefix = naming::child_path(&inner.path, ITEM_PREFIX);
+        let prefix = naming::child_path(&inner.path, inner.layout.prefix);
         let options = CreateMode::PersistentSequential.with_acls(inner.acls);
         loop {
             let client = ops::client(&inner.session).await?;
             match client.create(&prefix, item, &options).await {
-                Ok((_, seq)) => return Ok(format!("{ITEM_PREFIX}{seq}")),
+                Ok((_, seq)) => return Ok(format!("{}{seq}", inner.layout.prefix)),
                 Err(ZkError::NoNode) => self.ensure_path(&client).await?,
                 Err(e) => ops::write_failed(e, &prefix).await?,
             }
@@ -240,7 +340,7 @@ impl SimpleDistributedQueue {
         loop {
             let client = ops::client(&self.inner.session).await?;
             let names = match client.list_children(&self.inner.path).await {
-                Ok(names) => items(names),
+                Ok(names) => items(names, self.inner.layout.prefix),
                 Err(ZkError::NoNode) => return Ok(None),
                 Err(e) => {
                     ops::pause_or_fail(e, &self.inner.path).await?;
@@ -272,7 +372,7 @@ impl SimpleDistributedQueue {
         loop {
             let client = ops::client(&self.inner.session).await?;
             match client.list_children(&self.inner.path).await {
-                Ok(names) => return Ok(held + items(names).len()),
+                Ok(names) => return Ok(held + items(names, self.inner.layout.prefix).len()),
                 Err(ZkError::NoNode) => return Ok(held),
                 Err(e) => ops::pause_or_fail(e, &self.inner.path).await?,
             }
@@ -287,11 +387,10 @@ impl SimpleDistributedQueue {
         Ok(self.len().await? == 0)
     }
 
-    async fn take_with(&self, wait: Wait) -> Result<Option<Vec<u8>>, Error> {
+    pub(crate) async fn take_with(&self, wait: Wait) -> Result<Option<Vec<u8>>, Error> {
         let inner = &self.inner;
         loop {
-            drop(inner.deletes.write().await);
-            if let Some(item) = inner.returned.lock().expect("poisoned").pop_front() {
+            if let Some(item) = self.held().await {
                 return Ok(Some(item));
             }
             let mut states = inner.session.subscribe();
@@ -331,6 +430,10 @@ impl SimpleDistributedQueue {
             }
             match removed {
                 Removed::Item(item) => return Ok(Some(item)),
+                Removed::Bad(reason) => {
+                    let path = naming::child_path(&self.inner.path, &name);
+                    return Err(Error::BadData { path, reason });
+                }
                 Removed::Gone => {}
                 // A later item must not be taken before this one: list again.
                 Removed::Relist => break,
@@ -365,7 +468,7 @@ impl SimpleDistributedQueue {
                 return Ok(Listed::Again);
             }
         };
-        let names = items(names);
+        let names = self.unrefused(items(names, inner.layout.prefix));
         if names.is_empty() {
             return Ok(Listed::Nothing(watcher));
         }
@@ -385,6 +488,11 @@ impl SimpleDistributedQueue {
             };
             if stat.czxid > listed_at {
                 return Ok(Removed::Relist);
+            }
+            match self.check(name, stat.czxid, &data) {
+                Checked::Item => {}
+                Checked::Refused(reason) => return Ok(Removed::Bad(reason)),
+                Checked::RefusedBefore => return Ok(Removed::Gone),
             }
             // The delete runs on its own task: once sent, its item is delivered even if this
             // future is dropped (to the next take of the handle).
@@ -414,13 +522,9 @@ impl SimpleDistributedQueue {
         }
     }
 
-    /// Creates the queue path and its missing parents as containers.
-    async fn ensure_path(&self, client: &Client) -> Result<(), Error> {
-        let containers = CreateMode::Container.with_acls(self.inner.acls);
-        match client.mkdir(&self.inner.path, &containers).await {
-            Ok(()) | Err(ZkError::NodeExists) => Ok(()),
-            Err(e) => ops::pause_or_fail(e, &self.inner.path).await,
-        }
+    /// Creates the queue path in the layout's mode, its missing parents as containers.
+    pub(crate) async fn ensure_path(&self, client: &Client) -> Result<(), Error> {
+        ensure_node(client, &self.inner.path, self.inner.layout.path_mode, self.inner.acls).await
     }
 }
 
@@ -449,16 +553,8 @@ impl Drop for Inner {
             return;
         }
         // Items removed for takes that never returned them: queued again rather than lost.
-        let queue = SimpleDistributedQueue {
-            inner: Arc::new(Inner {
-                session: self.session.clone(),
-                path: self.path.clone(),
-                acls: self.acls,
-                returned: Mutex::default(),
-                deletes: Arc::default(),
-                listing: Mutex::default(),
-            }),
-        };
+        let inner = Inner::new(self.session.clone(), self.path.clone(), self.acls, self.layout);
+        let queue = SimpleDistributedQueue { inner };
         runtime.spawn(async move {
             for item in items {
                 if let Err(e) = queue.offer(&item).await {
@@ -473,9 +569,29 @@ impl Drop for Inner {
 }
 
 /// The item names among `names`, lowest sequence first (Curator sorts the names; for
-/// `qn-<10 digits>` that is the sequence order). Foreign children are skipped.
-fn items(mut names: Vec<String>) -> Vec<String> {
-    names.retain(|n| n.starts_with(ITEM_PREFIX));
+/// `<prefix><10 digits>` that is the sequence order). Foreign children are skipped.
+pub(crate) fn items(mut names: Vec<String>, prefix: &str) -> Vec<String> {
+    names.retain(|n| n.starts_with(prefix));
     names.sort_unstable();
     names
+}
+
+/// Creates the node `path` in `mode` (no data), its missing parents as containers; one that
+/// exists already is fine. A failure a retry can cure is `Ok` after a pause.
+pub(crate) async fn ensure_node(
+    client: &Client,
+    path: &str,
+    mode: CreateMode,
+    acls: Acls<'_>,
+) -> Result<(), Error> {
+    let created = match mode {
+        CreateMode::Container => client.mkdir(path, &mode.with_acls(acls)).await,
+        _ => ops::create_with_parents(client, path, &[], mode, CreateMode::Container, acls)
+            .await
+            .map(drop),
+    };
+    match created {
+        Ok(()) | Err(ZkError::NodeExists) => Ok(()),
+        Err(e) => ops::pause_or_fail(e, path).await,
+    }
 }

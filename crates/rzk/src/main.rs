@@ -52,7 +52,8 @@ enum Command {
     /// Run a command only while holding a lock (mutex, read-write lock or semaphore); show
     /// its holders and waiters with --status.
     Lock(lock::LockArgs),
-    /// Offer to, take from, or count a queue (Curator's SimpleDistributedQueue layout).
+    /// Offer to, take from, or count a queue (Curator's SimpleDistributedQueue layout, or its
+    /// DistributedQueue with --curator-envelope).
     Queue(queue::QueueArgs),
     /// Read or add to a counter (Curator's DistributedAtomicLong layout).
     Counter(counter::CounterArgs),

@@ -4,7 +4,9 @@
 //! once sums exactly, and `get --json` reads it. `rzk barrier`: a wait on a set barrier
 //! times out with 3 and a waiting one returns once `remove` ran; two `enter --members 2`
 //! processes run their commands together; an `enter` alone times out with 3 without running
-//! its command and leaves no member node.
+//! its command and leaves no member node. `rzk queue --curator-envelope`: Curator's
+//! DistributedQueue layout, a node per item or one for `offer --multi`, taken with and
+//! without `--lock-path` (no lock left behind), apart from the SimpleDistributedQueue layout.
 
 mod support;
 
@@ -17,6 +19,7 @@ both_servers! {
     queue => offered_items_are_taken_once_in_order_and_an_empty_take_times_out;
     counter => concurrent_adds_sum_exactly;
     barrier => a_barrier_holds_waiters_and_a_double_barrier_runs_members_together;
+    curator_queue => curator_envelope_nodes_are_taken_whole_with_and_without_a_lock_path;
 }
 
 fn offered_items_are_taken_once_in_order_and_an_empty_take_times_out(kind: Kind) {
@@ -124,4 +127,35 @@ fn a_barrier_holds_waiters_and_a_double_barrier_runs_members_together(kind: Kind
         let left = String::from_utf8_lossy(&out.stdout);
         assert!(left.trim().is_empty(), "left in {path}: {left}");
     }
+}
+
+fn curator_envelope_nodes_are_taken_whole_with_and_without_a_lock_path(kind: Kind) {
+    let server = Server::start(kind);
+    let cs = server.hosts();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let raw = rt.block_on(zookeeper_client::Client::connect(&cs)).unwrap();
+    let ls = |path: &str| rt.block_on(raw.list_children(path)).unwrap();
+    let q = ["queue", "--curator-envelope"];
+    let run = |args: &[&str]| stdout_ok(&cs, &[&q[..], args].concat());
+    run(&["offer", "/q/curator", "a", "b"]);
+    run(&["offer", "--multi", "/q/curator", "c", "d \"e\""]);
+    assert_eq!(run(&["len", "/q/curator"]), "3\n", "a node per item, one for --multi");
+    let names = ls("/q/curator");
+    assert!(names.len() == 3 && names.iter().all(|n| n.starts_with("queue-")), "{names:?}");
+    assert_eq!(stdout_ok(&cs, &["queue", "len", "/q/curator"]), "0\n", "not qn- nodes");
+
+    assert_eq!(run(&["take", "--count", "2", "/q/curator"]), "a\nb\n");
+    assert_eq!(
+        run(&["take", "--json", "--lock-path", "/q/curator-locks", "/q/curator"]),
+        "{\"item\":\"c\"}\n{\"item\":\"d \\\"e\\\"\"}\n",
+        "a node's items together, under the lock path"
+    );
+    let locked = ["take", "--lock-path", "/q/curator-locks", "--timeout-ms", "300", "/q/curator"];
+    let out = rzk(&cs, &[&q[..], &locked[..]].concat());
+    assert_eq!(out.status.code(), Some(3), "an empty take times out with 3");
+    assert_eq!(ls("/q/curator-locks"), Vec::<String>::new(), "no lock left");
+    assert_eq!(ls("/q/curator"), Vec::<String>::new(), "every node taken");
+
+    let out = rzk(&cs, &["queue", "take", "--lock-path", "/q/curator-locks", "/q/curator"]);
+    assert_eq!(out.status.code(), Some(2), "--lock-path needs --curator-envelope");
 }

@@ -4,8 +4,9 @@
 //! ```text
 //! cargo run -p rzk-recipes --bin rzk-recipes-participant -- \
 //!     --connect 127.0.0.1:2181 --path /demo/leader --id a \
-//!     [--recipe latch|selector|race|mutex|read|write|semaphore:N|queue] \
-//!     [--policy suspended|lost] [--session-timeout-ms 4000] [--witness /demo/witness]
+//!     [--recipe latch|selector|race|mutex|read|write|semaphore:N|queue|curator-queue:LOCK] \
+//!     [--policy suspended|lost] [--session-timeout-ms 4000] [--witness /demo/witness] \
+//!     [--work-ms 0]
 //! ```
 //!
 //! It joins, and while it leads (holds the lock, the read or write side of the read-write
@@ -31,11 +32,23 @@
 //! take unknown <error>     (the delete's reply was lost: the item may be gone)
 //! take failed <error>      (nothing was removed)
 //! ```
+//!
+//! With `--recipe curator-queue:LOCK` it consumes the Curator `DistributedQueue` at `--path`
+//! under the lock path `LOCK`, processing each node for `--work-ms` (so that a `kill -9` can
+//! land mid-processing, where the node must survive for another consumer):
+//!
+//! ```text
+//! joined <queue path>
+//! processing <the node's items, as UTF-8, space-separated>
+//! took <the same items>    (processed and deleted)
+//! take failed <error>
+//! ```
 
 use std::time::Duration;
 
 use std::future::Future;
 
+use rzk_recipes::DistributedQueue;
 use rzk_recipes::{
     ConnectionPolicy, Contender, Error, InterProcessMutex, InterProcessReadWriteLock,
     InterProcessSemaphore, LatchOptions, LeaderLatch, LeaderSelector, Leadership, MutexOptions,
@@ -51,6 +64,7 @@ struct Args {
     policy: ConnectionPolicy,
     timeout: Duration,
     witness: Option<String>,
+    work: Duration,
 }
 
 fn args() -> Args {
@@ -62,6 +76,7 @@ fn args() -> Args {
         policy: ConnectionPolicy::StepDownOnSuspended,
         timeout: Duration::from_secs(4),
         witness: None,
+        work: Duration::ZERO,
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -79,6 +94,7 @@ fn args() -> Args {
             }
             "--session-timeout-ms" => a.timeout = Duration::from_millis(v.parse().expect("ms")),
             "--witness" => a.witness = Some(v),
+            "--work-ms" => a.work = Duration::from_millis(v.parse().expect("ms")),
             _ => panic!("unknown argument {k}"),
         }
     }
@@ -217,6 +233,28 @@ async fn consume(session: &Session, a: &Args) -> Result<(), Error> {
     }
 }
 
+/// Consumes the Curator queue at `--path` under `lock_path`, one line per step.
+async fn consume_curator(session: &Session, a: &Args, lock_path: &str) -> Result<(), Error> {
+    let queue = DistributedQueue::new(session, &a.path)?.with_lock_path(lock_path)?;
+    say(format!("joined {}", a.path));
+    loop {
+        let work = a.work;
+        let processed = queue.consume(|items| async move {
+            let items: Vec<_> =
+                items.iter().map(|i| String::from_utf8_lossy(i).into_owned()).collect();
+            say(format!("processing {}", items.join(" ")));
+            tokio::time::sleep(work).await;
+            Ok::<_, std::convert::Infallible>(items)
+        });
+        match processed.await {
+            Ok(Ok(items)) => say(format!("took {}", items.join(" "))),
+            Ok(Err(never)) => match never {},
+            Err(Error::Closed) => return Err(Error::Closed),
+            Err(e) => say(format!("take failed {e}")),
+        }
+    }
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     let a = args();
@@ -226,6 +264,8 @@ async fn main() -> Result<(), Error> {
         hold_lock(&session, &a, lock).await?;
     } else if a.recipe == "queue" {
         consume(&session, &a).await?;
+    } else if let Some(lock_path) = a.recipe.strip_prefix("curator-queue:") {
+        consume_curator(&session, &a, lock_path).await?;
     } else if a.recipe == "selector" {
         let sel = LeaderSelector::new(
             &session,

@@ -1,10 +1,16 @@
 // One Apache Curator 5.4 recipe operation per run, for the Rust interop tests
-// (tests/t17_queue.rs, tests/t18_counter.rs, tests/t23_barriers.rs):
+// (tests/t17_queue.rs, tests/t18_counter.rs, tests/t23_barriers.rs, tests/t62_distributed_queue.rs):
 //
 //   java -cp ... CuratorRecipes HOST:PORT PATH COMMAND [ARG]
 //
 //   queue-offer N TAG   SimpleDistributedQueue.offer of "TAG-0" .. "TAG-(N-1)", in order
 //   queue-take N        N SimpleDistributedQueue.take(); prints "took <item as UTF-8>" each
+//   dqueue-put SIZES TAG
+//                       DistributedQueue (QueueBuilder, UTF-8 items, foreground puts): one node
+//                       per comma-separated size, put() for 1, putMulti() otherwise, of the items
+//                       "TAG-0", "TAG-1", ... in order
+//   dqueue-consume LOCK DistributedQueue consumer until killed, under the lock path LOCK ("-":
+//                       none); prints "event started", then "event took <item>" per item
 //   long-add N          N DistributedAtomicLong.increment(), each retried until it succeeds
 //   long-get            prints "long <value>" (DistributedAtomicLong.get().postValue())
 //   count-get           prints "count <value> <version>" (SharedCount.getVersionedValue())
@@ -44,6 +50,11 @@ import org.apache.curator.framework.recipes.barriers.DistributedDoubleBarrier;
 import org.apache.curator.framework.recipes.cache.ChildData;
 import org.apache.curator.framework.recipes.cache.CuratorCache;
 import org.apache.curator.framework.recipes.cache.CuratorCacheListener;
+import org.apache.curator.framework.recipes.queue.DistributedQueue;
+import org.apache.curator.framework.recipes.queue.MultiItem;
+import org.apache.curator.framework.recipes.queue.QueueBuilder;
+import org.apache.curator.framework.recipes.queue.QueueConsumer;
+import org.apache.curator.framework.recipes.queue.QueueSerializer;
 import org.apache.curator.framework.recipes.queue.SimpleDistributedQueue;
 import org.apache.curator.framework.recipes.shared.SharedCount;
 import org.apache.curator.framework.recipes.shared.VersionedValue;
@@ -97,6 +108,48 @@ public class CuratorRecipes {
                 for (int i = 0; i < Integer.parseInt(arg); i++) {
                     say("took " + new String(q.take(), StandardCharsets.UTF_8));
                 }
+                break;
+            }
+            case "dqueue-put": {
+                DistributedQueue<String> q = QueueBuilder.builder(client, null, UTF8, path)
+                        .putInBackground(false).buildQueue();
+                q.start();
+                int next = 0;
+                for (String size : arg.split(",")) {
+                    int n = Integer.parseInt(size), first = next;
+                    next += n;
+                    if (n == 1) {
+                        q.put(tag + "-" + first);
+                    } else {
+                        int[] i = {first};
+                        int end = next;
+                        q.putMulti(new MultiItem<String>() {
+                            @Override
+                            public String nextItem() {
+                                return i[0] < end ? tag + "-" + i[0]++ : null;
+                            }
+                        });
+                    }
+                }
+                q.close();
+                break;
+            }
+            case "dqueue-consume": {
+                QueueConsumer<String> consumer = new QueueConsumer<String>() {
+                    @Override
+                    public void consumeMessage(String item) {
+                        say("event took " + item);
+                    }
+
+                    @Override
+                    public void stateChanged(CuratorFramework c, org.apache.curator.framework.state.ConnectionState s) {
+                    }
+                };
+                QueueBuilder<String> b = QueueBuilder.builder(client, consumer, UTF8, path);
+                DistributedQueue<String> q = (arg.equals("-") ? b : b.lockPath(arg)).buildQueue();
+                q.start();
+                say("event started");
+                Thread.sleep(Long.MAX_VALUE);
                 break;
             }
             case "long-add": {
@@ -223,6 +276,19 @@ public class CuratorRecipes {
                 throw new IllegalArgumentException("unknown command " + command);
         }
     }
+
+    /** A DistributedQueue's items as UTF-8 strings. */
+    static final QueueSerializer<String> UTF8 = new QueueSerializer<String>() {
+        @Override
+        public byte[] serialize(String item) {
+            return item.getBytes(StandardCharsets.UTF_8);
+        }
+
+        @Override
+        public String deserialize(byte[] bytes) {
+            return new String(bytes, StandardCharsets.UTF_8);
+        }
+    };
 
     @SuppressWarnings("unchecked")
     static ServiceDiscovery<Map> discovery(CuratorFramework client, String basePath) throws Exception {

@@ -28,9 +28,15 @@ pub struct Proc {
 
 impl Proc {
     pub fn spawn(hosts: &str, path: &str, witness: &str, id: &str, recipe: &str) -> Proc {
+        Proc::spawn_with(hosts, path, id, recipe, &["--witness", witness])
+    }
+
+    /// A participant with further arguments (`--work-ms`, ...) instead of a witness.
+    pub fn spawn_with(hosts: &str, path: &str, id: &str, recipe: &str, more: &[&str]) -> Proc {
         let child = Command::new(participant_bin())
             .args(["--connect", hosts, "--path", path, "--id", id, "--recipe", recipe])
-            .args(["--witness", witness, "--session-timeout-ms", "4000"])
+            .args(more)
+            .args(["--session-timeout-ms", "4000"])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
