@@ -110,7 +110,25 @@ enum Settled {
 }
 
 /// The answer of a settle task.
-type Answer = oneshot::Sender<Result<(), Error>>;
+type Answer = oneshot::Sender<Result<bool, Error>>;
+
+/// A take's answer while it is awaited: dropped unread after the settle task's delete landed,
+/// it keeps the node's data for the handle's next take (`keep`), as `SimpleDistributedQueue`'s
+/// takes do.
+struct Unread {
+    rx: oneshot::Receiver<Result<bool, Error>>,
+    keep: Option<(SimpleDistributedQueue, Vec<u8>)>,
+}
+
+impl Drop for Unread {
+    fn drop(&mut self) {
+        // Closed first, so the task's send either landed already or fails and keeps the data.
+        self.rx.close();
+        if let (Ok(Ok(true)), Some((queue, data))) = (self.rx.try_recv(), self.keep.take()) {
+            queue.hold(data);
+        }
+    }
+}
 
 /// A node locked by this consumer, read and found an envelope.
 struct Locked {
@@ -228,8 +246,9 @@ impl DistributedQueue {
     /// # Errors
     /// [`Error::BadData`] for a head node that is not an envelope (it stays; this handle skips
     /// it from then on). [`Error::ConnectionLoss`] if the reply to the delete was lost: the
-    /// node may be gone. [`Error::Closed`] once the session is closed; fatal ZooKeeper errors
-    /// as named.
+    /// node may be gone. With a lock path, [`Error::SessionExpired`] if the session ended
+    /// before the delete: the node stays for the next consumer. [`Error::Closed`] once the
+    /// session is closed; fatal ZooKeeper errors as named.
     ///
     /// # Cancellation safety
     /// Safe: a node is removed only by the delete that returns its items; if the future is
@@ -282,9 +301,11 @@ impl DistributedQueue {
     ///
     /// # Cancellation safety
     /// Dropping the future before `process` returned leaves the node in the queue (its lock
-    /// is deleted in the background); once `process` returned, the delete or requeue is
-    /// finished in the background. Without a lock path, as [`DistributedQueue::take`] until
-    /// `process` runs; dropping it then loses the items.
+    /// is deleted in the background), and so does dropping it while it waits for this
+    /// handle's earlier deletes to finish; once the delete or requeue has started, it is
+    /// finished in the background. Either way the node is processed at least once. Without a
+    /// lock path, as [`DistributedQueue::take`] until `process` runs; dropping it then loses
+    /// the items.
     pub async fn consume<F, Fut, T, E>(&self, process: F) -> Result<Result<T, E>, Error>
     where
         F: FnOnce(Vec<Vec<u8>>) -> Fut,
@@ -299,7 +320,7 @@ impl DistributedQueue {
         let outcome = process(items).await;
         let requeue = outcome.is_err() && self.error_mode == ErrorMode::Requeue;
         let settled = if requeue { Settled::Requeued } else { Settled::Processed };
-        self.settle(locked, settled).await??;
+        let _settled = self.settle(locked, settled).await??;
         Ok(outcome)
     }
 
@@ -334,9 +355,14 @@ impl DistributedQueue {
         if let Some(data) = self.queue.held().await {
             return self.open(&data).map(Some);
         }
-        let Some(locked) = self.lock_next(lock_path, wait).await? else { return Ok(None) };
-        let items = locked.items.clone();
-        self.settle(locked, Settled::Taken).await?.map(|()| Some(items))
+        loop {
+            let Some(locked) = self.lock_next(lock_path, wait).await? else { return Ok(None) };
+            let items = locked.items.clone();
+            if self.settle(locked, Settled::Taken).await?? {
+                return Ok(Some(items));
+            }
+            // Deleted under our lock by a consumer that takes without one: not ours.
+        }
     }
 
     /// The items of an envelope that passed the layout's check.
@@ -359,12 +385,12 @@ impl DistributedQueue {
                 Listing::Empty => return Ok(None),
                 Listing::Again => continue,
             };
-            let mut busy = None;
+            let mut busy = Vec::new();
             let mut relist = false;
             for name in self.queue.unrefused(queue::items(names, ITEM_PREFIX)) {
                 match self.try_lock(&client, lock_path, &name).await? {
                     Attempt::Locked(locked) => return Ok(Some(locked)),
-                    Attempt::Busy => busy = busy.or(Some(name)),
+                    Attempt::Busy => busy.push(name),
                     Attempt::Skip => {}
                     Attempt::Relist => {
                         relist = true;
@@ -376,8 +402,8 @@ impl DistributedQueue {
                 continue;
             }
             let (Wait::Until(deadline), Some(watcher)) = (wait, watcher) else { return Ok(None) };
-            let lock = busy.map(|name| naming::child_path(lock_path, &name));
-            if !woken_before(&client, watcher, lock, &mut states, deadline).await? {
+            let locks = (!busy.is_empty()).then_some((lock_path, busy));
+            if !woken_before(&client, watcher, locks, &mut states, deadline).await? {
                 return Ok(None);
             }
         }
@@ -456,18 +482,23 @@ impl DistributedQueue {
 
     /// Deletes a locked node (in one transaction with its copy at the tail, if
     /// [`Settled::Requeued`]), then its lock, on a task of its own, so that a dropped take or
-    /// consume still finishes it; `Err` only if that task failed. A take's node whose answer
-    /// nobody reads is held for the handle's next take, which waits for the task.
+    /// consume still finishes it; `Err` only if that task failed. The inner result is
+    /// [`DistributedQueue::settle_node`]'s. A take's node deleted by us whose answer nobody
+    /// reads is held for the handle's next take, which waits for the task.
     async fn settle(
         &self,
         locked: Box<Locked>,
         settled: Settled,
-    ) -> Result<Result<(), Error>, Error> {
+    ) -> Result<Result<bool, Error>, Error> {
         // Taken before the task starts: the next take must not list while it runs.
         let in_flight = self.queue.delete_in_flight().await;
         let (tx, rx) = oneshot::channel();
+        let keep = (settled == Settled::Taken).then(|| (self.queue.clone(), locked.data.clone()));
         tokio::spawn(self.clone().settle_task(locked, settled, tx, in_flight));
-        rx.await.map_err(|_| Error::Closed)
+        let mut answer = Unread { rx, keep };
+        let result = (&mut answer.rx).await.map_err(|_| Error::Closed);
+        answer.keep = None;
+        result
     }
 
     async fn settle_task(
@@ -477,20 +508,28 @@ impl DistributedQueue {
         done: Answer,
         _in_flight: tokio::sync::OwnedRwLockReadGuard<()>,
     ) {
-        let result = self.settle_node(&locked, settled == Settled::Requeued).await;
+        let result = self.settle_node(&locked, settled).await;
         // Before the answer, as Curator's: a consumer that returned holds no lock.
         locked.lock.release().await;
-        if let (Err(Ok(())), Settled::Taken) = (done.send(result), settled) {
+        if let (Err(Ok(true)), Settled::Taken) = (done.send(result), settled) {
             self.queue.hold(locked.data);
         }
     }
 
-    async fn settle_node(&self, locked: &Locked, requeue: bool) -> Result<(), Error> {
+    /// Deletes (or requeues) a locked node: true once it is gone. A take (`Settled::Taken`)
+    /// must know that its own delete removed the node: false when another consumer's delete
+    /// came first (one that takes without a lock), [`Error::ConnectionLoss`] when a lost reply
+    /// leaves that unknown, [`Error::SessionExpired`] when the session ended with the node
+    /// still queued. Processed or requeued, a node gone or left to the next consumer with the
+    /// session is settled: at least once.
+    async fn settle_node(&self, locked: &Locked, settled: Settled) -> Result<bool, Error> {
         let client = &locked.client;
         let path = naming::child_path(self.queue.path(), &locked.name);
         let tail = naming::child_path(self.queue.path(), ITEM_PREFIX);
+        let take = settled == Settled::Taken;
+        let mut in_doubt = false;
         loop {
-            let result = if requeue {
+            let result = if settled == Settled::Requeued {
                 let mut multi = client.new_multi_writer();
                 multi.add_delete(&path, None).map_err(|e| Error::from_zk(e, &path))?;
                 let sequential = CreateMode::PersistentSequential.with_acls(self.queue.acls());
@@ -502,14 +541,20 @@ impl DistributedQueue {
                 client.delete(&path, None).await
             };
             match result.map_err(crate::zk_error::normalize) {
+                Ok(()) => return Ok(true),
                 // Gone: deleted by us (a retry after a lost reply) or by a take without a lock.
-                Ok(()) | Err(ZkError::NoNode) => return Ok(()),
+                Err(ZkError::NoNode) if !take => return Ok(true),
+                Err(ZkError::NoNode) if in_doubt => return Err(Error::ConnectionLoss),
+                Err(ZkError::NoNode) => return Ok(false),
                 Err(e) => match classify(&e) {
                     Class::ConnectionLoss | Class::Transient => {
+                        in_doubt |= classify(&e) == Class::ConnectionLoss;
                         tokio::time::sleep(ops::RETRY_PAUSE).await;
                     }
                     // Our lock went with the session: the node is the next consumer's.
-                    Class::SessionEnd => return Ok(()),
+                    Class::SessionEnd if !take => return Ok(true),
+                    Class::SessionEnd if in_doubt => return Err(Error::ConnectionLoss),
+                    Class::SessionEnd => return Err(Error::SessionExpired),
                     Class::NoNode | Class::Fatal => return Err(Error::from_zk(e, &path)),
                 },
             }

@@ -12,22 +12,25 @@ use crate::ops;
 use crate::zk_error::{classify, Class, ZkError};
 use crate::Error;
 
-/// Waits for the children watch, the deletion of the lock node `lock` (a busy head whose
-/// consumer may die), or a change of the session's state; false if `deadline` passed first.
+/// Waits for the children watch, a change among the lock nodes under `locks.0` while every
+/// busy node of `locks.1` is locked (a consumer holding one may die, and its lock goes with its
+/// session), or a change of the session's state; false if `deadline` passed first. Every lock
+/// is watched, not only the head's: a later busy node's consumer may die first.
 pub(crate) async fn woken_before(
     client: &Client,
     children: OneshotWatcher,
-    lock: Option<String>,
+    locks: Option<(&str, Vec<String>)>,
     states: &mut ops::StateWatch,
     deadline: Option<Instant>,
 ) -> Result<bool, Error> {
-    let Some(lock) = lock else {
+    let Some((lock_path, busy)) = locks else {
         return Ok(ops::woken_before(children, states, deadline).await);
     };
-    let lock_watch = match client.check_and_watch_stat(&lock).await {
-        Ok((Some(_), watcher)) => watcher,
-        Ok((None, _)) => return Ok(true),
-        Err(e) => return ops::pause_or_fail(e, &lock).await.map(|()| true),
+    let lock_watch = match client.get_and_watch_children(lock_path).await {
+        Ok((held, _, watcher)) if busy.iter().all(|b| held.contains(b)) => watcher,
+        // A busy node's lock is gone already: try it again.
+        Ok(_) | Err(ZkError::NoNode) => return Ok(true),
+        Err(e) => return ops::pause_or_fail(e, lock_path).await.map(|()| true),
     };
     tokio::select! {
         woke = ops::woken_before(children, states, deadline) => Ok(woke),

@@ -150,6 +150,22 @@ impl Queue {
         }
     }
 
+    /// After a take timed out: a take whose delete landed as the deadline passed keeps its
+    /// node in the handle, which would queue it again only while the session closes, too late
+    /// for a command that is about to exit. A poll returns it (or a node queued just now), and
+    /// it is printed as taken; false if there is none. Takes under a lock path print before
+    /// they delete, and keep nothing.
+    async fn poll_held(&self, json: bool) -> Result<bool, rzk_recipes::Error> {
+        let items = match self {
+            Queue::Curator(queue) if queue.lock_path().is_some() => return Ok(false),
+            Queue::Simple(queue) => queue.poll().await?.map(|i| vec![i]),
+            Queue::Curator(queue) => queue.poll().await?,
+        };
+        let Some(items) = items else { return Ok(false) };
+        print_items(&items, json);
+        Ok(true)
+    }
+
     /// Takes one node and prints its items; false if `deadline` passed first.
     async fn take_one(
         &self,
@@ -223,7 +239,7 @@ async fn take(
 ) -> Result<u8, rzk_recipes::Error> {
     let deadline = limit.map(|l| Instant::now() + l);
     for _ in 0..count {
-        if !queue.take_one(deadline, json).await? {
+        if !queue.take_one(deadline, json).await? && !queue.poll_held(json).await? {
             return Ok(TIMED_OUT);
         }
     }
