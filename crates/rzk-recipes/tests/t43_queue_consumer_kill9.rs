@@ -17,6 +17,7 @@ use support::*;
 
 both_servers! {
     t43_queue_consumer_killed_mid_processing => killed_mid_processing;
+    t43_queue_later_busy_node_freed => later_busy_node_freed;
 }
 
 const NODES: usize = 12;
@@ -40,17 +41,7 @@ async fn killed_mid_processing(kind: Kind) {
         q.put(format!("item-{i}").as_bytes()).await.unwrap();
     }
 
-    // Each process locks the lowest node free of locks, and stalls in processing it.
-    let mut stalled = Vec::new();
-    let mut procs = Vec::new();
-    for k in 0..KILLED {
-        let recipe = format!("curator-queue:{locks}");
-        let id = format!("consumer-{k}");
-        let mut p = Proc::spawn_with(&hosts, &path, &id, &recipe, &["--work-ms", STALL_MS]);
-        let line = p.expect("processing ", LIMIT).await;
-        stalled.push(line.1.clone());
-        procs.push(p);
-    }
+    let (mut procs, stalled) = stall(&hosts, &path, &locks, KILLED).await;
     assert_eq!(stalled, ["item-0", "item-1"], "each process has the lowest unlocked node");
     assert_eq!(wait_children(&observer, &locks, KILLED).await.len(), KILLED);
     for p in &mut procs {
@@ -75,4 +66,46 @@ async fn killed_mid_processing(kind: Kind) {
     assert_eq!(last, stalled.iter().cloned().collect(), "the stalled nodes came last: {took:?}");
     assert_eq!(q.poll().await.unwrap(), None);
     assert_eq!(children(&observer, &locks).await, Vec::<String>::new(), "no lock left");
+}
+
+/// Starts `n` consumer processes one after another; each locks the lowest node free of locks
+/// and stalls in processing it. The processes, and the items they stall on.
+async fn stall(hosts: &str, path: &str, locks: &str, n: usize) -> (Vec<Proc>, Vec<String>) {
+    let (mut procs, mut stalled) = (Vec::new(), Vec::new());
+    for k in 0..n {
+        let recipe = format!("curator-queue:{locks}");
+        let id = format!("consumer-{k}");
+        let mut p = Proc::spawn_with(hosts, path, &id, &recipe, &["--work-ms", STALL_MS]);
+        stalled.push(p.expect("processing ", LIMIT).await.1);
+        procs.push(p);
+    }
+    (procs, stalled)
+}
+
+/// The head node's consumer is alive and slow; the next busy node's consumer is killed. Ours,
+/// waiting behind both, takes that node once the killed session expires, without waiting for
+/// the head's consumer (every lock is watched, not only the head's).
+async fn later_busy_node_freed(kind: Kind) {
+    let server = Server::start(kind, Settings::default());
+    let path = test_path("t43-later", kind);
+    let locks = format!("{path}-locks");
+    let s: Session = session(&server).await;
+    let q = DistributedQueue::new(&s, &path).unwrap().with_lock_path(&locks).unwrap();
+    for i in 0..3 {
+        q.put(format!("item-{i}").as_bytes()).await.unwrap();
+    }
+    let (mut procs, stalled) = stall(&server.hosts(), &path, &locks, 2).await;
+    assert_eq!(stalled, ["item-0", "item-1"]);
+    procs[1].kill();
+    let mut took = Vec::new();
+    for _ in 0..2 {
+        let items = tokio::time::timeout(LIMIT, q.consume(|items| async { Ok::<_, ()>(items) }))
+            .await
+            .expect("the killed consumer's node delivered while the head's consumer lives")
+            .unwrap()
+            .unwrap();
+        took.extend(items.into_iter().map(|i| String::from_utf8(i).unwrap()));
+    }
+    assert_eq!(took, ["item-2", "item-1"]);
+    assert_eq!(q.len().await.unwrap(), 1, "the live consumer's node stays");
 }
