@@ -12,7 +12,7 @@ use zookeeper_client::{Acls, Client, CreateMode, OneshotWatcher};
 use crate::curator_envelope as envelope;
 use crate::naming;
 use crate::ops;
-use crate::queue::{self, Checked, Layout, SimpleDistributedQueue, Wait};
+use crate::queue::{self, Checked, Layout, SimpleDistributedQueue, Unread, Wait};
 use crate::queue_lock::{woken_before, LockNode, Releases};
 use crate::session::Session;
 use crate::zk_error::{classify, Class, ZkError};
@@ -111,24 +111,6 @@ enum Settled {
 
 /// The answer of a settle task.
 type Answer = oneshot::Sender<Result<bool, Error>>;
-
-/// A take's answer while it is awaited: dropped unread after the settle task's delete landed,
-/// it keeps the node's data for the handle's next take (`keep`), as `SimpleDistributedQueue`'s
-/// takes do.
-struct Unread {
-    rx: oneshot::Receiver<Result<bool, Error>>,
-    keep: Option<(SimpleDistributedQueue, Vec<u8>)>,
-}
-
-impl Drop for Unread {
-    fn drop(&mut self) {
-        // Closed first, so the task's send either landed already or fails and keeps the data.
-        self.rx.close();
-        if let (Ok(Ok(true)), Some((queue, data))) = (self.rx.try_recv(), self.keep.take()) {
-            queue.hold(data);
-        }
-    }
-}
 
 /// A node locked by this consumer, read and found an envelope.
 struct Locked {
@@ -493,12 +475,15 @@ impl DistributedQueue {
         // Taken before the task starts: the next take must not list while it runs.
         let in_flight = self.queue.delete_in_flight().await;
         let (tx, rx) = oneshot::channel();
+        // A take's node deleted by the task, its answer unread: held for the next take.
         let keep = (settled == Settled::Taken).then(|| (self.queue.clone(), locked.data.clone()));
         tokio::spawn(self.clone().settle_task(locked, settled, tx, in_flight));
-        let mut answer = Unread { rx, keep };
-        let result = (&mut answer.rx).await.map_err(|_| Error::Closed);
-        answer.keep = None;
-        result
+        let answer = Unread::new(rx, move |deleted: Result<bool, Error>| {
+            if let (Ok(true), Some((queue, data))) = (deleted, keep) {
+                queue.hold(data);
+            }
+        });
+        answer.answer().await.ok_or(Error::Closed)
     }
 
     async fn settle_task(

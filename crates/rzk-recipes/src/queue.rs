@@ -498,21 +498,26 @@ impl SimpleDistributedQueue {
             // future is dropped (to the next take of the handle).
             let (tx, rx) = oneshot::channel();
             let in_flight = self.inner.deletes.clone().read_owned().await;
-            let (inner, client, version) = (self.inner.clone(), client.clone(), stat.version);
+            let (queue, client, version) = (self.clone(), client.clone(), stat.version);
             let node = path.clone();
             tokio::spawn(async move {
                 let result = client.delete(&node, Some(version)).await;
                 let _in_flight = in_flight;
                 if result.is_ok() {
                     if let Err(Ok(item)) = tx.send(Ok(data)) {
-                        inner.returned.lock().expect("poisoned").push_back(item);
+                        queue.hold(item);
                     }
                 } else {
                     let _ = tx.send(result.map(|()| Vec::new()));
                 }
             });
-            let mut answer = Answer { rx, inner: self.inner.clone() };
-            match (&mut answer.rx).await.expect("the delete task always answers") {
+            let queue = self.clone();
+            let answer = Unread::new(rx, move |removed: Result<Vec<u8>, ZkError>| {
+                if let Ok(item) = removed {
+                    queue.hold(item);
+                }
+            });
+            match answer.answer().await.expect("the delete task always answers") {
                 Ok(item) => return Ok(Removed::Item(item)),
                 Err(ZkError::NoNode) => return Ok(Removed::Gone),
                 // Changed between our read and delete: read it again.
@@ -528,19 +533,34 @@ impl SimpleDistributedQueue {
     }
 }
 
-/// The answer of a delete task. Dropped unread (the take was dropped), it keeps an item the
-/// task already sent for the handle's next take; the task itself keeps one sent after that.
-struct Answer {
-    rx: oneshot::Receiver<Result<Vec<u8>, ZkError>>,
-    inner: Arc<Inner>,
+/// The answer of a task that removes a take's node (this queue's, and `curator_queue.rs`'s).
+/// Dropped unread (its take was dropped), it hands an answer the task already sent to `keep`,
+/// which holds the item for the handle's next take; a task whose send fails because the
+/// answer was dropped first holds the item itself.
+pub(crate) struct Unread<T> {
+    rx: oneshot::Receiver<T>,
+    keep: Option<Box<dyn FnOnce(T) + Send>>,
 }
 
-impl Drop for Answer {
+impl<T> Unread<T> {
+    pub(crate) fn new(rx: oneshot::Receiver<T>, keep: impl FnOnce(T) + Send + 'static) -> Self {
+        Unread { rx, keep: Some(Box::new(keep)) }
+    }
+
+    /// The task's answer, read: nothing is kept then. `None` if the task ended without one.
+    pub(crate) async fn answer(mut self) -> Option<T> {
+        let answer = (&mut self.rx).await.ok();
+        self.keep = None;
+        answer
+    }
+}
+
+impl<T> Drop for Unread<T> {
     fn drop(&mut self) {
         // Closed first, so the task's send either landed already or fails and keeps the item.
         self.rx.close();
-        if let Ok(Ok(item)) = self.rx.try_recv() {
-            self.inner.returned.lock().expect("poisoned").push_back(item);
+        if let (Ok(answer), Some(keep)) = (self.rx.try_recv(), self.keep.take()) {
+            keep(answer);
         }
     }
 }
