@@ -41,6 +41,17 @@ where
 /// ignored, as Curator ignores them; claimed lengths are checked against the bytes left
 /// before anything is allocated.
 pub(crate) fn decode(data: &[u8]) -> Result<Vec<Vec<u8>>, String> {
+    Ok(items(data)?.into_iter().map(<[u8]>::to_vec).collect())
+}
+
+/// True if `data` is an envelope (a take checks before it deletes, and decodes after; the
+/// check copies no item).
+pub(crate) fn check(data: &[u8]) -> Result<(), String> {
+    items(data).map(drop)
+}
+
+/// The items of an envelope, as slices of `data`.
+fn items(data: &[u8]) -> Result<Vec<&[u8]>, String> {
     let mut rest = data;
     let version = take_int(&mut rest).ok_or("shorter than the envelope's version word")?;
     if version != VERSION {
@@ -65,14 +76,9 @@ pub(crate) fn decode(data: &[u8]) -> Result<Vec<Vec<u8>>, String> {
             return Err(format!("item {} claims {len} bytes, {} left", items.len(), rest.len()));
         }
         let (item, after) = rest.split_at(len);
-        items.push(item.to_vec());
+        items.push(item);
         rest = after;
     }
-}
-
-/// True if `data` is an envelope.
-pub(crate) fn check(data: &[u8]) -> Result<(), String> {
-    decode(data).map(drop)
 }
 
 /// Reads a big-endian 4-byte word off the front of `rest`.
