@@ -49,15 +49,7 @@ async fn killed_mid_processing(kind: Kind) {
     }
 
     // Ours takes the rest while the locks live, then the stalled nodes once they are freed.
-    let mut took = Vec::new();
-    for _ in 0..NODES {
-        let items = tokio::time::timeout(LIMIT, q.consume(|items| async { Ok::<_, ()>(items) }))
-            .await
-            .expect("every node delivered")
-            .unwrap()
-            .unwrap();
-        took.extend(items.into_iter().map(|i| String::from_utf8(i).unwrap()));
-    }
+    let took = consume(&q, NODES, "every node delivered").await;
     let expected: BTreeSet<String> = (0..NODES).map(|i| format!("item-{i}")).collect();
     assert_eq!(took.iter().cloned().collect::<BTreeSet<_>>(), expected, "none lost: {took:?}");
     assert_eq!(took.len(), NODES, "none twice: {took:?}");
@@ -66,6 +58,18 @@ async fn killed_mid_processing(kind: Kind) {
     assert_eq!(last, stalled.iter().cloned().collect(), "the stalled nodes came last: {took:?}");
     assert_eq!(q.poll().await.unwrap(), None);
     assert_eq!(children(&observer, &locks).await, Vec::<String>::new(), "no lock left");
+}
+
+/// The items of `nodes` nodes consumed under the lock path, each within LIMIT (`what` names the
+/// delivery a timeout missed).
+async fn consume(q: &DistributedQueue, nodes: usize, what: &str) -> Vec<String> {
+    let mut took = Vec::new();
+    for _ in 0..nodes {
+        let consumed = q.consume(|items| async { Ok::<_, ()>(items) });
+        let items = tokio::time::timeout(LIMIT, consumed).await.expect(what).unwrap().unwrap();
+        took.extend(items.into_iter().map(|i| String::from_utf8(i).unwrap()));
+    }
+    took
 }
 
 /// Starts `n` consumer processes one after another; each locks the lowest node free of locks
@@ -97,15 +101,8 @@ async fn later_busy_node_freed(kind: Kind) {
     let (mut procs, stalled) = stall(&server.hosts(), &path, &locks, 2).await;
     assert_eq!(stalled, ["item-0", "item-1"]);
     procs[1].kill();
-    let mut took = Vec::new();
-    for _ in 0..2 {
-        let items = tokio::time::timeout(LIMIT, q.consume(|items| async { Ok::<_, ()>(items) }))
-            .await
-            .expect("the killed consumer's node delivered while the head's consumer lives")
-            .unwrap()
-            .unwrap();
-        took.extend(items.into_iter().map(|i| String::from_utf8(i).unwrap()));
-    }
+    let delivered = "the killed consumer's node delivered while the head's consumer lives";
+    let took = consume(&q, 2, delivered).await;
     assert_eq!(took, ["item-2", "item-1"]);
     assert_eq!(q.len().await.unwrap(), 1, "the live consumer's node stays");
 }
