@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use rzk_testkit::proxy::Proxy;
 use support::checker::check_at_most;
 use support::faults::{assert_failover, kill9, sigstop, Group, Lang, Member, Scene};
-use support::participant::{token, Proc};
+use support::participant::{stale, token, Proc};
 use support::*;
 
 use Lang::{Java as J, Rust as R};
@@ -182,5 +182,5 @@ async fn restart(kind: Kind, members: &[Member<'_>]) {
 fn holding_since(p: &Proc, since: Instant) -> bool {
     let lines = p.lines();
     let last = lines.iter().rev().find(|(_, l)| l.starts_with("elected ") || l.starts_with("lost"));
-    last.is_some_and(|(at, l)| *at > since && l.starts_with("elected ") && !l.ends_with(" stale"))
+    last.is_some_and(|(at, l)| *at > since && l.starts_with("elected ") && !stale(l))
 }

@@ -14,6 +14,12 @@ pub fn token(elected: &str) -> i64 {
     elected.split(' ').next().and_then(|t| t.parse().ok()).expect("elected <token> <node>")
 }
 
+/// Whether an `elected` line is a Curator holder's hold of a node of an earlier session
+/// (tests/java/CuratorHolder.java marks it `stale`).
+pub fn stale(elected: &str) -> bool {
+    elected.ends_with(" stale")
+}
+
 /// The participant binary (`src/bin/participant.rs`), built by cargo for the tests.
 fn participant_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_rzk-recipes-participant"))
@@ -91,7 +97,7 @@ impl Proc {
         let mut terms: Vec<TermRecord> = Vec::new();
         for (at, l) in self.lines.all() {
             if let Some(rest) = l.strip_prefix("elected ") {
-                if rest.ends_with(" stale") {
+                if stale(&l) {
                     eprintln!("{}: Curator holds a node of an earlier session: {l}", self.id);
                     continue;
                 }
