@@ -64,6 +64,14 @@ impl Rule {
         self.blockers.contains(&lock) && !(self.same_sequence_passes && sequence == own_sequence)
     }
 
+    /// True if, once a listing is read, no node that blocks ours can appear before ours, so
+    /// that the listing without the nodes since deleted still decides (docs/election.md
+    /// §2.10). Sequence numbers only grow, but the downgrade's read node is created at the
+    /// sequence of its holder's write node, ahead of every writer queued behind it.
+    pub fn blockers_only_leave(&self) -> bool {
+        !(self.same_sequence_passes && self.blockers.contains(&READ_MARKER))
+    }
+
     /// Children sorted the way Curator's lock drivers sort recognised names (by the suffix
     /// after the lock name), with the foreign ones apart.
     pub fn sort_children<'a>(&self, children: &'a [String]) -> (Vec<&'a str>, Vec<String>) {
@@ -125,5 +133,13 @@ mod tests {
         assert!(!READ.blocks(WRITE_MARKER, 5, 5), "the downgrade's writer");
         assert!(!WRITE.blocks(READ_MARKER, 5, 5), "the downgrade's reader");
         assert!(LOCK.blocks(naming::LOCK, 5, 5), "a queue breaks ties by name");
+    }
+
+    #[test]
+    fn only_a_writer_can_see_a_blocker_arrive() {
+        for rule in [LATCH, LOCK, LEASE, READ] {
+            assert!(rule.blockers_only_leave(), "{}", rule.lock);
+        }
+        assert!(!WRITE.blockers_only_leave(), "the downgrade's read node");
     }
 }

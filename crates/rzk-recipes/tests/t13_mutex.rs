@@ -12,6 +12,9 @@
 //! - Uncontended pairs are Curator's three requests (create, getChildren, delete), counted by
 //!   the server (`cons`), and such a holder, with no watch on its own node, still loses the
 //!   lock when its node is deleted behind its back.
+//! - A waiter whose only blocker is the holder takes the lock on the holder's deletion event
+//!   with no request in between (the server's count and the driver's listings), and such a
+//!   holder still lists the children later: a foreign node arriving ends its hold.
 
 mod support;
 
@@ -19,7 +22,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rzk_recipes::{FencingToken, InterProcessMutex, LossReason, MutexOptions, Session};
+use rzk_recipes::{
+    FencingToken, InterProcessMutex, LockGuard, LossReason, MutexOptions, Session, Status,
+};
 use support::java::JavaParticipant;
 use support::*;
 
@@ -30,6 +35,7 @@ both_servers! {
     t13_mutex_with_curator => with_curator;
     t13_mutex_uncontended_requests => uncontended_requests;
     t13_mutex_uncontended_holder_node_deleted => uncontended_holder_node_deleted;
+    t13_mutex_handoff_requests => handoff_requests;
 }
 
 async fn mutexes(server: &Server, path: &str, n: usize) -> (Vec<Session>, Vec<InterProcessMutex>) {
@@ -226,4 +232,67 @@ async fn uncontended_holder_node_deleted(kind: Kind) {
     // The lock is free for the other handle.
     let next = mutexes[1].acquire_timeout(Duration::from_secs(5)).await.unwrap();
     assert!(next.expect("acquired").token() > held.token());
+}
+
+/// `waiter` queues behind `holder`'s hold; once it follows, the hold is released. Returns the
+/// waiter's guard, and the requests the server received from `waiter_sid` and the listings
+/// the waiter's driver made between its following and its acquire returning.
+async fn hand_over(
+    server: &Server,
+    holder: &InterProcessMutex,
+    waiter: &InterProcessMutex,
+    waiter_sid: zookeeper_client::SessionId,
+) -> (LockGuard, u64, u64) {
+    let held = holder.acquire().await.unwrap();
+    let acquiring = {
+        let waiter = waiter.clone();
+        tokio::spawn(async move { waiter.acquire().await.unwrap() })
+    };
+    eventually(Duration::from_secs(5), "the waiter follows", || {
+        matches!(waiter.status(), Status::Following { position: 1 })
+    })
+    .await;
+    let listings = waiter.metrics().get_children_calls;
+    let requests = requests_received(server, waiter_sid);
+    held.release().await.unwrap();
+    let granted = acquiring.await.unwrap();
+    let listings = waiter.metrics().get_children_calls - listings;
+    let requests = requests_received(server, waiter_sid) - requests;
+    (granted, requests, listings)
+}
+
+async fn handoff_requests(kind: Kind) {
+    const HANDOFFS: u64 = 10;
+    // Pings the waiter's session may send meanwhile (one per third of T when idle).
+    const PING_SLACK: u64 = 2;
+    let server = Server::start(kind, Settings::default());
+    let path = test_path("t13", kind);
+    let observer = raw_client(&server).await;
+    let (sessions, mutexes) = mutexes(&server, &path, 2).await;
+    let sid = sessions[1].session_id().unwrap();
+    let (mut requests, mut listings) = (0, 0);
+    for _ in 0..HANDOFFS {
+        let (granted, r, l) = hand_over(&server, &mutexes[0], &mutexes[1], sid).await;
+        assert!(granted.is_valid());
+        requests += r;
+        listings += l;
+        granted.release().await.unwrap();
+    }
+    assert_eq!(listings, 0, "the successor listed the children after the holder's delete");
+    assert!(
+        requests <= PING_SLACK,
+        "{requests} requests between following and holding in {HANDOFFS} handoffs"
+    );
+
+    // A hold granted on the event lists the children soon after, with a watch: a foreign node
+    // arriving ends it, as any other hold.
+    let (granted, _, _) = hand_over(&server, &mutexes[0], &mutexes[1], sid).await;
+    let foreign = format!("{path}/config");
+    let persistent =
+        zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
+    observer.create(&foreign, b"", &persistent).await.unwrap();
+    let reason = tokio::time::timeout(Duration::from_secs(5), granted.lost()).await;
+    assert_eq!(reason.expect("the holder sees the foreign node"), LossReason::ForeignNodes);
+    assert!(!granted.is_valid());
+    observer.delete(&foreign, None).await.unwrap();
 }

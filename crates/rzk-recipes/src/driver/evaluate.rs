@@ -4,6 +4,7 @@ use std::time::Instant;
 
 use zookeeper_client::{Client, OneshotWatcher, Stat};
 
+use super::follow::Followed;
 use super::{watch_future, Armed, Driver, OwnNode, Prefetched, Step, Stop, WatchFuture};
 use crate::decide::{decide, Decision};
 use crate::event::{ElectionEvent, MetricCells};
@@ -168,8 +169,15 @@ impl Driver {
                         }
                     }
                 }
-                self.follow(client, generation, own, predecessor, position, herd_watch).await?;
-                Ok(None)
+                match self
+                    .follow(client, generation, own, predecessor, position, herd_watch)
+                    .await?
+                {
+                    Followed::Evaluate => Ok(None),
+                    Followed::Granted { armed, reconnects } => {
+                        self.lead_granted(own, generation, reconnects, armed).await
+                    }
+                }
             }
         }
     }

@@ -1,7 +1,8 @@
 //! Following: watching the predecessor (or, for comparison, the whole parent) until it may be
-//! our turn, with our own node's ownership check and watch armed off the critical path.
+//! our turn, with our own node's ownership check and watch armed off the critical path, and
+//! the grant on the predecessor's deletion when the last listing proves it.
 
-use zookeeper_client::{Client, EventType, OneshotWatcher, Stat, WatchedEvent};
+use zookeeper_client::{Client, EventType, OneshotWatcher, Stat, StateWatcher, WatchedEvent};
 
 use super::{watch_future, Armed, Driver, OwnNode, Stop};
 use crate::event::{ElectionEvent, MetricCells};
@@ -15,8 +16,19 @@ enum Woke {
     Own(WatchedEvent),
 }
 
+/// How a follow ended.
+pub(super) enum Followed {
+    /// Evaluate again.
+    Evaluate,
+    /// Our only blocker's deletion proved that we hold (docs/election.md §2.10, "Grant on
+    /// the predecessor's deletion"): lead on the armed check, with no read, while the
+    /// connection counted `reconnects` lasts.
+    Granted { armed: Armed, reconnects: u64 },
+}
+
 impl Driver {
-    /// Watches the node before ours and waits for it to change; `Ok(())` means evaluate again.
+    /// Watches the node before ours and waits for it to change. `position` is the count of
+    /// blocking nodes before ours in the listing that decided to follow.
     pub(super) async fn follow(
         &mut self,
         client: &Client,
@@ -25,13 +37,21 @@ impl Driver {
         predecessor: String,
         position: usize,
         herd_watch: Option<OneshotWatcher>,
-    ) -> Result<(), Stop> {
+    ) -> Result<Followed, Stop> {
         let pred_path = naming::child_path(self.path(), &predecessor);
         let reconnects = self.snap.borrow().reconnects;
+        // Subscribed before the predecessor's watch is set: any connection change from here on
+        // shows in it at once (the client publishes a state before it delivers the events
+        // that follow it), where the session snapshot learns of it a task hop later.
+        let mut connection = client.state_watcher();
+        let sole_blocker = position == 1
+            && herd_watch.is_none()
+            && self.releases_terms()
+            && self.shared.rule.blockers_only_leave();
         let watched = match herd_watch {
             // Same owner rule as the predecessor strategy, without a watch.
             Some(w) => match self.wait_op(generation, client.check_stat(&pred_path)).await? {
-                Ok(None) => return Ok(()),
+                Ok(None) => return Ok(Followed::Evaluate),
                 Ok(Some(stat)) => Ok((stat, w)),
                 Err(e) => Err(e),
             },
@@ -45,9 +65,10 @@ impl Driver {
                 return Err(self.refuse(client, generation, vec![predecessor]).await)
             }
             Ok((_, w)) => w,
-            Err(ZkError::NoNode) => return Ok(()),
+            Err(ZkError::NoNode) => return Ok(Followed::Evaluate),
             Err(e) => {
-                return self.recover(generation, e, "watching the predecessor", &pred_path).await
+                self.recover(generation, e, "watching the predecessor", &pred_path).await?;
+                return Ok(Followed::Evaluate);
             }
         };
         self.shared.set_status(Status::Following { position });
@@ -70,27 +91,58 @@ impl Driver {
             })
             .await;
         let (ev, predecessor_went) = match woke {
-            Ok(Woke::Predecessor(ev)) => {
-                self.armed = armed;
-                (ev, true)
-            }
+            Ok(Woke::Predecessor(ev)) => (ev, true),
             // Deleted or changed: evaluate again (a fresh list tells which).
             Ok(Woke::Own(ev)) => (ev, false),
             Err(stop) => {
                 self.armed = armed;
                 return match stop {
-                    Stop::Reconnected => Ok(()),
+                    Stop::Reconnected => Ok(Followed::Evaluate),
                     stop => Err(stop),
                 };
             }
         };
         if ev.event_type == EventType::Session {
+            self.armed = armed;
             return Err(self.wait_generation_end(generation).await);
         }
         MetricCells::inc(&self.shared.metrics.wakeups);
         crate::telemetry::watch_notification(self.shared.labels());
+        let armed_ours = armed.as_ref().is_some_and(|a| {
+            a.generation == generation
+                && a.path == own.path
+                && a.stat.ephemeral_owner == own.session_id.0
+        });
+        if predecessor_went
+            && sole_blocker
+            && armed_ours
+            && ev.event_type == EventType::NodeDeleted
+            && self.granted_on_event(generation, &mut connection).await
+        {
+            if let Some(armed) = armed {
+                return Ok(Followed::Granted { armed, reconnects });
+            }
+        }
+        if predecessor_went {
+            self.armed = armed;
+        }
         self.next_in_line = predecessor_went;
-        Ok(())
+        Ok(Followed::Evaluate)
+    }
+
+    /// Whether our sole blocker's deletion, just delivered to a follower whose node's ownership
+    /// is checked and watched (the armed check: had our node gone before the predecessor, its
+    /// event would have come first), proves that we hold without a read (docs/election.md
+    /// §2.10): it does while the connection has not changed since the predecessor's watch was
+    /// set (after a reconnect, the events of deletions made meanwhile come in no set order).
+    async fn granted_on_event(&mut self, generation: u64, connection: &mut StateWatcher) -> bool {
+        let changed = tokio::select! {
+            biased;
+            _ = connection.changed() => true,
+            _ = std::future::ready(()) => false,
+        };
+        let reconnects = self.snap.borrow().reconnects;
+        !changed && self.check(generation, Some(reconnects)).is_ok()
     }
 
     /// Sets the watch on our predecessor. Unless our node's ownership check and watch are

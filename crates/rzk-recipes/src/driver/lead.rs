@@ -1,12 +1,14 @@
 //! Leading: ownership before a claim (CURATOR-696), claiming, keeping or resuming
 //! the term, and holding it until something ends it.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use zookeeper_client::{Client, EventType, OneshotWatcher, Stat, WatchedEvent};
 
-use super::{watch_future, Driver, OwnNode, Prefetched, Step, Stop, TaskEnd, WatchFuture};
+use super::{watch_future, Armed, Driver, OwnNode, Prefetched, Step, Stop, TaskEnd, WatchFuture};
 use crate::control::Command;
 use crate::decide::{decide, Decision};
 use crate::event::MetricCells;
@@ -15,13 +17,35 @@ use crate::loss::LossReason;
 use crate::term::Term;
 use crate::zk_error::ZkError;
 
+/// How long a term granted on its predecessor's deletion (no children read, hence no
+/// children watch) runs before it lists the children with a watch, as every other holder
+/// does from its claim on (foreign arrivals, docs/election.md §2.7). A term released sooner
+/// never reads: a lock handed straight on would otherwise send its delete behind that read,
+/// and wait the read's round trip for it (see `Armed`). Short against the time a foreign
+/// participant takes to matter.
+const GRANTED_LISTING_DELAY: Duration = Duration::from_millis(50);
+
+/// A leader's children watch, or (`None`) the time a granted term's listing is due.
+type ChildFuture = Pin<Box<dyn Future<Output = Option<WatchedEvent>> + Send>>;
+
+/// A children watch to keep until our node is deleted (see `Driver::held_watches`).
+fn kept(child: ChildFuture) -> WatchFuture {
+    Box::pin(async move {
+        match child.await {
+            Some(ev) => ev,
+            None => std::future::pending().await,
+        }
+    })
+}
+
 /// What woke a leader.
 enum LeaderWake {
     Command(Option<Command>),
     Task(Result<TaskEnd, tokio::task::JoinError>),
     Lost(LossReason),
     Own(WatchedEvent),
-    Children(WatchedEvent),
+    /// The children watch fired (`None`: a granted term's listing is due).
+    Children(Option<WatchedEvent>),
     /// The session snapshot changed (`false`: its sender is gone).
     Session(bool),
 }
@@ -32,7 +56,9 @@ enum LeaderWake {
 struct Verified {
     stat: Stat,
     own_watch: Option<WatchFuture>,
-    child_watch: OneshotWatcher,
+    /// `None` for a term granted on its predecessor's deletion: it lists, and sets the watch,
+    /// after [`GRANTED_LISTING_DELAY`].
+    child_watch: Option<OneshotWatcher>,
 }
 
 impl Driver {
@@ -55,6 +81,28 @@ impl Driver {
             Ok(term) => term,
             Err(step) => return Ok(step),
         };
+        self.hold(own, generation, reconnects, term, verified).await
+    }
+
+    /// Our sole blocker's deletion proved that we hold (docs/election.md §2.10): claims on the
+    /// armed check, with no read, and holds. `reconnects`: the connection the proof came on.
+    /// `Ok(None)` means evaluate again.
+    pub(super) async fn lead_granted(
+        &mut self,
+        own: &OwnNode,
+        generation: u64,
+        reconnects: u64,
+        armed: Armed,
+    ) -> Result<Option<Step>, Stop> {
+        let Armed { stat, event, .. } = armed;
+        let term = match self.claim(own, generation, stat.czxid).await? {
+            Ok(term) => term,
+            Err(step) => {
+                self.keep_armed(generation, own, stat, Some(event));
+                return Ok(step);
+            }
+        };
+        let verified = Verified { stat, own_watch: Some(event), child_watch: None };
         self.hold(own, generation, reconnects, term, verified).await
     }
 
@@ -103,7 +151,7 @@ impl Driver {
                 Err(step) => return Ok(Err(step)),
             },
         };
-        Ok(Ok(Verified { stat, own_watch, child_watch }))
+        Ok(Ok(Verified { stat, own_watch, child_watch: Some(child_watch) }))
     }
 
     /// Lists the children with a watch and checks that we still sort first.
@@ -183,14 +231,20 @@ impl Driver {
         // `term` stays alive while held: its last handle's drop would end it.
         let lost = Leadership { inner: term.clone() }.lost();
         tokio::pin!(lost);
-        let mut child_ev: WatchFuture = Box::pin(child_watch.changed());
+        let mut child_ev: ChildFuture = match child_watch {
+            Some(w) => Box::pin(async move { Some(w.changed().await) }),
+            None => Box::pin(async {
+                tokio::time::sleep(GRANTED_LISTING_DELAY).await;
+                None
+            }),
+        };
         self.shared.decided();
         loop {
             match self.check(generation, Some(reconnects)) {
                 Ok(()) => {}
                 Err(Stop::Reconnected) => return Ok(None),
                 Err(Stop::Close) => {
-                    self.held_watches.extend(own_ev.into_iter().chain([child_ev]));
+                    self.held_watches.extend(own_ev.into_iter().chain([kept(child_ev)]));
                     return Err(Stop::Close);
                 }
                 Err(stop) => return Err(stop),
@@ -225,7 +279,7 @@ impl Driver {
                     return self.release().await.map(Some);
                 }
                 LeaderWake::Lost(reason) => {
-                    let watches = own_ev.into_iter().chain([child_ev]);
+                    let watches = own_ev.into_iter().chain([kept(child_ev)]);
                     return self.on_lost(own, generation, reason, watches).await;
                 }
                 LeaderWake::Own(ev) => {
@@ -238,10 +292,12 @@ impl Driver {
                     };
                 }
                 LeaderWake::Children(ev) => {
-                    MetricCells::inc(&self.shared.metrics.leader_watch_events);
-                    crate::telemetry::watch_notification(self.shared.labels());
-                    if ev.event_type == EventType::Session {
-                        return Err(self.wait_generation_end(generation).await);
+                    if let Some(ev) = ev {
+                        MetricCells::inc(&self.shared.metrics.leader_watch_events);
+                        crate::telemetry::watch_notification(self.shared.labels());
+                        if ev.event_type == EventType::Session {
+                            return Err(self.wait_generation_end(generation).await);
+                        }
                     }
                     // The own-node watch stays set: the new look at the children is then one
                     // request, with no removeWatches and no second read before it.
