@@ -77,6 +77,28 @@ pub(crate) fn decide(children: &[String], own: &str, rule: &Rule) -> Decision {
     }
 }
 
+/// The nearest node that blocks `own` and sorts before `before` (both child names): where a
+/// follower whose predecessor is `before` looks past it (the driver's look-ahead). `None` if
+/// there is none, or either name is not one `rule` orders.
+pub(crate) fn blocker_before(
+    children: &[String],
+    before: &str,
+    own: &str,
+    rule: &Rule,
+) -> Option<String> {
+    let own_seq = naming::sequence_number(rule.parse(own)?.0.sequence);
+    let limit = (naming::sequence_number(rule.parse(before)?.0.sequence), before);
+    let mut nearest: Option<(u64, &str)> = None;
+    for c in children {
+        let Some((r, lock)) = rule.parse(c) else { continue };
+        let key = (naming::sequence_number(r.sequence), c.as_str());
+        if key < limit && rule.blocks(lock, key.0, own_seq) && nearest.is_none_or(|n| key > n) {
+            nearest = Some(key);
+        }
+    }
+    nearest.map(|(_, name)| name.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -204,6 +226,27 @@ mod tests {
             decide(&[r1.clone(), mutex.clone()], &r1, &rule::READ),
             Decision::Foreign(vec![mutex])
         );
+    }
+
+    /// The look-ahead past the predecessor: the nearest blocker before it, under each rule.
+    #[test]
+    fn blocker_before_the_predecessor() {
+        let a = node(1, LOCK, 1);
+        let b = node(2, LOCK, 2);
+        let c = node(3, LOCK, 3);
+        let d = node(4, LOCK, 4);
+        let kids = vec![d.clone(), b.clone(), a.clone(), c.clone()];
+        assert_eq!(blocker_before(&kids, &c, &d, &rule::LOCK), Some(b.clone()));
+        assert_eq!(blocker_before(&kids, &b, &d, &rule::LOCK), Some(a.clone()));
+        assert_eq!(blocker_before(&kids, &a, &d, &rule::LOCK), None);
+        // A reader looks past its nearest writer to the writer before it, skipping readers.
+        let w1 = node(5, W, 1);
+        let r2 = node(6, R, 2);
+        let w3 = node(7, W, 3);
+        let r4 = node(8, R, 4);
+        let kids = vec![w1.clone(), r2, w3.clone(), r4.clone()];
+        assert_eq!(blocker_before(&kids, &w3, &r4, &rule::READ), Some(w1));
+        assert_eq!(blocker_before(&kids, &w3, &node(9, LOCK, 9), &rule::READ), None);
     }
 
     /// The downgrade's read node carries its writer's sequence: neither blocks the other, and

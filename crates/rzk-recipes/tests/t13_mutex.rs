@@ -15,6 +15,8 @@
 //! - A waiter whose only blocker is the holder takes the lock on the holder's deletion event
 //!   with no request in between (the server's count and the driver's listings), and such a
 //!   holder still lists the children later: a foreign node arriving ends its hold.
+//! - The look-ahead: a waiter two places back lists the children when the holder goes, so
+//!   that it too takes the lock on its predecessor's deletion with no request in between.
 
 mod support;
 
@@ -36,6 +38,7 @@ both_servers! {
     t13_mutex_uncontended_requests => uncontended_requests;
     t13_mutex_uncontended_holder_node_deleted => uncontended_holder_node_deleted;
     t13_mutex_handoff_requests => handoff_requests;
+    t13_mutex_lookahead_requests => lookahead_requests;
 }
 
 async fn mutexes(server: &Server, path: &str, n: usize) -> (Vec<Session>, Vec<InterProcessMutex>) {
@@ -295,4 +298,49 @@ async fn handoff_requests(kind: Kind) {
     assert_eq!(reason.expect("the holder sees the foreign node"), LossReason::ForeignNodes);
     assert!(!granted.is_valid());
     observer.delete(&foreign, None).await.unwrap();
+}
+
+/// Three handles: `c` queues behind `b`, which queues behind `a`'s hold. `a`'s release moves
+/// `b` to the front, and `c` looks ahead then; `b`'s release grants `c` with no request.
+async fn lookahead_requests(kind: Kind) {
+    const PING_SLACK: u64 = 2;
+    let server = Server::start(kind, Settings::default());
+    let path = test_path("t13", kind);
+    let (sessions, mutexes) = mutexes(&server, &path, 3).await;
+    let c_sid = sessions[2].session_id().unwrap();
+    let (a, b, c) = (&mutexes[0], &mutexes[1], &mutexes[2]);
+    let held = a.acquire().await.unwrap();
+    let b_acquiring = {
+        let b = b.clone();
+        tokio::spawn(async move { b.acquire().await.unwrap() })
+    };
+    eventually(Duration::from_secs(5), "b follows the holder", || {
+        matches!(b.status(), Status::Following { position: 1 })
+    })
+    .await;
+    let c_acquiring = {
+        let c = c.clone();
+        tokio::spawn(async move { c.acquire().await.unwrap() })
+    };
+    eventually(Duration::from_secs(5), "c follows b", || {
+        matches!(c.status(), Status::Following { position: 2 })
+    })
+    .await;
+    held.release().await.unwrap();
+    let b_held = b_acquiring.await.unwrap();
+    eventually(Duration::from_secs(5), "c sees b alone ahead of it", || {
+        matches!(c.status(), Status::Following { position: 1 })
+    })
+    .await;
+    let listings = c.metrics().get_children_calls;
+    let requests = requests_received(&server, c_sid);
+    let b_token = b_held.token();
+    b_held.release().await.unwrap();
+    let c_held = c_acquiring.await.unwrap();
+    assert_eq!(c.metrics().get_children_calls - listings, 0, "c listed after b's delete");
+    let requests = requests_received(&server, c_sid) - requests;
+    assert!(requests <= PING_SLACK, "{requests} requests between b's release and c's hold");
+    assert!(c_held.is_valid());
+    assert!(c_held.token() > b_token);
+    c_held.release().await.unwrap();
 }

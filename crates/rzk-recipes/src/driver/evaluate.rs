@@ -4,9 +4,9 @@ use std::time::Instant;
 
 use zookeeper_client::{Client, OneshotWatcher, Stat};
 
-use super::follow::Followed;
+use super::follow::{Followed, Place};
 use super::{watch_future, Armed, Driver, OwnNode, Prefetched, Step, Stop, WatchFuture};
-use crate::decide::{decide, Decision};
+use crate::decide::{blocker_before, decide, Decision};
 use crate::event::{ElectionEvent, MetricCells};
 use crate::loss::LossReason;
 use crate::naming;
@@ -169,10 +169,11 @@ impl Driver {
                         }
                     }
                 }
-                match self
-                    .follow(client, generation, own, predecessor, position, herd_watch)
-                    .await?
-                {
+                let ahead = (position > 1)
+                    .then(|| blocker_before(&children, &predecessor, &own.name, &self.shared.rule))
+                    .flatten();
+                let place = Place { predecessor, position, ahead };
+                match self.follow(client, generation, own, place, herd_watch).await? {
                     Followed::Evaluate => Ok(None),
                     Followed::Granted { armed, reconnects } => {
                         self.lead_granted(own, generation, reconnects, armed).await

@@ -4,7 +4,8 @@
 
 use zookeeper_client::{Client, EventType, OneshotWatcher, Stat, StateWatcher, WatchedEvent};
 
-use super::{watch_future, Armed, Driver, OwnNode, Stop};
+use super::{watch_future, Armed, Driver, OwnNode, Stop, WatchFuture};
+use crate::decide::{blocker_before, decide, Decision};
 use crate::event::{ElectionEvent, MetricCells};
 use crate::naming;
 use crate::zk_error::{normalize, ZkError};
@@ -14,6 +15,55 @@ use crate::Status;
 enum Woke {
     Predecessor(WatchedEvent),
     Own(WatchedEvent),
+    /// The blocker before our predecessor changed (the look-ahead watch).
+    Ahead(WatchedEvent),
+}
+
+/// Where a listing placed a follower.
+pub(super) struct Place {
+    /// The nearest blocking node before ours, the one to watch.
+    pub predecessor: String,
+    /// How many blocking nodes sort before ours.
+    pub position: usize,
+    /// The nearest blocking node before the predecessor, if any: the look-ahead's.
+    pub ahead: Option<String>,
+}
+
+/// What a follower's fresh listing, taken when the blocker before its predecessor changed,
+/// showed.
+enum LookAhead {
+    /// No blocker but the predecessor (or none at all): its deletion grants.
+    Sole,
+    /// More blockers: watch this one, the nearest before the predecessor.
+    Watch(String),
+    /// Anything else (the predecessor replaced, our node missing, a foreign node): evaluate.
+    Evaluate,
+}
+
+/// What a follower waits on.
+struct Waiting {
+    /// The node we watch.
+    predecessor: String,
+    /// Our node's ownership check and watch, if armed.
+    armed: Option<Armed>,
+    pred_ev: WatchFuture,
+    /// The look-ahead's next node to watch, and the watch set on it.
+    ahead: Option<String>,
+    ahead_ev: Option<WatchFuture>,
+    /// The last listing showed no blocker but the predecessor: its deletion grants.
+    sole_blocker: bool,
+}
+
+impl Waiting {
+    /// Takes in what a look-ahead listing showed; `false` means evaluate again.
+    fn learn(&mut self, seen: LookAhead) -> bool {
+        match seen {
+            LookAhead::Sole => self.sole_blocker = true,
+            LookAhead::Watch(name) => self.ahead = Some(name),
+            LookAhead::Evaluate => return false,
+        }
+        true
+    }
 }
 
 /// How a follow ended.
@@ -27,27 +77,31 @@ pub(super) enum Followed {
 }
 
 impl Driver {
-    /// Watches the node before ours and waits for it to change. `position` is the count of
-    /// blocking nodes before ours in the listing that decided to follow.
+    /// Watches the node before ours and waits for it to change.
+    ///
+    /// Where the grant on the predecessor's deletion applies, a follower with more than one
+    /// blocker also watches the blocker before its predecessor, and lists the children when
+    /// that one changes (the look-ahead, docs/election.md §2.10): in a queue that moves, the
+    /// listing then shows the predecessor alone before the predecessor's own release, so the
+    /// successor takes the lock on the event, and the listing is off the handoff's path.
     pub(super) async fn follow(
         &mut self,
         client: &Client,
         generation: u64,
         own: &OwnNode,
-        predecessor: String,
-        position: usize,
+        place: Place,
         herd_watch: Option<OneshotWatcher>,
     ) -> Result<Followed, Stop> {
+        let Place { predecessor, position, ahead } = place;
         let pred_path = naming::child_path(self.path(), &predecessor);
         let reconnects = self.snap.borrow().reconnects;
         // Subscribed before the predecessor's watch is set: any connection change from here on
         // shows in it at once (the client publishes a state before it delivers the events
         // that follow it), where the session snapshot learns of it a task hop later.
         let mut connection = client.state_watcher();
-        let sole_blocker = position == 1
-            && herd_watch.is_none()
-            && self.releases_terms()
-            && self.shared.rule.blockers_only_leave();
+        let grants =
+            herd_watch.is_none() && self.releases_terms() && self.shared.rule.blockers_only_leave();
+        let sole_blocker = grants && position == 1;
         let watched = match herd_watch {
             // Same owner rule as the predecessor strategy, without a watch.
             Some(w) => match self.wait_op(generation, client.check_stat(&pred_path)).await? {
@@ -73,33 +127,31 @@ impl Driver {
         };
         self.shared.set_status(Status::Following { position });
         self.shared.decided();
-        self.shared.emit(ElectionEvent::Following { position, predecessor });
+        self.shared.emit(ElectionEvent::Following { position, predecessor: predecessor.clone() });
         // Our own node's watch wakes us too: a follower whose node was deleted rejoins at
         // once instead of waiting for its predecessor. It is polled first, so an event on our
         // node that came before the predecessor's is seen first.
-        let mut armed = self.take_armed(generation, own);
-        let woke = self
-            .wait_ext(generation, Some(reconnects), async {
-                match armed.as_mut() {
-                    Some(a) => tokio::select! {
-                        biased;
-                        ev = &mut a.event => Woke::Own(ev),
-                        ev = watcher.changed() => Woke::Predecessor(ev),
-                    },
-                    None => Woke::Predecessor(watcher.changed().await),
-                }
-            })
-            .await;
+        let mut waiting = Waiting {
+            armed: self.take_armed(generation, own),
+            pred_ev: watch_future(watcher),
+            ahead: ahead.filter(|_| grants && !sole_blocker),
+            ahead_ev: None,
+            sole_blocker,
+            predecessor,
+        };
+        let woke = self.await_turn(client, generation, own, reconnects, &mut waiting).await;
+        let Waiting { armed, sole_blocker, .. } = waiting;
         let (ev, predecessor_went) = match woke {
-            Ok(Woke::Predecessor(ev)) => (ev, true),
+            Ok(Some(Woke::Predecessor(ev))) => (ev, true),
             // Deleted or changed: evaluate again (a fresh list tells which).
-            Ok(Woke::Own(ev)) => (ev, false),
+            Ok(Some(Woke::Own(ev) | Woke::Ahead(ev))) => (ev, false),
+            Ok(None) | Err(Stop::Reconnected) => {
+                self.armed = armed;
+                return Ok(Followed::Evaluate);
+            }
             Err(stop) => {
                 self.armed = armed;
-                return match stop {
-                    Stop::Reconnected => Ok(Followed::Evaluate),
-                    stop => Err(stop),
-                };
+                return Err(stop);
             }
         };
         if ev.event_type == EventType::Session {
@@ -128,6 +180,110 @@ impl Driver {
         }
         self.next_in_line = predecessor_went;
         Ok(Followed::Evaluate)
+    }
+
+    /// Waits for the predecessor's or our own node's event, looking ahead meanwhile (see
+    /// [`Driver::follow`]). `Ok(None)`: a look-ahead listing calls for a fresh evaluation.
+    async fn await_turn(
+        &mut self,
+        client: &Client,
+        generation: u64,
+        own: &OwnNode,
+        reconnects: u64,
+        w: &mut Waiting,
+    ) -> Result<Option<Woke>, Stop> {
+        loop {
+            if let Some(name) = w.ahead.take() {
+                match self.watch_ahead(client, generation, &name).await? {
+                    Ok(Some(ev)) => w.ahead_ev = Some(ev),
+                    // Gone already: look again now.
+                    Ok(None) => {
+                        let seen = self.look_ahead(client, generation, own, &w.predecessor).await?;
+                        if !w.learn(seen) {
+                            return Ok(None);
+                        }
+                        continue;
+                    }
+                    // Unreadable: wait without looking ahead.
+                    Err(()) => {}
+                }
+            }
+            let (has_armed, has_ahead) = (w.armed.is_some(), w.ahead_ev.is_some());
+            let (armed, pred_ev, ahead_ev) = (&mut w.armed, &mut w.pred_ev, &mut w.ahead_ev);
+            let woke = self
+                .wait_ext(generation, Some(reconnects), async {
+                    tokio::select! {
+                        biased;
+                        ev = async { (&mut armed.as_mut().expect("checked").event).await },
+                            if has_armed => Woke::Own(ev),
+                        ev = pred_ev => Woke::Predecessor(ev),
+                        ev = async { ahead_ev.as_mut().expect("checked").await },
+                            if has_ahead => Woke::Ahead(ev),
+                    }
+                })
+                .await?;
+            match woke {
+                Woke::Ahead(ev) if ev.event_type != EventType::Session => {
+                    w.ahead_ev = None;
+                    MetricCells::inc(&self.shared.metrics.wakeups);
+                    crate::telemetry::watch_notification(self.shared.labels());
+                    let seen = self.look_ahead(client, generation, own, &w.predecessor).await?;
+                    if !w.learn(seen) {
+                        return Ok(None);
+                    }
+                    if w.sole_blocker {
+                        self.shared.set_status(Status::Following { position: 1 });
+                    }
+                }
+                woke => return Ok(Some(woke)),
+            }
+        }
+    }
+
+    /// Sets the look-ahead watch on the blocker `name`: `Ok(None)` if it is gone already,
+    /// `Err(())` if it could not be read (the follower then waits without looking ahead).
+    async fn watch_ahead(
+        &mut self,
+        client: &Client,
+        generation: u64,
+        name: &str,
+    ) -> Result<Result<Option<WatchFuture>, ()>, Stop> {
+        let path = naming::child_path(self.path(), name);
+        Ok(match self.wait_op(generation, client.get_and_watch_data(&path)).await? {
+            Ok((_, _, w)) => Ok(Some(watch_future(w))),
+            Err(ZkError::NoNode) => Ok(None),
+            Err(_) => Err(()),
+        })
+    }
+
+    /// Lists the children once the blocker before `predecessor` changed, and tells whether the
+    /// predecessor now blocks alone (so that its deletion grants, by the same proof as a
+    /// listing's that placed us first in line: nothing new sorts ahead of ours).
+    async fn look_ahead(
+        &mut self,
+        client: &Client,
+        generation: u64,
+        own: &OwnNode,
+        predecessor: &str,
+    ) -> Result<LookAhead, Stop> {
+        MetricCells::inc(&self.shared.metrics.get_children_calls);
+        let path = self.shared.path.clone();
+        let Ok(children) = self.wait_op(generation, client.list_children(&path)).await? else {
+            return Ok(LookAhead::Evaluate);
+        };
+        let rule = &self.shared.rule;
+        Ok(match decide(&children, &own.name, rule) {
+            // The predecessor is gone too; its event is on its way.
+            Decision::Leader => LookAhead::Sole,
+            Decision::Follow { predecessor: p, position } if p == predecessor => {
+                match blocker_before(&children, predecessor, &own.name, rule) {
+                    None if position == 1 => LookAhead::Sole,
+                    Some(name) => LookAhead::Watch(name),
+                    None => LookAhead::Evaluate,
+                }
+            }
+            _ => LookAhead::Evaluate,
+        })
     }
 
     /// Whether our sole blocker's deletion, just delivered to a follower whose node's ownership
