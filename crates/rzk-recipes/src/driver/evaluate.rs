@@ -169,7 +169,8 @@ impl Driver {
                         }
                     }
                 }
-                let ahead = (position > 1)
+                let looks_ahead = position > 1 && self.grants_on_event(herd_watch.is_none());
+                let ahead = looks_ahead
                     .then(|| blocker_before(&children, &predecessor, &own.name, &self.shared.rule))
                     .flatten();
                 let place = Place { predecessor, position, ahead };

@@ -8,6 +8,7 @@ use super::{watch_future, Armed, Driver, OwnNode, Stop, WatchFuture};
 use crate::decide::{blocker_before, decide, Decision};
 use crate::event::{ElectionEvent, MetricCells};
 use crate::naming;
+use crate::rule::Rule;
 use crate::zk_error::{normalize, ZkError};
 use crate::Status;
 
@@ -34,10 +35,19 @@ pub(super) struct Place {
 enum LookAhead {
     /// No blocker but the predecessor (or none at all): its deletion grants.
     Sole,
-    /// More blockers: watch this one, the nearest before the predecessor.
-    Watch(String),
+    /// `position` blockers: watch this one, the nearest before the predecessor.
+    Watch { name: String, position: usize },
     /// Anything else (the predecessor replaced, our node missing, a foreign node): evaluate.
     Evaluate,
+}
+
+/// The look-ahead's watch on the blocker before the predecessor.
+enum AheadWatch {
+    Set(WatchFuture),
+    /// The node is gone already: list again at once.
+    Gone,
+    /// It could not be read (an ACL, a throttled server): follow without looking ahead.
+    Unreadable,
 }
 
 /// What a follower waits on.
@@ -55,14 +65,20 @@ struct Waiting {
 }
 
 impl Waiting {
-    /// Takes in what a look-ahead listing showed; `false` means evaluate again.
-    fn learn(&mut self, seen: LookAhead) -> bool {
+    /// Takes in what a look-ahead listing showed: the position to publish, or `None` to
+    /// evaluate again.
+    fn learn(&mut self, seen: LookAhead) -> Option<usize> {
         match seen {
-            LookAhead::Sole => self.sole_blocker = true,
-            LookAhead::Watch(name) => self.ahead = Some(name),
-            LookAhead::Evaluate => return false,
+            LookAhead::Sole => {
+                self.sole_blocker = true;
+                Some(1)
+            }
+            LookAhead::Watch { name, position } => {
+                self.ahead = Some(name);
+                Some(position)
+            }
+            LookAhead::Evaluate => None,
         }
-        true
     }
 }
 
@@ -99,8 +115,7 @@ impl Driver {
         // shows in it at once (the client publishes a state before it delivers the events
         // that follow it), where the session snapshot learns of it a task hop later.
         let mut connection = client.state_watcher();
-        let grants =
-            herd_watch.is_none() && self.releases_terms() && self.shared.rule.blockers_only_leave();
+        let grants = self.grants_on_event(herd_watch.is_none());
         let sole_blocker = grants && position == 1;
         let watched = match herd_watch {
             // Same owner rule as the predecessor strategy, without a watch.
@@ -140,16 +155,22 @@ impl Driver {
             predecessor,
         };
         let woke = self.await_turn(client, generation, own, reconnects, &mut waiting).await;
-        let Waiting { armed, sole_blocker, .. } = waiting;
+        let Waiting { armed, sole_blocker, pred_ev, ahead_ev, .. } = waiting;
         let (ev, predecessor_went) = match woke {
             Ok(Some(Woke::Predecessor(ev))) => (ev, true),
-            // Deleted or changed: evaluate again (a fresh list tells which).
+            // Our node deleted or changed: evaluate again (a fresh list tells which). The
+            // look-ahead's watch ends the wait only with a session event.
             Ok(Some(Woke::Own(ev) | Woke::Ahead(ev))) => (ev, false),
             Ok(None) | Err(Stop::Reconnected) => {
                 self.armed = armed;
                 return Ok(Followed::Evaluate);
             }
             Err(stop) => {
+                if matches!(stop, Stop::Close) {
+                    // Unfired watches dropped now would send removeWatches ahead of our
+                    // node's delete (§2.9 C).
+                    self.held_watches.extend([pred_ev].into_iter().chain(ahead_ev));
+                }
                 self.armed = armed;
                 return Err(stop);
             }
@@ -160,16 +181,10 @@ impl Driver {
         }
         MetricCells::inc(&self.shared.metrics.wakeups);
         crate::telemetry::watch_notification(self.shared.labels());
-        let armed_ours = armed.as_ref().is_some_and(|a| {
-            a.generation == generation
-                && a.path == own.path
-                && a.stat.ephemeral_owner == own.session_id.0
-        });
-        if predecessor_went
-            && sole_blocker
-            && armed_ours
-            && ev.event_type == EventType::NodeDeleted
-            && self.granted_on_event(generation, &mut connection).await
+        let proven = predecessor_went && sole_blocker && ev.event_type == EventType::NodeDeleted;
+        if proven
+            && self.armed_ours(armed.as_ref(), generation, own)
+            && self.granted_on_event(generation, reconnects, &mut connection).await
         {
             if let Some(armed) = armed {
                 return Ok(Followed::Granted { armed, reconnects });
@@ -195,17 +210,16 @@ impl Driver {
         loop {
             if let Some(name) = w.ahead.take() {
                 match self.watch_ahead(client, generation, &name).await? {
-                    Ok(Some(ev)) => w.ahead_ev = Some(ev),
-                    // Gone already: look again now.
-                    Ok(None) => {
-                        let seen = self.look_ahead(client, generation, own, &w.predecessor).await?;
-                        if !w.learn(seen) {
+                    AheadWatch::Set(ev) => w.ahead_ev = Some(ev),
+                    AheadWatch::Gone => {
+                        if !self.look_ahead(client, generation, own, w).await? {
                             return Ok(None);
                         }
                         continue;
                     }
-                    // Unreadable: wait without looking ahead.
-                    Err(()) => {}
+                    AheadWatch::Unreadable => {
+                        tracing::debug!(node = %name, "the look-ahead cannot read the node");
+                    }
                 }
             }
             let (has_armed, has_ahead) = (w.armed.is_some(), w.ahead_ev.is_some());
@@ -227,12 +241,8 @@ impl Driver {
                     w.ahead_ev = None;
                     MetricCells::inc(&self.shared.metrics.wakeups);
                     crate::telemetry::watch_notification(self.shared.labels());
-                    let seen = self.look_ahead(client, generation, own, &w.predecessor).await?;
-                    if !w.learn(seen) {
+                    if !self.look_ahead(client, generation, own, w).await? {
                         return Ok(None);
-                    }
-                    if w.sole_blocker {
-                        self.shared.set_status(Status::Following { position: 1 });
                     }
                 }
                 woke => return Ok(Some(woke)),
@@ -240,49 +250,55 @@ impl Driver {
         }
     }
 
-    /// Sets the look-ahead watch on the blocker `name`: `Ok(None)` if it is gone already,
-    /// `Err(())` if it could not be read (the follower then waits without looking ahead).
+    /// Sets the look-ahead watch on the blocker `name`.
     async fn watch_ahead(
         &mut self,
         client: &Client,
         generation: u64,
         name: &str,
-    ) -> Result<Result<Option<WatchFuture>, ()>, Stop> {
+    ) -> Result<AheadWatch, Stop> {
         let path = naming::child_path(self.path(), name);
         Ok(match self.wait_op(generation, client.get_and_watch_data(&path)).await? {
-            Ok((_, _, w)) => Ok(Some(watch_future(w))),
-            Err(ZkError::NoNode) => Ok(None),
-            Err(_) => Err(()),
+            Ok((_, _, w)) => AheadWatch::Set(watch_future(w)),
+            Err(ZkError::NoNode) => AheadWatch::Gone,
+            Err(_) => AheadWatch::Unreadable,
         })
     }
 
-    /// Lists the children once the blocker before `predecessor` changed, and tells whether the
-    /// predecessor now blocks alone (so that its deletion grants, by the same proof as a
-    /// listing's that placed us first in line: nothing new sorts ahead of ours).
+    /// Lists the children once the blocker before our predecessor changed, takes in what the
+    /// listing shows and publishes our new position; `false` means evaluate again. The
+    /// predecessor alone before ours grants on its deletion, by the same proof as a first
+    /// listing's: nothing new sorts ahead of ours.
     async fn look_ahead(
         &mut self,
         client: &Client,
         generation: u64,
         own: &OwnNode,
-        predecessor: &str,
-    ) -> Result<LookAhead, Stop> {
+        w: &mut Waiting,
+    ) -> Result<bool, Stop> {
         MetricCells::inc(&self.shared.metrics.get_children_calls);
         let path = self.shared.path.clone();
-        let Ok(children) = self.wait_op(generation, client.list_children(&path)).await? else {
-            return Ok(LookAhead::Evaluate);
+        let seen = match self.wait_op(generation, client.list_children(&path)).await? {
+            Ok(children) => look(&children, own, &w.predecessor, &self.shared.rule),
+            Err(_) => LookAhead::Evaluate,
         };
-        let rule = &self.shared.rule;
-        Ok(match decide(&children, &own.name, rule) {
-            // The predecessor is gone too; its event is on its way.
-            Decision::Leader => LookAhead::Sole,
-            Decision::Follow { predecessor: p, position } if p == predecessor => {
-                match blocker_before(&children, predecessor, &own.name, rule) {
-                    None if position == 1 => LookAhead::Sole,
-                    Some(name) => LookAhead::Watch(name),
-                    None => LookAhead::Evaluate,
-                }
-            }
-            _ => LookAhead::Evaluate,
+        let Some(position) = w.learn(seen) else { return Ok(false) };
+        self.shared.set_status(Status::Following { position });
+        Ok(true)
+    }
+
+    /// True for the followers the grant on the predecessor's deletion applies to: those of a
+    /// releasing recipe whose blockers only leave, watching their predecessor (not the herd).
+    pub(super) fn grants_on_event(&self, predecessor_strategy: bool) -> bool {
+        predecessor_strategy && self.releases_terms() && self.shared.rule.blockers_only_leave()
+    }
+
+    /// Whether `armed` is the ownership check and watch of our node in this generation.
+    fn armed_ours(&self, armed: Option<&Armed>, generation: u64, own: &OwnNode) -> bool {
+        armed.is_some_and(|a| {
+            a.generation == generation
+                && a.path == own.path
+                && a.stat.ephemeral_owner == own.session_id.0
         })
     }
 
@@ -291,13 +307,17 @@ impl Driver {
     /// event would have come first), proves that we hold without a read (docs/election.md
     /// §2.10): it does while the connection has not changed since the predecessor's watch was
     /// set (after a reconnect, the events of deletions made meanwhile come in no set order).
-    async fn granted_on_event(&mut self, generation: u64, connection: &mut StateWatcher) -> bool {
+    async fn granted_on_event(
+        &mut self,
+        generation: u64,
+        reconnects: u64,
+        connection: &mut StateWatcher,
+    ) -> bool {
         let changed = tokio::select! {
             biased;
             _ = connection.changed() => true,
             _ = std::future::ready(()) => false,
         };
-        let reconnects = self.snap.borrow().reconnects;
         !changed && self.check(generation, Some(reconnects)).is_ok()
     }
 
@@ -337,5 +357,21 @@ impl Driver {
     /// The armed check of our current node, if there is one; a stale one is dropped.
     pub(super) fn take_armed(&mut self, generation: u64, own: &OwnNode) -> Option<Armed> {
         self.armed.take().filter(|a| a.generation == generation && a.path == own.path)
+    }
+}
+
+/// What a look-ahead listing `children` shows a follower of `predecessor` with node `own`.
+fn look(children: &[String], own: &OwnNode, predecessor: &str, rule: &Rule) -> LookAhead {
+    match decide(children, &own.name, rule) {
+        // The predecessor is gone too; its event is on its way.
+        Decision::Leader => LookAhead::Sole,
+        Decision::Follow { predecessor: p, position } if p == predecessor => {
+            match blocker_before(children, predecessor, &own.name, rule) {
+                None if position == 1 => LookAhead::Sole,
+                Some(name) => LookAhead::Watch { name, position },
+                None => LookAhead::Evaluate,
+            }
+        }
+        _ => LookAhead::Evaluate,
     }
 }
