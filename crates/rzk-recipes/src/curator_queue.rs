@@ -12,9 +12,10 @@ use zookeeper_client::{Acls, Client, CreateMode, OneshotWatcher};
 use crate::curator_envelope as envelope;
 use crate::naming;
 use crate::ops;
-use crate::queue::{self, Checked, Layout, SimpleDistributedQueue, Unread, Wait};
+use crate::queue::{self, Checked, Layout, SimpleDistributedQueue, Wait};
 use crate::queue_lock::{woken_before, LockNode, Releases};
 use crate::session::Session;
+use crate::unread::Unread;
 use crate::zk_error::{classify, Class, ZkError};
 use crate::Error;
 

@@ -118,6 +118,7 @@ mod shared_count;
 mod subscription;
 mod term;
 mod token;
+mod unread;
 mod zk_error;
 
 // Service registry and discovery.
