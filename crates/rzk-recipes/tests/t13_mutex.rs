@@ -237,6 +237,18 @@ async fn uncontended_holder_node_deleted(kind: Kind) {
     assert!(next.expect("acquired").token() > held.token());
 }
 
+/// Acquires `mutex` on a task of its own; with the guard, the driver's listings counted as soon
+/// as the acquire returns, before a hold granted on the event lists the children (50 ms on).
+fn acquire_counting_listings(
+    mutex: &InterProcessMutex,
+) -> tokio::task::JoinHandle<(LockGuard, u64)> {
+    let mutex = mutex.clone();
+    tokio::spawn(async move {
+        let guard = mutex.acquire().await.unwrap();
+        (guard, mutex.metrics().get_children_calls)
+    })
+}
+
 /// `waiter` queues behind `holder`'s hold; once it follows, the hold is released. Returns the
 /// waiter's guard, and the requests the server received from `waiter_sid` and the listings
 /// the waiter's driver made between its following and its acquire returning.
@@ -247,10 +259,7 @@ async fn hand_over(
     waiter_sid: zookeeper_client::SessionId,
 ) -> (LockGuard, u64, u64) {
     let held = holder.acquire().await.unwrap();
-    let acquiring = {
-        let waiter = waiter.clone();
-        tokio::spawn(async move { waiter.acquire().await.unwrap() })
-    };
+    let acquiring = acquire_counting_listings(waiter);
     eventually(Duration::from_secs(5), "the waiter follows", || {
         matches!(waiter.status(), Status::Following { position: 1 })
     })
@@ -258,8 +267,8 @@ async fn hand_over(
     let listings = waiter.metrics().get_children_calls;
     let requests = requests_received(server, waiter_sid);
     held.release().await.unwrap();
-    let granted = acquiring.await.unwrap();
-    let listings = waiter.metrics().get_children_calls - listings;
+    let (granted, listings_at_grant) = acquiring.await.unwrap();
+    let listings = listings_at_grant - listings;
     let requests = requests_received(server, waiter_sid) - requests;
     (granted, requests, listings)
 }
@@ -318,10 +327,7 @@ async fn lookahead_requests(kind: Kind) {
         matches!(b.status(), Status::Following { position: 1 })
     })
     .await;
-    let c_acquiring = {
-        let c = c.clone();
-        tokio::spawn(async move { c.acquire().await.unwrap() })
-    };
+    let c_acquiring = acquire_counting_listings(c);
     eventually(Duration::from_secs(5), "c follows b", || {
         matches!(c.status(), Status::Following { position: 2 })
     })
@@ -336,8 +342,8 @@ async fn lookahead_requests(kind: Kind) {
     let requests = requests_received(&server, c_sid);
     let b_token = b_held.token();
     b_held.release().await.unwrap();
-    let c_held = c_acquiring.await.unwrap();
-    assert_eq!(c.metrics().get_children_calls - listings, 0, "c listed after b's delete");
+    let (c_held, listings_at_grant) = c_acquiring.await.unwrap();
+    assert_eq!(listings_at_grant - listings, 0, "c listed after b's delete");
     let requests = requests_received(&server, c_sid) - requests;
     assert!(requests <= PING_SLACK, "{requests} requests between b's release and c's hold");
     assert!(c_held.is_valid());
