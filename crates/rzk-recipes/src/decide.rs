@@ -22,6 +22,9 @@ pub(crate) enum Decision {
         predecessor: String,
         /// How many blocking nodes sort before ours.
         position: usize,
+        /// The nearest blocking node before the predecessor, if any: where a follower looks
+        /// past its predecessor (the driver's look-ahead).
+        ahead: Option<String>,
     },
 }
 
@@ -31,7 +34,8 @@ pub(crate) enum Decision {
 /// the whole list, so the decision is linear in N rather than a sort's N log N (the handoff
 /// benchmark at N = 1,000 in docs/BENCHMARKS.md measures it). The answer is the one Curator's
 /// sorted list gives: our position is the count of blocking names ordered before ours, the
-/// node to watch the greatest of them (for a queue, every name blocks: the predecessor).
+/// node to watch the greatest of them (for a queue, every name blocks: the predecessor), and
+/// the look-ahead's the next greatest.
 pub(crate) fn decide(children: &[String], own: &str, rule: &Rule) -> Decision {
     // Our UUID (orphans share it) and our sort key; `None` if our name is not ours to order.
     let ours = rule.parse(own).map(|(r, _)| (r.uuid, (naming::sequence_number(r.sequence), own)));
@@ -39,7 +43,9 @@ pub(crate) fn decide(children: &[String], own: &str, rule: &Rule) -> Decision {
     let mut orphans: Vec<(u64, &str)> = Vec::new();
     let mut found = false;
     let mut position = 0;
+    // The greatest blocking key before ours, and the one before it.
     let mut predecessor: Option<(u64, &str)> = None;
+    let mut ahead: Option<(u64, &str)> = None;
     for c in children {
         let Some((r, lock)) = rule.parse(c) else {
             foreign.push(c.clone());
@@ -56,7 +62,9 @@ pub(crate) fn decide(children: &[String], own: &str, rule: &Rule) -> Decision {
         } else if key < own_key && rule.blocks(lock, key.0, own_key.0) {
             position += 1;
             if predecessor.is_none_or(|p| key > p) {
-                predecessor = Some(key);
+                ahead = predecessor.replace(key);
+            } else if ahead.is_none_or(|a| key > a) {
+                ahead = Some(key);
             }
         }
     }
@@ -73,30 +81,12 @@ pub(crate) fn decide(children: &[String], own: &str, rule: &Rule) -> Decision {
     }
     match predecessor {
         None => Decision::Leader,
-        Some((_, p)) => Decision::Follow { predecessor: p.to_string(), position },
+        Some((_, p)) => Decision::Follow {
+            predecessor: p.to_string(),
+            position,
+            ahead: ahead.map(|(_, a)| a.to_string()),
+        },
     }
-}
-
-/// The nearest node that blocks `own` and sorts before `before` (both child names): where a
-/// follower whose predecessor is `before` looks past it (the driver's look-ahead). `None` if
-/// there is none, or either name is not one `rule` orders.
-pub(crate) fn blocker_before(
-    children: &[String],
-    before: &str,
-    own: &str,
-    rule: &Rule,
-) -> Option<String> {
-    let own_seq = naming::sequence_number(rule.parse(own)?.0.sequence);
-    let limit = (naming::sequence_number(rule.parse(before)?.0.sequence), before);
-    let mut nearest: Option<(u64, &str)> = None;
-    for c in children {
-        let Some((r, lock)) = rule.parse(c) else { continue };
-        let key = (naming::sequence_number(r.sequence), c.as_str());
-        if key < limit && rule.blocks(lock, key.0, own_seq) && nearest.is_none_or(|n| key > n) {
-            nearest = Some(key);
-        }
-    }
-    nearest.map(|(_, name)| name.to_string())
 }
 
 #[cfg(test)]
@@ -118,11 +108,11 @@ mod tests {
         assert_eq!(decide(&kids, &b, &rule::LATCH), Decision::Leader);
         assert_eq!(
             decide(&kids, &a, &rule::LATCH),
-            Decision::Follow { predecessor: b, position: 1 }
+            Decision::Follow { predecessor: b.clone(), position: 1, ahead: None }
         );
         assert_eq!(
             decide(&kids, &c, &rule::LATCH),
-            Decision::Follow { predecessor: a, position: 2 }
+            Decision::Follow { predecessor: a, position: 2, ahead: Some(b) }
         );
         assert_eq!(decide(&kids, &node(4, LATCH, 1), &rule::LATCH), Decision::Missing);
         assert_eq!(decide(&[], &node(4, LATCH, 1), &rule::LATCH), Decision::Missing);
@@ -189,9 +179,11 @@ mod tests {
             } else {
                 match sorted.iter().position(|c| *c == own) {
                     Some(0) => Decision::Leader,
-                    Some(i) => {
-                        Decision::Follow { predecessor: sorted[i - 1].to_string(), position: i }
-                    }
+                    Some(i) => Decision::Follow {
+                        predecessor: sorted[i - 1].to_string(),
+                        position: i,
+                        ahead: i.checked_sub(2).map(|a| sorted[a].to_string()),
+                    },
                     None => Decision::Missing,
                 }
             };
@@ -210,43 +202,25 @@ mod tests {
         let kids = vec![r6.clone(), w5.clone(), r4.clone(), w3.clone(), r2.clone(), r1.clone()];
         assert_eq!(decide(&kids, &r1, &rule::READ), Decision::Leader);
         assert_eq!(decide(&kids, &r2, &rule::READ), Decision::Leader, "readers share");
-        let behind_readers = Decision::Follow { predecessor: r2.clone(), position: 2 };
+        let behind_readers =
+            Decision::Follow { predecessor: r2.clone(), position: 2, ahead: Some(r1.clone()) };
         assert_eq!(decide(&kids, &w3, &rule::WRITE), behind_readers);
-        // A reader waits for the nearest writer before it, and counts only writers.
-        let behind_w3 = Decision::Follow { predecessor: w3.clone(), position: 1 };
+        // A reader waits for the nearest writer before it, counts only writers, and looks
+        // past it to the writer before, skipping readers.
+        let behind_w3 = Decision::Follow { predecessor: w3.clone(), position: 1, ahead: None };
         assert_eq!(decide(&kids, &r4, &rule::READ), behind_w3);
-        let behind_w5 = Decision::Follow { predecessor: w5.clone(), position: 2 };
+        let behind_w5 =
+            Decision::Follow { predecessor: w5.clone(), position: 2, ahead: Some(w3.clone()) };
         assert_eq!(decide(&kids, &r6, &rule::READ), behind_w5);
         assert_eq!(
             decide(&kids, &w5, &rule::WRITE),
-            Decision::Follow { predecessor: r4, position: 4 }
+            Decision::Follow { predecessor: r4, position: 4, ahead: Some(w3.clone()) }
         );
         let mutex = node(7, LOCK, 7);
         assert_eq!(
             decide(&[r1.clone(), mutex.clone()], &r1, &rule::READ),
             Decision::Foreign(vec![mutex])
         );
-    }
-
-    /// The look-ahead past the predecessor: the nearest blocker before it, under each rule.
-    #[test]
-    fn blocker_before_the_predecessor() {
-        let a = node(1, LOCK, 1);
-        let b = node(2, LOCK, 2);
-        let c = node(3, LOCK, 3);
-        let d = node(4, LOCK, 4);
-        let kids = vec![d.clone(), b.clone(), a.clone(), c.clone()];
-        assert_eq!(blocker_before(&kids, &c, &d, &rule::LOCK), Some(b.clone()));
-        assert_eq!(blocker_before(&kids, &b, &d, &rule::LOCK), Some(a.clone()));
-        assert_eq!(blocker_before(&kids, &a, &d, &rule::LOCK), None);
-        // A reader looks past its nearest writer to the writer before it, skipping readers.
-        let w1 = node(5, W, 1);
-        let r2 = node(6, R, 2);
-        let w3 = node(7, W, 3);
-        let r4 = node(8, R, 4);
-        let kids = vec![w1.clone(), r2, w3.clone(), r4.clone()];
-        assert_eq!(blocker_before(&kids, &w3, &r4, &rule::READ), Some(w1));
-        assert_eq!(blocker_before(&kids, &w3, &node(9, LOCK, 9), &rule::READ), None);
     }
 
     /// The downgrade's read node carries its writer's sequence: neither blocks the other, and
@@ -262,18 +236,18 @@ mod tests {
         assert_eq!(decide(&kids, &r, &rule::READ), Decision::Leader);
         assert_eq!(
             decide(&kids, &queued, &rule::WRITE),
-            Decision::Follow { predecessor: w.clone(), position: 2 }
+            Decision::Follow { predecessor: w.clone(), position: 2, ahead: Some(r.clone()) }
         );
         let after_release = vec![r.clone(), queued.clone(), reader.clone()];
         assert_eq!(decide(&after_release, &r, &rule::READ), Decision::Leader);
         assert_eq!(
             decide(&after_release, &queued, &rule::WRITE),
-            Decision::Follow { predecessor: r, position: 1 },
+            Decision::Follow { predecessor: r, position: 1, ahead: None },
             "the queued writer never slips in before the downgraded read"
         );
         assert_eq!(
             decide(&after_release, &reader, &rule::READ),
-            Decision::Follow { predecessor: queued, position: 1 }
+            Decision::Follow { predecessor: queued, position: 1, ahead: None }
         );
     }
 
@@ -315,9 +289,11 @@ mod tests {
             } else {
                 match blocking.last() {
                     None => Decision::Leader,
-                    Some(p) => {
-                        Decision::Follow { predecessor: p.to_string(), position: blocking.len() }
-                    }
+                    Some(p) => Decision::Follow {
+                        predecessor: p.to_string(),
+                        position: blocking.len(),
+                        ahead: blocking.len().checked_sub(2).map(|a| blocking[a].to_string()),
+                    },
                 }
             };
             assert_eq!(decide(&kids, &own, &rule), expected, "{kids:?} own {own}");

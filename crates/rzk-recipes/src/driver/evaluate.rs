@@ -6,7 +6,7 @@ use zookeeper_client::{Client, OneshotWatcher, Stat};
 
 use super::follow::{Followed, Place};
 use super::{watch_future, Armed, Driver, OwnNode, Prefetched, Step, Stop, WatchFuture};
-use crate::decide::{blocker_before, decide, Decision};
+use crate::decide::{decide, Decision};
 use crate::event::{ElectionEvent, MetricCells};
 use crate::loss::LossReason;
 use crate::naming;
@@ -151,7 +151,7 @@ impl Driver {
                 let prefetched = prefetched.map(|p| (p, children));
                 self.lead(own, client, generation, prefetched).await
             }
-            Decision::Follow { predecessor, position } => {
+            Decision::Follow { predecessor, position, ahead } => {
                 if self.term_active() {
                     // Our node is no longer first: whatever happened, we do not lead.
                     self.lose_term(LossReason::NodeDeleted);
@@ -169,10 +169,6 @@ impl Driver {
                         }
                     }
                 }
-                let looks_ahead = position > 1 && self.grants_on_event(herd_watch.is_none());
-                let ahead = looks_ahead
-                    .then(|| blocker_before(&children, &predecessor, &own.name, &self.shared.rule))
-                    .flatten();
                 let place = Place { predecessor, position, ahead };
                 match self.follow(client, generation, own, place, herd_watch).await? {
                     Followed::Evaluate => Ok(None),

@@ -5,7 +5,7 @@
 use zookeeper_client::{Client, EventType, OneshotWatcher, Stat, StateWatcher, WatchedEvent};
 
 use super::{watch_future, Armed, Driver, OwnNode, Stop, WatchFuture};
-use crate::decide::{blocker_before, decide, Decision};
+use crate::decide::{decide, Decision};
 use crate::event::{ElectionEvent, MetricCells};
 use crate::naming;
 use crate::rule::Rule;
@@ -26,7 +26,8 @@ pub(super) struct Place {
     pub predecessor: String,
     /// How many blocking nodes sort before ours.
     pub position: usize,
-    /// The nearest blocking node before the predecessor, if any: the look-ahead's.
+    /// The nearest blocking node before the predecessor, if any: the look-ahead's to watch,
+    /// where the grant applies.
     pub ahead: Option<String>,
 }
 
@@ -183,7 +184,7 @@ impl Driver {
         crate::telemetry::watch_notification(self.shared.labels());
         let proven = predecessor_went && sole_blocker && ev.event_type == EventType::NodeDeleted;
         if proven
-            && self.armed_ours(armed.as_ref(), generation, own)
+            && armed.as_ref().is_some_and(|a| a.is_for(generation, own) && a.owned_by(own))
             && self.granted_on_event(generation, reconnects, &mut connection).await
         {
             if let Some(armed) = armed {
@@ -289,17 +290,8 @@ impl Driver {
 
     /// True for the followers the grant on the predecessor's deletion applies to: those of a
     /// releasing recipe whose blockers only leave, watching their predecessor (not the herd).
-    pub(super) fn grants_on_event(&self, predecessor_strategy: bool) -> bool {
+    fn grants_on_event(&self, predecessor_strategy: bool) -> bool {
         predecessor_strategy && self.releases_terms() && self.shared.rule.blockers_only_leave()
-    }
-
-    /// Whether `armed` is the ownership check and watch of our node in this generation.
-    fn armed_ours(&self, armed: Option<&Armed>, generation: u64, own: &OwnNode) -> bool {
-        armed.is_some_and(|a| {
-            a.generation == generation
-                && a.path == own.path
-                && a.stat.ephemeral_owner == own.session_id.0
-        })
     }
 
     /// Whether our sole blocker's deletion, just delivered to a follower whose node's ownership
@@ -330,7 +322,7 @@ impl Driver {
         own: &OwnNode,
         pred_path: &str,
     ) -> Result<Result<(Vec<u8>, Stat, OneshotWatcher), ZkError>, Stop> {
-        if self.armed.as_ref().is_some_and(|a| a.generation == generation && a.path == own.path) {
+        if self.armed.as_ref().is_some_and(|a| a.is_for(generation, own)) {
             return self.wait_op(generation, client.get_and_watch_data(pred_path)).await;
         }
         let (pred, owned) = self
@@ -356,7 +348,7 @@ impl Driver {
 
     /// The armed check of our current node, if there is one; a stale one is dropped.
     pub(super) fn take_armed(&mut self, generation: u64, own: &OwnNode) -> Option<Armed> {
-        self.armed.take().filter(|a| a.generation == generation && a.path == own.path)
+        self.armed.take().filter(|a| a.is_for(generation, own))
     }
 }
 
@@ -365,13 +357,10 @@ fn look(children: &[String], own: &OwnNode, predecessor: &str, rule: &Rule) -> L
     match decide(children, &own.name, rule) {
         // The predecessor is gone too; its event is on its way.
         Decision::Leader => LookAhead::Sole,
-        Decision::Follow { predecessor: p, position } if p == predecessor => {
-            match blocker_before(children, predecessor, &own.name, rule) {
-                None if position == 1 => LookAhead::Sole,
-                Some(name) => LookAhead::Watch { name, position },
-                None => LookAhead::Evaluate,
-            }
-        }
+        Decision::Follow { predecessor: p, position, ahead } if p == predecessor => match ahead {
+            None => LookAhead::Sole,
+            Some(name) => LookAhead::Watch { name, position },
+        },
         _ => LookAhead::Evaluate,
     }
 }

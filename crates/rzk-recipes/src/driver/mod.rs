@@ -136,6 +136,18 @@ struct Armed {
     event: WatchFuture,
 }
 
+impl Armed {
+    /// True if this is the check of `own` in generation `generation` (a stale one is not).
+    fn is_for(&self, generation: u64, own: &OwnNode) -> bool {
+        self.generation == generation && self.path == own.path
+    }
+
+    /// True if the check found the node owned by `own`'s session.
+    fn owned_by(&self, own: &OwnNode) -> bool {
+        self.stat.ephemeral_owner == own.session_id.0
+    }
+}
+
 pub(crate) struct Driver {
     shared: Arc<RecipeShared>,
     session: Session,
