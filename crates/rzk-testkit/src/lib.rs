@@ -16,6 +16,7 @@ pub mod ports;
 pub mod proxy;
 pub mod raw;
 pub mod secure;
+pub mod server;
 pub mod tempdir;
 pub mod wait;
 pub mod zookeeper;

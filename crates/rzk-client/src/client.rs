@@ -1,0 +1,334 @@
+//! [`Client`] and its [`Connector`]: a session's handle and how one is opened.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rzk_proto::Response;
+use tokio::sync::{broadcast, mpsc, oneshot, watch, Semaphore};
+
+use crate::core::{Call, Core, WatchOn};
+use crate::hosts::{Chroot, ConnectString};
+use crate::task::{Command, Endpoint, Task};
+use crate::transport::{Tcp, Transport};
+use crate::types::{SessionId, SessionInfo, SessionState};
+use crate::watcher::StateWatcher;
+use crate::Error;
+
+/// Requests sent and not yet answered, at most, per client; a caller beyond it waits.
+pub const MAX_OUTSTANDING_REQUESTS: usize = 65_536;
+/// State changes a [`StateWatcher`] may fall behind by before it skips to the current state.
+pub const STATE_EVENTS_BUFFER: usize = 64;
+/// The session timeout asked for when none is set (ZooKeeper's servers grant 4-40 s by
+/// default: two to twenty ticks of 2 s).
+const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(6);
+
+/// How a [`Client`] connects: session timeout, connection timeout, credentials, transport.
+#[derive(Clone)]
+pub struct Connector {
+    session_timeout: Duration,
+    connection_timeout: Option<Duration>,
+    auth: Vec<(String, Vec<u8>)>,
+    transport: Arc<dyn Transport>,
+    resume: Option<SessionInfo>,
+}
+
+impl std::fmt::Debug for Connector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connector")
+            .field("session_timeout", &self.session_timeout)
+            .field("connection_timeout", &self.connection_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Connector {
+    fn default() -> Self {
+        Connector {
+            session_timeout: DEFAULT_SESSION_TIMEOUT,
+            connection_timeout: None,
+            auth: Vec::new(),
+            transport: Arc::new(Tcp),
+            resume: None,
+        }
+    }
+}
+
+impl Connector {
+    /// The session timeout to ask for; the server grants one within its bounds.
+    pub fn with_session_timeout(mut self, timeout: Duration) -> Self {
+        self.session_timeout = timeout;
+        self
+    }
+
+    /// How long one connection attempt may take (default: the session timeout divided by
+    /// the number of hosts, as ZooKeeper's Java client does).
+    pub fn with_connection_timeout(mut self, timeout: Duration) -> Self {
+        self.connection_timeout = Some(timeout);
+        self
+    }
+
+    /// Credentials sent on every connection of the session, before any request
+    /// (ZooKeeper's `addAuthInfo`).
+    pub fn with_auth(mut self, scheme: impl Into<String>, auth: impl Into<Vec<u8>>) -> Self {
+        self.auth.push((scheme.into(), auth.into()));
+        self
+    }
+
+    /// Reaches servers through `transport` (TLS, for instance) instead of plain TCP.
+    pub fn with_transport(mut self, transport: Arc<dyn Transport>) -> Self {
+        self.transport = transport;
+        self
+    }
+
+    /// Resumes an existing session (its id and password, from [`Client::session`]) instead
+    /// of opening a new one: two connections then share the session, and closing either
+    /// closes it.
+    pub fn with_session(mut self, session: SessionInfo) -> Self {
+        self.resume = Some(session);
+        self
+    }
+
+    /// Opens a session with one of the servers in `cluster` (`host:port[,...][/chroot]`),
+    /// trying each in turn from a random one, and returns once the session is established.
+    ///
+    /// # Errors
+    /// [`Error::BadArguments`] for a bad connect string; [`Error::Timeout`] when no server
+    /// answered within the session timeout; [`Error::SessionExpired`] from a server that
+    /// refused the session.
+    ///
+    /// # Cancellation safety
+    /// Safe: a connection in progress is dropped with the future.
+    pub async fn connect(&self, cluster: &str) -> Result<Client, Error> {
+        let cs = ConnectString::parse(cluster)?;
+        let hosts = cs.hosts.len() as u32;
+        let mut endpoint = Endpoint {
+            next: start_index(cs.hosts.len()),
+            hosts: cs.hosts,
+            transport: self.transport.clone(),
+            requested_timeout: self.session_timeout,
+            connection_timeout: self.connection_timeout.unwrap_or(self.session_timeout / hosts),
+            session_id: self.resume.as_ref().map_or(0, |s| s.id.0),
+            passwd: self.resume.as_ref().map(|s| s.password.clone()).unwrap_or_default(),
+            timeout: self.session_timeout,
+        };
+        let deadline =
+            tokio::time::Instant::now() + self.session_timeout.max(endpoint.connection_timeout);
+        let (io, resp) = loop {
+            match endpoint.open(0).await {
+                Ok(ok) => break ok,
+                Err(Error::SessionExpired) => return Err(Error::SessionExpired),
+                Err(_) if tokio::time::Instant::now() >= deadline => return Err(Error::Timeout),
+                Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+            }
+        };
+        endpoint.session_id = resp.session_id;
+        endpoint.passwd = resp.passwd.clone();
+        endpoint.timeout = Duration::from_millis(u64::try_from(resp.timeout_ms).unwrap_or(0));
+        let chroot = Chroot::new(cs.chroot);
+        let (cmd, cmd_rx) = mpsc::unbounded_channel();
+        let (state, state_rx) = watch::channel(SessionState::SyncConnected);
+        let (states, _) = broadcast::channel(STATE_EVENTS_BUFFER);
+        let shared = Arc::new(Shared {
+            cmd,
+            permits: Arc::new(Semaphore::new(MAX_OUTSTANDING_REQUESTS)),
+            chroot: chroot.clone(),
+            session: SessionInfo { id: SessionId(resp.session_id), password: resp.passwd },
+            timeout: endpoint.timeout,
+            state: state_rx,
+            states: states.clone(),
+        });
+        let task = Task {
+            core: Core::new(chroot),
+            endpoint,
+            cmd: cmd_rx,
+            state,
+            states,
+            deferred: Vec::new(),
+            initial_auth: self.auth.clone(),
+        };
+        tokio::spawn(task.run(io));
+        Ok(Client { shared })
+    }
+}
+
+/// Where a client starts in its host list: spread over the hosts without a random-number
+/// dependency (the clock's low bits differ between processes and calls).
+fn start_index(hosts: usize) -> usize {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos() as usize);
+    nanos % hosts.max(1)
+}
+
+pub(crate) struct Shared {
+    cmd: mpsc::UnboundedSender<Command>,
+    permits: Arc<Semaphore>,
+    pub(crate) chroot: Chroot,
+    session: SessionInfo,
+    timeout: Duration,
+    pub(crate) state: watch::Receiver<SessionState>,
+    states: broadcast::Sender<SessionState>,
+}
+
+impl Shared {
+    /// The error for a request on a session that has ended, if it has.
+    fn ended(&self) -> Option<Error> {
+        match *self.state.borrow() {
+            SessionState::Expired => Some(Error::SessionExpired),
+            SessionState::AuthFailed => Some(Error::AuthFailed),
+            SessionState::Closed => Some(Error::ClientClosed),
+            _ => None,
+        }
+    }
+}
+
+/// A ZooKeeper session. Cheap to clone; the session is closed when [`Client::close`] is
+/// called or the last clone is dropped, which deletes its ephemeral nodes.
+///
+/// Each request is queued when its method is called (not when the returned future is first
+/// polled), so requests made one after another are sent, and answered, in that order.
+#[derive(Clone)]
+pub struct Client {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("session_id", &self.session_id())
+            .field("state", &self.state())
+            .finish()
+    }
+}
+
+impl Client {
+    /// A [`Connector`] with the defaults.
+    pub fn connector() -> Connector {
+        Connector::default()
+    }
+
+    /// Opens a session with the defaults; see [`Connector::connect`].
+    ///
+    /// # Errors
+    /// As [`Connector::connect`].
+    ///
+    /// # Cancellation safety
+    /// Safe.
+    pub async fn connect(cluster: &str) -> Result<Client, Error> {
+        Connector::default().connect(cluster).await
+    }
+
+    /// The session's id.
+    pub fn session_id(&self) -> SessionId {
+        self.shared.session.id
+    }
+
+    /// The session's id and password.
+    pub fn session(&self) -> &SessionInfo {
+        &self.shared.session
+    }
+
+    /// The session timeout the server granted.
+    pub fn session_timeout(&self) -> Duration {
+        self.shared.timeout
+    }
+
+    /// The session's state now.
+    pub fn state(&self) -> SessionState {
+        *self.shared.state.borrow()
+    }
+
+    /// Every state change from now on.
+    pub fn state_watcher(&self) -> StateWatcher {
+        let current = self.shared.state.clone();
+        let last = *current.borrow();
+        StateWatcher { rx: self.shared.states.subscribe(), current, last }
+    }
+
+    /// The server's path for the caller's.
+    pub(crate) fn server_path(&self, path: &str) -> Result<String, Error> {
+        self.shared.chroot.to_server(path)
+    }
+
+    /// Queues `request` now; the future resolves with the server's answer.
+    pub(crate) fn submit(
+        &self,
+        request: Result<rzk_proto::Request, Error>,
+        watch: Option<WatchOn>,
+    ) -> impl Future<Output = Result<Response, Error>> + Send + 'static {
+        let shared = self.shared.clone();
+        let queued = request.and_then(|request| {
+            if let Some(e) = shared.ended() {
+                return Err(e);
+            }
+            Ok(match shared.permits.clone().try_acquire_owned() {
+                Ok(permit) => Ok(send(&shared, request, watch, Some(permit))),
+                Err(_) => Err((request, watch)),
+            })
+        });
+        async move {
+            let rx = match queued? {
+                Ok(rx) => rx,
+                Err((request, watch)) => {
+                    let permit = shared.permits.clone().acquire_owned().await;
+                    send(&shared, request, watch, permit.ok())
+                }
+            };
+            match rx.await {
+                Ok(r) => r,
+                Err(_) => Err(shared.ended().unwrap_or(Error::ClientClosed)),
+            }
+        }
+    }
+
+    /// Sends credentials (ZooKeeper's `addAuthInfo`); they are sent again on every later
+    /// connection of the session.
+    ///
+    /// # Errors
+    /// [`Error::AuthFailed`] when the server rejects them, which ends the session;
+    /// [`Error::ConnectionLoss`] when the connection failed first.
+    ///
+    /// # Cancellation safety
+    /// The credentials are queued when called; dropping the future does not withdraw them.
+    pub fn auth(
+        &self,
+        scheme: &str,
+        auth: &[u8],
+    ) -> impl Future<Output = Result<(), Error>> + Send + 'static {
+        let (tx, rx) = oneshot::channel();
+        let c = Command::Auth { scheme: scheme.to_owned(), auth: auth.to_vec(), reply: tx };
+        let _ = self.shared.cmd.send(c);
+        let shared = self.shared.clone();
+        async move { rx.await.unwrap_or_else(|_| Err(shared.ended().unwrap_or(Error::ClientClosed))) }
+    }
+
+    /// Closes the session (closeSession), which deletes its ephemeral nodes, and waits for
+    /// the server's answer (bounded by the session timeout). Other clones stop working.
+    ///
+    /// # Errors
+    /// None: a session that already ended is left as it is.
+    ///
+    /// # Cancellation safety
+    /// The close is queued when called; dropping the future does not stop it.
+    pub fn close(&self) -> impl Future<Output = ()> + Send + 'static {
+        let (tx, rx) = oneshot::channel();
+        let _ = self.shared.cmd.send(Command::Close(Some(tx)));
+        async move {
+            let _ = rx.await;
+        }
+    }
+}
+
+fn send(
+    shared: &Shared,
+    request: rzk_proto::Request,
+    watch: Option<WatchOn>,
+    permit: Option<tokio::sync::OwnedSemaphorePermit>,
+) -> oneshot::Receiver<Result<Response, Error>> {
+    let (tx, rx) = oneshot::channel();
+    let call = Call { request, watch, reply: tx, permit };
+    // A send fails only once the task has ended; the dropped reply then reports why.
+    let _ = shared.cmd.send(Command::Call(call));
+    rx
+}

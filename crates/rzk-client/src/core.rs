@@ -1,0 +1,255 @@
+//! The session's bookkeeping, with no I/O: xids, the requests awaiting replies, the watch
+//! table, the credentials to replay, and the last zxid seen. The connection task feeds it
+//! the frames it reads and writes the bytes it produces, so every rule here can be tested
+//! without a socket.
+
+use std::collections::VecDeque;
+
+use rzk_proto::jute::Reader;
+use rzk_proto::{xid, OpCode, ReplyHeader, Request, Response, SetWatches, WatcherEvent};
+use tokio::sync::{oneshot, OwnedSemaphorePermit};
+
+use crate::hosts::Chroot;
+use crate::types::{EventType, SessionState};
+use crate::watches::{Kind, Sink, Watches};
+use crate::Error;
+
+/// The most bytes of paths one `SetWatches` frame carries after a reconnect (ZooKeeper's
+/// client splits at the same size, which every server accepts).
+const SET_WATCHES_MAX_BYTES: usize = 128 * 1024;
+
+/// A watch to add once its request's reply says it was set.
+pub(crate) struct WatchOn {
+    /// The server's path.
+    pub path: String,
+    /// `Data` for exists: it becomes `Exist` when the node was missing.
+    pub kind: Kind,
+    pub sink: Sink,
+}
+
+/// A request from a caller.
+pub(crate) struct Call {
+    pub request: Request,
+    pub watch: Option<WatchOn>,
+    pub reply: oneshot::Sender<Result<Response, Error>>,
+    /// Held until the reply: the bound on requests outstanding.
+    pub permit: Option<OwnedSemaphorePermit>,
+}
+
+struct Pending {
+    xid: i32,
+    op: OpCode,
+    watch: Option<WatchOn>,
+    reply: oneshot::Sender<Result<Response, Error>>,
+    _permit: Option<OwnedSemaphorePermit>,
+}
+
+/// What a frame meant for the connection.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Frame {
+    /// Handled.
+    Done,
+    /// The server answered the closeSession request.
+    Closed,
+    /// The server rejected the credentials; the session is over.
+    AuthFailed,
+}
+
+/// The bookkeeping.
+pub(crate) struct Core {
+    chroot: Chroot,
+    xid: i32,
+    pending: VecDeque<Pending>,
+    watches: Watches,
+    auths: Vec<(String, Vec<u8>)>,
+    /// Callers waiting for an auth's answer, in the order sent; `None` for a replay.
+    auth_waiters: VecDeque<Option<oneshot::Sender<Result<(), Error>>>>,
+    /// The highest zxid in any reply: a reconnect must not go back in time.
+    pub last_zxid: i64,
+}
+
+impl Core {
+    pub fn new(chroot: Chroot) -> Core {
+        Core {
+            chroot,
+            xid: 0,
+            pending: VecDeque::new(),
+            watches: Watches::default(),
+            auths: Vec::new(),
+            auth_waiters: VecDeque::new(),
+            last_zxid: 0,
+        }
+    }
+
+    fn next_xid(&mut self) -> i32 {
+        self.xid = if self.xid == i32::MAX { 1 } else { self.xid + 1 };
+        self.xid
+    }
+
+    /// Appends `call`'s frame to `out` and remembers it.
+    pub fn send(&mut self, call: Call, out: &mut Vec<u8>) {
+        let xid = self.next_xid();
+        let op = call.request.op_code();
+        out.extend_from_slice(&call.request.to_frame(xid));
+        let Call { watch, reply, permit, .. } = call;
+        self.pending.push_back(Pending { xid, op, watch, reply, _permit: permit });
+    }
+
+    /// Appends an auth packet; `waiter` hears the server's answer. The credentials are
+    /// replayed after every reconnect.
+    pub fn auth(
+        &mut self,
+        scheme: String,
+        auth: Vec<u8>,
+        waiter: Option<oneshot::Sender<Result<(), Error>>>,
+        out: &mut Vec<u8>,
+    ) {
+        out.extend_from_slice(&auth_frame(&scheme, &auth));
+        self.auths.push((scheme, auth));
+        self.auth_waiters.push_back(waiter);
+    }
+
+    /// What a new connection of the same session sends first: the watches to re-register
+    /// (changes after `last_zxid` fire at once) and the credentials.
+    pub fn resume(&mut self, out: &mut Vec<u8>) {
+        let mut w = SetWatches { relative_zxid: self.last_zxid, ..SetWatches::default() };
+        w.data = self.watches.paths(Kind::Data);
+        w.exist = self.watches.paths(Kind::Exist);
+        w.child = self.watches.paths(Kind::Child);
+        w.persistent = self.watches.paths(Kind::Persistent);
+        w.persistent_recursive = self.watches.paths(Kind::PersistentRecursive);
+        for batch in set_watches_batches(w) {
+            let v2 = !(batch.persistent.is_empty() && batch.persistent_recursive.is_empty());
+            let req = Request::SetWatches { v2, watches: batch };
+            out.extend_from_slice(&req.to_frame(xid::SET_WATCHES));
+        }
+        for (scheme, auth) in &self.auths {
+            out.extend_from_slice(&auth_frame(scheme, auth));
+            self.auth_waiters.push_back(None);
+        }
+    }
+
+    /// Handles one frame body (length prefix removed).
+    ///
+    /// # Errors
+    /// [`Error::Protocol`] for a frame that cannot be decoded or answers no request: the
+    /// connection is out of step and must be dropped.
+    pub fn on_frame(&mut self, frame: &[u8]) -> Result<Frame, Error> {
+        let mut r = Reader::new(frame);
+        let header = ReplyHeader::read(&mut r).map_err(protocol)?;
+        if header.zxid > self.last_zxid {
+            self.last_zxid = header.zxid;
+        }
+        match header.xid {
+            xid::NOTIFICATION => {
+                let ev = WatcherEvent::read(&mut r).map_err(protocol)?;
+                if let Some(t) = EventType::from_wire(ev.event_type) {
+                    let client_path = self.chroot.to_client(ev.path.clone());
+                    self.watches.fire(t, &ev.path, header.zxid, &client_path);
+                }
+                Ok(Frame::Done)
+            }
+            xid::PING | xid::SET_WATCHES => Ok(Frame::Done),
+            xid::AUTH => {
+                let failed = header.err != 0;
+                if let Some(Some(w)) = self.auth_waiters.pop_front() {
+                    let _ = w.send(if failed { Err(Error::AuthFailed) } else { Ok(()) });
+                }
+                Ok(if failed { Frame::AuthFailed } else { Frame::Done })
+            }
+            x => self.on_reply(x, header.err, r),
+        }
+    }
+
+    fn on_reply(&mut self, x: i32, err: i32, mut r: Reader<'_>) -> Result<Frame, Error> {
+        let Some(p) = self.pending.pop_front() else {
+            return Err(Error::Protocol(format!("a reply with xid {x} to no request")));
+        };
+        if p.xid != x {
+            let e = Error::Protocol(format!("a reply with xid {x} where {} was next", p.xid));
+            let _ = p.reply.send(Err(Error::ConnectionLoss));
+            return Err(e);
+        }
+        let result = match Error::from_code(err) {
+            Some(e) => Err(e),
+            None => Response::read(p.op, &mut r).map_err(protocol),
+        };
+        if let Some(w) = p.watch {
+            let kind = match (&result, w.kind) {
+                (Ok(_), k) => Some(k),
+                (Err(Error::NoNode), Kind::Data) if p.op == OpCode::Exists => Some(Kind::Exist),
+                _ => None,
+            };
+            if let Some(kind) = kind {
+                self.watches.add(w.path, kind, w.sink);
+            }
+        }
+        let closed = p.op == OpCode::CloseSession;
+        let _ = p.reply.send(result);
+        Ok(if closed { Frame::Closed } else { Frame::Done })
+    }
+
+    /// Fails every request awaiting a reply: the connection they were sent on is gone.
+    pub fn fail_pending(&mut self, e: &Error) {
+        for p in self.pending.drain(..) {
+            let _ = p.reply.send(Err(e.clone()));
+        }
+        for w in self.auth_waiters.drain(..).flatten() {
+            let _ = w.send(Err(e.clone()));
+        }
+    }
+
+    /// Ends the session in `state`: requests fail and watches end.
+    pub fn end(&mut self, state: SessionState) {
+        let e = match state {
+            SessionState::AuthFailed => Error::AuthFailed,
+            SessionState::Expired => Error::SessionExpired,
+            _ => Error::ClientClosed,
+        };
+        self.fail_pending(&e);
+        self.watches.end(state);
+    }
+}
+
+fn protocol(e: rzk_proto::DecodeError) -> Error {
+    Error::Protocol(e.to_string())
+}
+
+fn auth_frame(scheme: &str, auth: &[u8]) -> Vec<u8> {
+    let req = Request::Auth { auth_type: 0, scheme: scheme.to_owned(), auth: auth.to_vec() };
+    req.to_frame(xid::AUTH)
+}
+
+/// Splits `w` into frames of at most [`SET_WATCHES_MAX_BYTES`] of paths each.
+fn set_watches_batches(w: SetWatches) -> Vec<SetWatches> {
+    let mut out = Vec::new();
+    let mut cur = SetWatches { relative_zxid: w.relative_zxid, ..SetWatches::default() };
+    let mut bytes = 0;
+    let lists =
+        [(w.data, 0), (w.exist, 1), (w.child, 2), (w.persistent, 3), (w.persistent_recursive, 4)];
+    for (paths, which) in lists {
+        for p in paths {
+            if bytes + p.len() > SET_WATCHES_MAX_BYTES && bytes > 0 {
+                let next = SetWatches { relative_zxid: w.relative_zxid, ..SetWatches::default() };
+                out.push(std::mem::replace(&mut cur, next));
+                bytes = 0;
+            }
+            bytes += p.len();
+            match which {
+                0 => cur.data.push(p),
+                1 => cur.exist.push(p),
+                2 => cur.child.push(p),
+                3 => cur.persistent.push(p),
+                _ => cur.persistent_recursive.push(p),
+            }
+        }
+    }
+    if bytes > 0 {
+        out.push(cur);
+    }
+    out
+}
+
+#[cfg(test)]
+#[path = "core_tests.rs"]
+mod tests;

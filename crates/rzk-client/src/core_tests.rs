@@ -1,0 +1,121 @@
+use rzk_proto::jute::Writer;
+use rzk_proto::{PathWatch, ReplyHeader, Stat, WatcherEvent};
+use tokio::sync::oneshot::error::TryRecvError;
+
+use super::*;
+
+fn reply(xid: i32, zxid: i64, err: i32, body: impl FnOnce(&mut Writer)) -> Vec<u8> {
+    let mut w = Writer::new();
+    ReplyHeader { xid, zxid, err }.write(&mut w);
+    body(&mut w);
+    w.into_inner()
+}
+
+fn notification(t: rzk_proto::EventType, path: &str, zxid: i64) -> Vec<u8> {
+    reply(xid::NOTIFICATION, zxid, 0, |w| {
+        WatcherEvent { event_type: t, state: 3, path: path.into() }.write(w)
+    })
+}
+
+fn exists(
+    core: &mut Core,
+    path: &str,
+    watch: Option<Sink>,
+) -> oneshot::Receiver<Result<Response, Error>> {
+    let (tx, rx) = oneshot::channel();
+    let request = Request::Exists(PathWatch { path: path.into(), watch: watch.is_some() });
+    let watch = watch.map(|sink| WatchOn { path: path.into(), kind: Kind::Data, sink });
+    core.send(Call { request, watch, reply: tx, permit: None }, &mut Vec::new());
+    rx
+}
+
+#[test]
+fn replies_match_requests_in_order_and_a_stray_one_is_a_protocol_error() {
+    let mut core = Core::new(Chroot::default());
+    let mut a = exists(&mut core, "/a", None);
+    let mut b = exists(&mut core, "/b", None);
+    assert_eq!(core.on_frame(&reply(1, 5, -101, |_| {})), Ok(Frame::Done));
+    assert_eq!(a.try_recv().unwrap(), Err(Error::NoNode));
+    assert_eq!(b.try_recv(), Err(TryRecvError::Empty));
+    assert!(matches!(core.on_frame(&reply(7, 6, 0, |_| {})), Err(Error::Protocol(_))));
+    assert_eq!(b.try_recv().unwrap(), Err(Error::ConnectionLoss));
+    assert_eq!(core.last_zxid, 6);
+}
+
+#[test]
+fn an_exists_watch_on_a_missing_node_waits_for_its_creation() {
+    let mut core = Core::new(Chroot::new(Some("/app".into())));
+    let (tx, mut ev) = oneshot::channel();
+    let _r = exists(&mut core, "/app/n", Some(Sink::Once(tx)));
+    core.on_frame(&reply(1, 1, -101, |_| {})).unwrap();
+    let mut out = Vec::new();
+    core.resume(&mut out);
+    let mut r = Reader::new(&out[4..]);
+    let header = rzk_proto::RequestHeader::read(&mut r).unwrap();
+    assert_eq!(header.xid, xid::SET_WATCHES);
+    let Request::SetWatches { v2: false, watches } =
+        Request::read(OpCode::SetWatches, &mut r).unwrap()
+    else {
+        panic!("not SetWatches")
+    };
+    assert_eq!(
+        (watches.relative_zxid, watches.exist, watches.data.len()),
+        (1, vec!["/app/n".to_owned()], 0)
+    );
+    core.on_frame(&notification(rzk_proto::EventType::NodeDataChanged, "/app/other", 2)).unwrap();
+    assert_eq!(ev.try_recv(), Err(TryRecvError::Empty));
+    core.on_frame(&notification(rzk_proto::EventType::NodeCreated, "/app/n", 3)).unwrap();
+    let got = ev.try_recv().unwrap();
+    assert_eq!((got.event_type, got.path.as_str(), got.zxid), (EventType::NodeCreated, "/n", 3));
+}
+
+#[test]
+fn a_watch_is_kept_only_when_its_request_succeeded() {
+    let mut core = Core::new(Chroot::default());
+    let (tx, mut ev) = oneshot::channel();
+    let (tx2, _ev2) = oneshot::channel();
+    let (rtx, _rx) = oneshot::channel();
+    let request = Request::GetData(PathWatch { path: "/d".into(), watch: true });
+    let watch = Some(WatchOn { path: "/d".into(), kind: Kind::Data, sink: Sink::Once(tx) });
+    core.send(Call { request, watch, reply: rtx, permit: None }, &mut Vec::new());
+    core.on_frame(&reply(1, 1, -102, |_| {})).unwrap(); // NoAuth: no watch
+    let _answer = exists(&mut core, "/d", Some(Sink::Once(tx2)));
+    core.on_frame(&reply(2, 1, 0, |w| Stat::default().write(w))).unwrap();
+    core.on_frame(&notification(rzk_proto::EventType::NodeDeleted, "/d", 4)).unwrap();
+    assert!(ev.try_recv().is_err(), "the failed getData left no watch");
+}
+
+#[test]
+fn ending_the_session_fails_requests_and_ends_watches() {
+    let mut core = Core::new(Chroot::default());
+    let (tx, mut ev) = oneshot::channel();
+    let mut pending = exists(&mut core, "/x", Some(Sink::Once(tx)));
+    let mut later = exists(&mut core, "/y", None);
+    core.on_frame(&reply(1, 1, 0, |w| Stat::default().write(w))).unwrap();
+    assert!(pending.try_recv().unwrap().is_ok());
+    core.end(SessionState::Expired);
+    assert_eq!(later.try_recv().unwrap(), Err(Error::SessionExpired));
+    let got = ev.try_recv().unwrap();
+    assert_eq!((got.event_type, got.session_state), (EventType::Session, SessionState::Expired));
+}
+
+#[test]
+fn a_rejected_auth_ends_the_session() {
+    let mut core = Core::new(Chroot::default());
+    let (tx, mut rx) = oneshot::channel();
+    core.auth("digest".into(), b"u:p".to_vec(), Some(tx), &mut Vec::new());
+    assert_eq!(core.on_frame(&reply(xid::AUTH, 0, -115, |_| {})), Ok(Frame::AuthFailed));
+    assert_eq!(rx.try_recv().unwrap(), Err(Error::AuthFailed));
+}
+
+#[test]
+fn set_watches_split_at_the_size_limit() {
+    let long = "x".repeat(1000);
+    let w = SetWatches {
+        data: (0..300).map(|i| format!("/{long}{i}")).collect(),
+        ..SetWatches::default()
+    };
+    let batches = set_watches_batches(w);
+    assert_eq!(batches.len(), 3);
+    assert_eq!(batches.iter().map(|b| b.data.len()).sum::<usize>(), 300);
+}

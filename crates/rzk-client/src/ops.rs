@@ -1,0 +1,408 @@
+//! The node operations of [`Client`]. Each queues its request when called and returns a
+//! future that owns everything it needs (`'static`), so it can be spawned or raced.
+//!
+//! # Errors
+//! Every operation fails with the server's error for the request ([`Error::NoNode`],
+//! [`Error::NodeExists`], [`Error::BadVersion`], [`Error::NoAuth`], ...), with
+//! [`Error::ConnectionLoss`] when the connection failed before the answer (a write's outcome
+//! is then unknown), and with [`Error::SessionExpired`] / [`Error::ClientClosed`] once the
+//! session has ended. A malformed path is [`Error::BadArguments`] before anything is sent.
+//!
+//! # Cancellation safety
+//! The request is sent whether or not the future is polled; dropping the future only drops
+//! the answer (and, for a watching read, the watch's handle).
+
+use std::future::Future;
+
+use rzk_proto::{CreateOp, CreateRequest, PathWatch, Request, Response};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::core::WatchOn;
+use crate::types::{Acl, AddWatchMode, CreateOptions, CreateSequence, Stat};
+use crate::watcher::{OneshotWatcher, PersistentWatcher};
+use crate::watches::{Kind, Sink};
+use crate::{Client, Error};
+
+/// Who a session is authenticated as (ZooKeeper's `whoAmI`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthUser {
+    /// The scheme.
+    pub scheme: String,
+    /// The user within it.
+    pub user: String,
+}
+
+fn unexpected(r: Response) -> Error {
+    Error::Protocol(format!("unexpected response {r:?}"))
+}
+
+fn version(v: Option<i32>) -> i32 {
+    v.unwrap_or(-1)
+}
+
+impl Client {
+    /// A one-shot watch of `kind` on `path` to register with a request, and its handle;
+    /// nothing for a malformed path (the request itself then fails with `BadArguments`).
+    fn once(&self, path: &str, kind: Kind) -> (Option<WatchOn>, Option<OneshotWatcher>) {
+        let Ok(path) = self.server_path(path) else { return (None, None) };
+        let (tx, rx) = oneshot::channel();
+        let on = WatchOn { path, kind, sink: Sink::Once(tx) };
+        (Some(on), Some(OneshotWatcher { rx, state: self.shared.state.clone() }))
+    }
+
+    fn read(
+        &self,
+        path: &str,
+        make: fn(PathWatch) -> Request,
+        watch: bool,
+    ) -> Result<Request, Error> {
+        Ok(make(PathWatch { path: self.server_path(path)?, watch }))
+    }
+
+    /// Creates a node; returns its stat and, for a sequential mode, its sequence number (-1
+    /// otherwise).
+    pub fn create(
+        &self,
+        path: &str,
+        data: &[u8],
+        options: &CreateOptions<'_>,
+    ) -> impl Future<Output = Result<(Stat, CreateSequence), Error>> + Send + 'static {
+        let req = self.create_request(path, data, options).map(Request::Create);
+        let fut = self.submit(req, None);
+        async move {
+            match fut.await? {
+                Response::Create2 { path, stat } => Ok((stat, CreateSequence::of_path(&path))),
+                r => Err(unexpected(r)),
+            }
+        }
+    }
+
+    pub(crate) fn create_request(
+        &self,
+        path: &str,
+        data: &[u8],
+        options: &CreateOptions<'_>,
+    ) -> Result<CreateRequest, Error> {
+        let mode = options.mode.wire();
+        let op = match (mode, options.ttl) {
+            (m, Some(_)) if m.is_ttl() => CreateOp::Ttl,
+            (m, None) if m.is_ttl() => return Err(Error::BadArguments("a TTL mode needs a TTL")),
+            (_, Some(_)) => return Err(Error::BadArguments("only a TTL mode takes a TTL")),
+            (rzk_proto::CreateMode::Container, None) => CreateOp::Container,
+            _ => CreateOp::Create2,
+        };
+        if options.acls.as_slice().is_empty() {
+            return Err(Error::InvalidAcl);
+        }
+        let ttl_ms = options.ttl.map_or(-1, |t| i64::try_from(t.as_millis()).unwrap_or(i64::MAX));
+        Ok(CreateRequest {
+            op,
+            path: self.server_path(path)?,
+            data: Some(data.to_vec()),
+            acl: options.acls.wire(),
+            flags: mode.flags(),
+            ttl_ms,
+        })
+    }
+
+    /// Creates `path` and every missing ancestor with `options` (not a sequential mode);
+    /// [`Error::NodeExists`] when `path` itself exists.
+    pub fn mkdir(
+        &self,
+        path: &str,
+        options: &CreateOptions<'_>,
+    ) -> impl Future<Output = Result<(), Error>> + Send + 'static {
+        let client = self.clone();
+        let mut reqs = Vec::new();
+        let mut at = 0;
+        let checked = if options.mode.wire().is_sequential() {
+            Err(Error::BadArguments("mkdir takes no sequential mode"))
+        } else {
+            self.server_path(path).map(|_| ())
+        };
+        if checked.is_ok() {
+            while let Some(i) = path[at + 1..].find('/').map(|i| i + at + 1) {
+                reqs.push(self.create_request(&path[..i], &[], options));
+                at = i;
+            }
+            reqs.push(self.create_request(path, &[], options));
+        }
+        async move {
+            checked?;
+            let last = reqs.len() - 1;
+            for (i, req) in reqs.into_iter().enumerate() {
+                match client.submit(req.map(Request::Create), None).await {
+                    Ok(_) => {}
+                    Err(Error::NodeExists) if i < last => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(())
+        }
+    }
+
+    /// Deletes a node, at `expected_version` if given.
+    pub fn delete(
+        &self,
+        path: &str,
+        expected_version: Option<i32>,
+    ) -> impl Future<Output = Result<(), Error>> + Send + 'static {
+        let req = self
+            .server_path(path)
+            .map(|path| Request::Delete { path, version: version(expected_version) });
+        let fut = self.submit(req, None);
+        async move { fut.await.map(drop) }
+    }
+
+    /// A node's data and stat.
+    pub fn get_data(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<(Vec<u8>, Stat), Error>> + Send + 'static {
+        let fut = self.submit(self.read(path, Request::GetData, false), None);
+        async move {
+            match fut.await? {
+                Response::GetData { data, stat } => Ok((data.unwrap_or_default(), stat)),
+                r => Err(unexpected(r)),
+            }
+        }
+    }
+
+    /// A node's data and stat, and a watch on its next change or deletion.
+    pub fn get_and_watch_data(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<(Vec<u8>, Stat, OneshotWatcher), Error>> + Send + 'static {
+        let (on, w) = self.once(path, Kind::Data);
+        let fut = self.submit(self.read(path, Request::GetData, true), on);
+        async move {
+            match fut.await? {
+                Response::GetData { data, stat } => {
+                    Ok((data.unwrap_or_default(), stat, w.ok_or(Error::BadArguments("bad path"))?))
+                }
+                r => Err(unexpected(r)),
+            }
+        }
+    }
+
+    /// A node's stat, or `None` if it does not exist.
+    pub fn check_stat(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<Option<Stat>, Error>> + Send + 'static {
+        let fut = self.submit(self.read(path, Request::Exists, false), None);
+        async move {
+            match fut.await {
+                Ok(Response::Stat(stat)) => Ok(Some(stat)),
+                Ok(r) => Err(unexpected(r)),
+                Err(Error::NoNode) => Ok(None),
+                Err(e) => Err(e),
+            }
+        }
+    }
+
+    /// A node's stat (or `None`), and a watch on its creation, change or deletion.
+    pub fn check_and_watch_stat(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<(Option<Stat>, OneshotWatcher), Error>> + Send + 'static {
+        let (on, w) = self.once(path, Kind::Data);
+        let fut = self.submit(self.read(path, Request::Exists, true), on);
+        async move {
+            let stat = match fut.await {
+                Ok(Response::Stat(stat)) => Some(stat),
+                Ok(r) => return Err(unexpected(r)),
+                Err(Error::NoNode) => None,
+                Err(e) => return Err(e),
+            };
+            Ok((stat, w.ok_or(Error::BadArguments("bad path"))?))
+        }
+    }
+
+    /// Sets a node's data, at `expected_version` if given; the new stat.
+    pub fn set_data(
+        &self,
+        path: &str,
+        data: &[u8],
+        expected_version: Option<i32>,
+    ) -> impl Future<Output = Result<Stat, Error>> + Send + 'static {
+        let req = self.server_path(path).map(|path| Request::SetData {
+            path,
+            data: Some(data.to_vec()),
+            version: version(expected_version),
+        });
+        let fut = self.submit(req, None);
+        async move {
+            match fut.await? {
+                Response::Stat(stat) => Ok(stat),
+                r => Err(unexpected(r)),
+            }
+        }
+    }
+
+    /// A node's children's names.
+    pub fn list_children(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<Vec<String>, Error>> + Send + 'static {
+        let fut = self.submit(self.read(path, Request::GetChildren, false), None);
+        async move {
+            match fut.await? {
+                Response::Children(c) => Ok(c),
+                r => Err(unexpected(r)),
+            }
+        }
+    }
+
+    /// A node's children's names and its stat.
+    pub fn get_children(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<(Vec<String>, Stat), Error>> + Send + 'static {
+        let fut = self.submit(self.read(path, Request::GetChildren2, false), None);
+        async move {
+            match fut.await? {
+                Response::Children2 { children, stat } => Ok((children, stat)),
+                r => Err(unexpected(r)),
+            }
+        }
+    }
+
+    /// A node's children's names, and a watch on their next change or the node's deletion.
+    pub fn list_and_watch_children(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<(Vec<String>, OneshotWatcher), Error>> + Send + 'static {
+        let (on, w) = self.once(path, Kind::Child);
+        let fut = self.submit(self.read(path, Request::GetChildren, true), on);
+        async move {
+            match fut.await? {
+                Response::Children(c) => Ok((c, w.ok_or(Error::BadArguments("bad path"))?)),
+                r => Err(unexpected(r)),
+            }
+        }
+    }
+
+    /// [`get_children`](Self::get_children) with a watch, as
+    /// [`list_and_watch_children`](Self::list_and_watch_children).
+    pub fn get_and_watch_children(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<(Vec<String>, Stat, OneshotWatcher), Error>> + Send + 'static
+    {
+        let (on, w) = self.once(path, Kind::Child);
+        let fut = self.submit(self.read(path, Request::GetChildren2, true), on);
+        async move {
+            match fut.await? {
+                Response::Children2 { children, stat } => {
+                    Ok((children, stat, w.ok_or(Error::BadArguments("bad path"))?))
+                }
+                r => Err(unexpected(r)),
+            }
+        }
+    }
+
+    /// How many nodes are under `path` (ZooKeeper's `getAllChildrenNumber`).
+    pub fn count_descendants_number(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<usize, Error>> + Send + 'static {
+        let req = self.server_path(path).map(|path| Request::GetAllChildrenNumber { path });
+        let fut = self.submit(req, None);
+        async move {
+            match fut.await? {
+                Response::Count(n) => Ok(usize::try_from(n).unwrap_or(0)),
+                r => Err(unexpected(r)),
+            }
+        }
+    }
+
+    /// A node's ACL and stat.
+    pub fn get_acl(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<(Vec<Acl>, Stat), Error>> + Send + 'static {
+        let req = self.server_path(path).map(|path| Request::GetAcl { path });
+        let fut = self.submit(req, None);
+        async move {
+            match fut.await? {
+                Response::GetAcl { acl, stat } => {
+                    Ok((acl.into_iter().map(Acl::from_wire).collect(), stat))
+                }
+                r => Err(unexpected(r)),
+            }
+        }
+    }
+
+    /// Sets a node's ACL, at ACL version `expected_aversion` if given; the new stat.
+    pub fn set_acl(
+        &self,
+        path: &str,
+        acl: &[Acl],
+        expected_aversion: Option<i32>,
+    ) -> impl Future<Output = Result<Stat, Error>> + Send + 'static {
+        let acl = acl.iter().map(Acl::wire).collect();
+        let req = self.server_path(path).map(|path| Request::SetAcl {
+            path,
+            acl,
+            version: version(expected_aversion),
+        });
+        let fut = self.submit(req, None);
+        async move {
+            match fut.await? {
+                Response::Stat(stat) => Ok(stat),
+                r => Err(unexpected(r)),
+            }
+        }
+    }
+
+    /// Waits until the server has applied every write made before it (ZooKeeper's `sync`).
+    pub fn sync(&self, path: &str) -> impl Future<Output = Result<(), Error>> + Send + 'static {
+        let req = self.server_path(path).map(|path| Request::Sync { path });
+        let fut = self.submit(req, None);
+        async move { fut.await.map(drop) }
+    }
+
+    /// Adds a persistent watch (ZooKeeper's `addWatch`) on `path`.
+    pub fn watch(
+        &self,
+        path: &str,
+        mode: AddWatchMode,
+    ) -> impl Future<Output = Result<PersistentWatcher, Error>> + Send + 'static {
+        let kind = Kind::of_mode(mode);
+        let (tx, rx) = mpsc::unbounded_channel();
+        let req = self.server_path(path).map(|p| {
+            let mode = match mode {
+                AddWatchMode::Persistent => 0,
+                AddWatchMode::PersistentRecursive => 1,
+            };
+            (
+                Request::AddWatch { path: p.clone(), mode },
+                WatchOn { path: p, kind, sink: Sink::Many(tx) },
+            )
+        });
+        let (req, on) = match req {
+            Ok((r, on)) => (Ok(r), Some(on)),
+            Err(e) => (Err(e), None),
+        };
+        let fut = self.submit(req, on);
+        let w = PersistentWatcher { rx, state: self.shared.state.clone(), ended: None };
+        async move { fut.await.map(|_| w) }
+    }
+
+    /// Who the session is authenticated as (ZooKeeper's `whoAmI`).
+    pub fn list_auth_users(
+        &self,
+    ) -> impl Future<Output = Result<Vec<AuthUser>, Error>> + Send + 'static {
+        let fut = self.submit(Ok(Request::WhoAmI), None);
+        async move {
+            match fut.await? {
+                Response::WhoAmI(v) => Ok(v
+                    .into_iter()
+                    .map(|c| AuthUser { scheme: c.auth_scheme, user: c.user })
+                    .collect()),
+                r => Err(unexpected(r)),
+            }
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! The handles callers wait on: a one-shot watch, a persistent watch, the session's state.
+
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
+
+use crate::types::{SessionState, WatchedEvent};
+
+/// A one-shot watch: the next change of what the request that set it read, or the end of
+/// the session. Dropping it abandons the wait (the server's watch stays until it fires).
+#[derive(Debug)]
+pub struct OneshotWatcher {
+    pub(crate) rx: oneshot::Receiver<WatchedEvent>,
+    pub(crate) state: watch::Receiver<SessionState>,
+}
+
+impl OneshotWatcher {
+    /// Waits for the event.
+    ///
+    /// An [`EventType::Session`](crate::EventType::Session) event says the session ended
+    /// (expired, closed, failed authentication) before the watch fired.
+    ///
+    /// # Cancellation safety
+    /// Dropping the future drops the watcher, whose event is then lost.
+    pub async fn changed(self) -> WatchedEvent {
+        match self.rx.await {
+            Ok(ev) => ev,
+            Err(_) => WatchedEvent::session(terminal(&self.state)),
+        }
+    }
+}
+
+/// A persistent watch ([`Client::watch`](crate::Client::watch)): every event until removed or
+/// the session ends.
+#[derive(Debug)]
+pub struct PersistentWatcher {
+    pub(crate) rx: mpsc::UnboundedReceiver<WatchedEvent>,
+    pub(crate) state: watch::Receiver<SessionState>,
+    pub(crate) ended: Option<WatchedEvent>,
+}
+
+impl PersistentWatcher {
+    /// The next event; after the session ends, an
+    /// [`EventType::Session`](crate::EventType::Session) event every time.
+    ///
+    /// # Cancellation safety
+    /// Safe: an event is taken only when the future completes.
+    pub async fn changed(&mut self) -> WatchedEvent {
+        if let Some(ev) = &self.ended {
+            return ev.clone();
+        }
+        let ev = match self.rx.recv().await {
+            Some(ev) => ev,
+            None => WatchedEvent::session(terminal(&self.state)),
+        };
+        if ev.event_type == crate::EventType::Session {
+            self.ended = Some(ev.clone());
+        }
+        ev
+    }
+}
+
+/// The session's state changes, each one in order (a subscriber more than
+/// [`STATE_EVENTS_BUFFER`](crate::client) behind skips to the current state).
+#[derive(Debug)]
+pub struct StateWatcher {
+    pub(crate) rx: broadcast::Receiver<SessionState>,
+    pub(crate) current: watch::Receiver<SessionState>,
+    pub(crate) last: SessionState,
+}
+
+impl StateWatcher {
+    /// The state now.
+    pub fn peek_state(&self) -> SessionState {
+        *self.current.borrow()
+    }
+
+    /// The next state change; a terminal state, once reached, is returned every time.
+    ///
+    /// # Cancellation safety
+    /// Safe: a change is taken only when the future completes.
+    pub async fn changed(&mut self) -> SessionState {
+        if self.last.is_terminated() {
+            return self.last;
+        }
+        self.last = match self.rx.recv().await {
+            Ok(s) => s,
+            Err(broadcast::error::RecvError::Lagged(_)) => *self.current.borrow(),
+            Err(broadcast::error::RecvError::Closed) => terminal(&self.current),
+        };
+        self.last
+    }
+}
+
+/// The state a session that can no longer deliver ended in.
+fn terminal(state: &watch::Receiver<SessionState>) -> SessionState {
+    let s = *state.borrow();
+    if s.is_terminated() {
+        s
+    } else {
+        SessionState::Closed
+    }
+}
