@@ -53,7 +53,7 @@ pub(crate) async fn wait_joined(
         let client = session.client()?;
         match client.list_children(path).await {
             Ok(c) if c.len() >= n => return Ok(()),
-            Ok(_) | Err(zookeeper_client::Error::NoNode) => {}
+            Ok(_) | Err(rzk_client::Error::NoNode) => {}
             Err(e) => return Err(e.into()),
         }
         if Instant::now() > deadline {

@@ -27,7 +27,7 @@ pub enum BenchError {
     Election(#[from] rzk_recipes::Error),
     /// A managed client's call failed.
     #[error(transparent)]
-    Zookeeper(#[from] zookeeper_client::Error),
+    Zookeeper(#[from] rzk_client::Error),
     /// The demo's in-process server did not start.
     #[error(transparent)]
     Server(#[from] rzk_server::ServerError),

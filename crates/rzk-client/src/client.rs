@@ -61,8 +61,9 @@ impl Connector {
         self
     }
 
-    /// How long one connection attempt may take (default: the session timeout divided by
-    /// the number of hosts, as ZooKeeper's Java client does).
+    /// How long one connection attempt may take, and how long a connection may stay silent
+    /// before it counts as lost (default: two fifths of the session timeout). Pings go out
+    /// after three eighths of it without a request.
     pub fn with_connection_timeout(mut self, timeout: Duration) -> Self {
         self.connection_timeout = Some(timeout);
         self
@@ -101,19 +102,18 @@ impl Connector {
     /// Safe: a connection in progress is dropped with the future.
     pub async fn connect(&self, cluster: &str) -> Result<Client, Error> {
         let cs = ConnectString::parse(cluster)?;
-        let hosts = cs.hosts.len() as u32;
         let mut endpoint = Endpoint {
             next: start_index(cs.hosts.len()),
             hosts: cs.hosts,
             transport: self.transport.clone(),
             requested_timeout: self.session_timeout,
-            connection_timeout: self.connection_timeout.unwrap_or(self.session_timeout / hosts),
+            configured_connection_timeout: self.connection_timeout,
             session_id: self.resume.as_ref().map_or(0, |s| s.id.0),
             passwd: self.resume.as_ref().map(|s| s.password.clone()).unwrap_or_default(),
             timeout: self.session_timeout,
         };
         let deadline =
-            tokio::time::Instant::now() + self.session_timeout.max(endpoint.connection_timeout);
+            tokio::time::Instant::now() + self.session_timeout.max(endpoint.connection_timeout());
         let (io, resp) = loop {
             match endpoint.open(0).await {
                 Ok(ok) => break ok,
@@ -146,6 +146,7 @@ impl Connector {
             states,
             deferred: Vec::new(),
             initial_auth: self.auth.clone(),
+            last_heard: tokio::time::Instant::now(),
         };
         tokio::spawn(task.run(io));
         Ok(Client { shared })

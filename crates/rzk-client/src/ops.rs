@@ -105,39 +105,45 @@ impl Client {
         })
     }
 
-    /// Creates `path` and every missing ancestor with `options` (not a sequential mode);
-    /// [`Error::NodeExists`] when `path` itself exists.
+    /// Creates `path` and every missing ancestor with `options`, as `mkdir -p`: a node that
+    /// exists already is fine, `path` included. Not atomic: a failure can leave some
+    /// ancestors created. One request when only `path` is missing.
+    ///
+    /// [`Error::BadArguments`] for an ephemeral or sequential mode; [`Error::NoNode`] when
+    /// the chroot does not exist.
     pub fn mkdir(
         &self,
         path: &str,
         options: &CreateOptions<'_>,
     ) -> impl Future<Output = Result<(), Error>> + Send + 'static {
-        let client = self.clone();
-        let mut reqs = Vec::new();
-        let mut at = 0;
-        let checked = if options.mode.wire().is_sequential() {
-            Err(Error::BadArguments("mkdir takes no sequential mode"))
+        let mode = options.mode.wire();
+        let checked = if mode.is_sequential() || mode.is_ephemeral() {
+            Err(Error::BadArguments("mkdir takes a persistent or container mode"))
         } else {
             self.server_path(path).map(|_| ())
         };
+        // Every prefix's create, built now so that the future owns them.
+        let mut prefixes = Vec::new();
         if checked.is_ok() {
-            while let Some(i) = path[at + 1..].find('/').map(|i| i + at + 1) {
-                reqs.push(self.create_request(&path[..i], &[], options));
-                at = i;
+            let mut end = path.len();
+            while end > 0 {
+                prefixes.push(self.create_request(&path[..end], &[], options));
+                end = path[..end].rfind('/').unwrap_or(0);
             }
-            reqs.push(self.create_request(path, &[], options));
         }
+        let client = self.clone();
         async move {
             checked?;
-            let last = reqs.len() - 1;
-            for (i, req) in reqs.into_iter().enumerate() {
-                match client.submit(req.map(Request::Create), None).await {
-                    Ok(_) => {}
-                    Err(Error::NodeExists) if i < last => {}
+            // prefixes[0] is `path`, prefixes[i + 1] the parent of prefixes[i].
+            let mut at = 0;
+            loop {
+                match client.submit(prefixes[at].clone().map(Request::Create), None).await {
+                    Ok(_) | Err(Error::NodeExists) if at == 0 => return Ok(()),
+                    Ok(_) | Err(Error::NodeExists) => at -= 1,
+                    Err(Error::NoNode) if at + 1 < prefixes.len() => at += 1,
                     Err(e) => return Err(e),
                 }
             }
-            Ok(())
         }
     }
 

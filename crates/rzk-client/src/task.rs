@@ -29,6 +29,10 @@ const WRITE_BATCH_BYTES: usize = 256 * 1024;
 /// The first pause after every server refused a reconnect; it doubles up to the maximum.
 const RECONNECT_BACKOFF_MIN: Duration = Duration::from_millis(50);
 const RECONNECT_BACKOFF_MAX: Duration = Duration::from_secs(1);
+/// The client declares its session expired once disconnected for this many session timeouts
+/// since it last heard from the server: by then any server has expired it, and a caller
+/// waiting for a reconnect learns it without reaching one.
+const LOCAL_EXPIRY: (u32, u32) = (7, 5);
 /// How long a close waits for the server's answer to closeSession.
 const CLOSE_WAIT_MAX: Duration = Duration::from_secs(3);
 
@@ -45,10 +49,11 @@ pub(crate) struct Endpoint {
     pub next: usize,
     pub transport: Arc<dyn Transport>,
     pub requested_timeout: Duration,
-    pub connection_timeout: Duration,
+    /// The connection timeout as configured; `None` for two fifths of the session timeout.
+    pub configured_connection_timeout: Option<Duration>,
     pub session_id: i64,
     pub passwd: Vec<u8>,
-    /// The negotiated timeout: pings and the read deadline follow it.
+    /// The negotiated timeout (the requested one before the first handshake).
     pub timeout: Duration,
 }
 
@@ -56,6 +61,13 @@ pub(crate) struct Endpoint {
 pub(crate) type Io = Box<dyn Stream>;
 
 impl Endpoint {
+    /// How long a connection attempt may take, and a connection may stay silent before it
+    /// counts as lost: as configured, or two fifths of the session timeout, which leaves
+    /// time for two more attempts before the server could expire the session.
+    pub fn connection_timeout(&self) -> Duration {
+        self.configured_connection_timeout.unwrap_or(self.timeout * 2 / 5)
+    }
+
     /// Opens a connection to the next host and does the handshake, with `last_zxid` as the
     /// client's last seen zxid.
     ///
@@ -91,7 +103,7 @@ impl Endpoint {
                 .map_err(|e| std::io::Error::other(e.to_string()))?;
             Ok((io, resp))
         };
-        match tokio::time::timeout(self.connection_timeout, attempt).await {
+        match tokio::time::timeout(self.connection_timeout(), attempt).await {
             Ok(Ok((_, resp))) if resp.timeout_ms <= 0 => Err(Error::SessionExpired),
             Ok(Ok(ok)) => Ok(ok),
             Ok(Err(e)) => {
@@ -124,6 +136,9 @@ pub(crate) struct Task {
     pub deferred: Vec<Command>,
     /// The credentials to send on the first connection.
     pub initial_auth: Vec<(String, Vec<u8>)>,
+    /// When the server was last heard from: past [`LOCAL_EXPIRY`] times the session timeout,
+    /// the server has expired the session, and a reconnect stops trying.
+    pub last_heard: Instant,
 }
 
 impl Task {
@@ -201,6 +216,11 @@ impl Task {
         let mut backoff = RECONNECT_BACKOFF_MIN;
         loop {
             for _ in 0..self.endpoint.hosts.len() {
+                let expiry =
+                    self.last_heard + self.endpoint.timeout * LOCAL_EXPIRY.0 / LOCAL_EXPIRY.1;
+                if Instant::now() >= expiry {
+                    return Err(Some(SessionState::Expired));
+                }
                 let last_zxid = self.core.last_zxid;
                 let attempt = self.endpoint.open(last_zxid);
                 tokio::pin!(attempt);
@@ -237,8 +257,11 @@ impl Task {
         let (mut rd, mut wr) = tokio::io::split(io);
         let mut rbuf = vec![0; READ_CHUNK_BYTES];
         let mut filled = 0;
-        let ping_every = self.endpoint.timeout / 3;
-        let read_timeout = self.endpoint.timeout * 2 / 3;
+        // A ping well inside the read timeout keeps an idle connection from counting as lost,
+        // and one every third of the session timeout keeps the session alive whatever the
+        // read timeout.
+        let read_timeout = self.endpoint.connection_timeout();
+        let ping_every = (read_timeout * 3 / 8).min(self.endpoint.timeout / 3);
         let mut last_read = Instant::now();
         let mut last_write = Instant::now();
         let mut flushed = true;
@@ -259,6 +282,7 @@ impl Task {
                     };
                     filled += n;
                     last_read = Instant::now();
+                    self.last_heard = last_read;
                     match self.frames(&mut rbuf, &mut filled) {
                         Ok(None) => {}
                         Ok(Some(Frame::Closed)) => {

@@ -353,6 +353,12 @@ impl<'a> Acls<'a> {
     }
 }
 
+impl AsRef<[Acl]> for Acls<'_> {
+    fn as_ref(&self) -> &[Acl] {
+        self.0
+    }
+}
+
 /// The kind of a persistent watch ([`Client::watch`](crate::Client::watch)).
 #[derive(Debug, Copy, Clone, PartialEq, Eq, Hash)]
 pub enum AddWatchMode {

@@ -59,7 +59,7 @@ impl PersistentWatcher {
 }
 
 /// The session's state changes, each one in order (a subscriber more than
-/// [`STATE_EVENTS_BUFFER`](crate::client) behind skips to the current state).
+/// [`STATE_EVENTS_BUFFER`](crate::STATE_EVENTS_BUFFER) behind skips to the current state).
 #[derive(Debug)]
 pub struct StateWatcher {
     pub(crate) rx: broadcast::Receiver<SessionState>,

@@ -53,7 +53,11 @@ async fn nodes_and_their_errors() {
         assert_eq!(c.count_descendants_number("/a").await, Ok(2));
         assert!(matches!(c.get_data("no-slash").await, Err(Error::BadArguments(_))));
         c.mkdir("/m/n/o", &open()).await.unwrap();
-        assert_eq!(c.mkdir("/m/n/o", &open()).await, Err(Error::NodeExists));
+        c.mkdir("/m/n/o", &open()).await.unwrap();
+        c.mkdir("/m/n/o/q", &open()).await.unwrap();
+        assert!(c.check_stat("/m/n/o/q").await.unwrap().is_some(), "{kind:?}");
+        let e = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
+        assert!(matches!(c.mkdir("/z", &e).await, Err(Error::BadArguments(_))));
         c.sync("/").await.unwrap();
         // Requests made one after another are answered in that order.
         let futs: Vec<_> = (0..200).map(|i| c.create(&format!("/m/p{i}"), b"", &open())).collect();

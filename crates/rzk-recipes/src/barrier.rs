@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use zookeeper_client::{Acls, CreateMode};
+use rzk_client::{Acls, CreateMode};
 
 use crate::naming;
 use crate::ops;

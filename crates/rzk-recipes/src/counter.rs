@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use zookeeper_client::{Acls, Client, Stat};
+use rzk_client::{Acls, Client, Stat};
 
 use crate::naming;
 use crate::ops;

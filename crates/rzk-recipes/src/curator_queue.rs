@@ -6,8 +6,8 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
+use rzk_client::{Acls, Client, CreateMode, OneshotWatcher};
 use tokio::sync::oneshot;
-use zookeeper_client::{Acls, Client, CreateMode, OneshotWatcher};
 
 use crate::curator_envelope as envelope;
 use crate::naming;

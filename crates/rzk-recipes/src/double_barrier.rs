@@ -9,7 +9,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use zookeeper_client::{Acls, Client, CreateMode};
+use rzk_client::{Acls, Client, CreateMode};
 
 use crate::naming;
 use crate::ops::{self, StateWatch};

@@ -4,8 +4,8 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 
+use rzk_client::SessionId;
 use tokio::sync::broadcast;
-use zookeeper_client::SessionId;
 
 use crate::leadership::Leadership;
 use crate::loss::LossReason;

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use zookeeper_client::{CheckWriteError, Client, CreateOptions, MultiWriteResult};
+use rzk_client::{Client, CreateOptions, MultiWriteError, MultiWriteResult};
 
 use crate::loss::LossReason;
 use crate::term::Term;
@@ -64,11 +64,7 @@ impl GuardedWrite {
         data: &[u8],
         options: &CreateOptions<'static>,
     ) -> Result<&mut Self, Error> {
-        self.ops.push(Op::Create {
-            path: path.into(),
-            data: data.into(),
-            options: options.clone(),
-        });
+        self.ops.push(Op::Create { path: path.into(), data: data.into(), options: *options });
         Ok(self)
     }
 
@@ -123,12 +119,11 @@ impl GuardedWrite {
         let term = self.term;
         term.gate()?;
         let node = term.node_path.clone();
-        let (first, more) = term.fence.checks().split_first().expect("a fence is never empty");
         let sent = Instant::now();
+        let fence = term.fence.checks();
         let fut = {
-            let mut w =
-                self.client.new_check_writer(&first.0, Some(first.1)).map_err(Error::from)?;
-            for (path, version) in more {
+            let mut w = self.client.new_multi_writer();
+            for (path, version) in fence {
                 w.add_check_version(path, *version).map_err(|e| Error::from_zk(e, path))?;
             }
             for op in &self.ops {
@@ -142,40 +137,31 @@ impl GuardedWrite {
             }
             w.commit()
         };
-        let fenced = |source: &zookeeper_client::Error| {
-            matches!(source, zookeeper_client::Error::NoNode | zookeeper_client::Error::BadVersion)
+        let fenced = |source: &rzk_client::Error| {
+            matches!(source, rzk_client::Error::NoNode | rzk_client::Error::BadVersion)
         };
         match fut.await {
             Ok(mut results) => {
                 term.session.ack(term.generation, sent);
-                results.drain(..more.len());
+                results.drain(..fence.len());
                 Ok(results)
             }
-            Err(CheckWriteError::CheckFailed { source }) if fenced(&source) => {
-                term.lose(LossReason::NodeDeleted);
-                Err(term.not_leader(LossReason::NodeDeleted))
-            }
-            Err(CheckWriteError::CheckFailed { source: zookeeper_client::Error::Custom(_) }) => {
-                Err(Error::ConnectionLoss)
-            }
-            Err(CheckWriteError::CheckFailed { source }) => Err(Error::from_zk(source, &node)),
-            Err(CheckWriteError::RequestFailed {
-                source: zookeeper_client::Error::SessionExpired,
-            }) => {
+            Err(MultiWriteError::RequestFailed { source: rzk_client::Error::SessionExpired }) => {
                 term.lose(LossReason::SessionExpired);
                 Err(term.not_leader(LossReason::SessionExpired))
             }
-            Err(CheckWriteError::RequestFailed { source }) => Err(Error::from_zk(source, "")),
-            // The fence's later checks are operations to the library.
-            Err(CheckWriteError::OperationFailed { index, source }) if index < more.len() => {
+            Err(MultiWriteError::RequestFailed { source }) => Err(Error::from_zk(source, "")),
+            // A fence check failed: our node is gone, or (race) the epoch moved on.
+            Err(MultiWriteError::OperationFailed { index, source }) if index < fence.len() => {
                 if !fenced(&source) {
-                    return Err(Error::from_zk(source, &more[index].0));
+                    let path = if index == 0 { node.as_str() } else { fence[index].0.as_str() };
+                    return Err(Error::from_zk(source, path));
                 }
                 term.lose(LossReason::NodeDeleted);
                 Err(term.not_leader(LossReason::NodeDeleted))
             }
-            Err(CheckWriteError::OperationFailed { index, source }) => {
-                let index = index - more.len();
+            Err(MultiWriteError::OperationFailed { index, source }) => {
+                let index = index - fence.len();
                 let path = self.ops.get(index).map(|o| o.path()).unwrap_or("");
                 term.session.ack(term.generation, sent);
                 Err(Error::OperationFailed {

@@ -5,8 +5,8 @@
 
 use std::ops::Range;
 
+use rzk_client::{Acls, Client, CreateMode};
 use tokio::sync::OnceCell;
-use zookeeper_client::{Acls, Client, CreateMode};
 
 use crate::naming;
 use crate::ops;

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use rzk_client::SessionId;
 use tokio::sync::{mpsc, watch};
-use zookeeper_client::SessionId;
 
 use crate::control::{CloseFlags, Command, Lifecycle};
 use crate::session::Shared;

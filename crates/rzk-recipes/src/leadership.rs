@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use rzk_client::SessionId;
 use tokio::sync::oneshot;
-use zookeeper_client::SessionId;
 
 use crate::control::{confirmed, Command, Lifecycle};
 use crate::guarded::GuardedWrite;
@@ -18,7 +18,7 @@ use crate::Error;
 ///
 /// ```no_run
 /// # async fn demo(latch: rzk_recipes::LeaderLatch) -> Result<(), rzk_recipes::Error> {
-/// use zookeeper_client::{Acls, CreateMode};
+/// use rzk_client::{Acls, CreateMode};
 ///
 /// let leadership = latch.await_leadership().await?;
 /// println!("leading with fencing token {}", leadership.token());

@@ -1,4 +1,4 @@
-//! Curator-compatible ZooKeeper recipes, on the [`zookeeper-client`](zookeeper_client) crate:
+//! Curator-compatible ZooKeeper recipes, on the [`rzk_client`] crate (re-exported here):
 //! the elections [`LeaderLatch`], [`LeaderSelector`] and [`RaceElection`], and the locks
 //! [`InterProcessMutex`], [`InterProcessReadWriteLock`] and [`InterProcessSemaphore`], the
 //! [`SimpleDistributedQueue`], [`IdGenerator`], [`DistributedAtomicLong`], [`SharedCount`],
@@ -158,13 +158,14 @@ mod curator_envelope;
 mod curator_queue;
 mod queue_lock;
 pub use curator_queue::{DistributedQueue, ErrorMode};
+pub use rzk_client;
+pub use rzk_client::SessionId;
 pub use semaphore::{InterProcessSemaphore, SemaphoreLease, SemaphoreOptions};
 pub use session::{
     ConnectionEvent, ConnectionEvents, ConnectionState, Lease, Session, SessionConfig,
 };
 pub use shared_count::{CountChanges, SharedCount, VersionedCount};
 pub use token::FencingToken;
-pub use zookeeper_client::SessionId;
 
 pub use cache::{
     CacheEvent, CacheEvents, CacheItem, CacheOptions, CacheWatch, CachedNode, JsonChanges,

@@ -91,7 +91,7 @@ impl LockLayout {
         naming::validate_path(path)?;
         let children = match session.client()?.list_children(path).await {
             Ok(c) => c,
-            Err(zookeeper_client::Error::NoNode) => return Ok(LockLayout::Mutex),
+            Err(rzk_client::Error::NoNode) => return Ok(LockLayout::Mutex),
             Err(e) => return Err(Error::from_zk(e, path)),
         };
         Ok(if children.iter().any(|c| c == LEASES || c == LOCKS) {
@@ -220,7 +220,7 @@ fn granted(leases: &[Participant], mutex_holder: Option<&Participant>) -> usize 
 mod tests {
     use super::*;
     use crate::token::FencingToken;
-    use zookeeper_client::SessionId;
+    use rzk_client::SessionId;
 
     const U: &str = "0f8e2b9a-5c3d-4e1f-8a7b-6c5d4e3f2a1b";
 

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use zookeeper_client::{Acls, Client, CreateMode};
+use rzk_client::{Acls, Client, CreateMode};
 
 use crate::naming;
 use crate::session::Session;
@@ -72,7 +72,7 @@ pub(crate) async fn create_with_parents(
     mode: CreateMode,
     parents: CreateMode,
     acls: Acls<'_>,
-) -> Result<(String, zookeeper_client::Stat), ZkError> {
+) -> Result<(String, rzk_client::Stat), ZkError> {
     let options = mode.with_acls(acls);
     let created = match client.create(path, data, &options).await {
         Err(ZkError::NoNode) => {
@@ -98,7 +98,7 @@ pub(crate) type StateWatch = tokio::sync::watch::Receiver<crate::session::Snapsh
 /// session: the caller checks again on the current client, so no wait is lost with a
 /// connection or a session); false if `deadline` passed first.
 pub(crate) async fn woken_before(
-    watcher: zookeeper_client::OneshotWatcher,
+    watcher: rzk_client::OneshotWatcher,
     states: &mut StateWatch,
     deadline: Option<std::time::Instant>,
 ) -> bool {

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use zookeeper_client::Acls;
+use rzk_client::Acls;
 
 /// What a leader does when the connection is suspended (docs/election.md §2.3).
 ///

@@ -1,7 +1,7 @@
 //! Reading who participates: a queue recipe's children and their data (one getChildren and
 //! one multi-read), or a race election's one node.
 
-use zookeeper_client::SessionId;
+use rzk_client::SessionId;
 
 use crate::event::{Participant, Participants};
 use crate::naming;
@@ -20,7 +20,7 @@ pub(crate) async fn read_participants(
     let client = session.client()?;
     let children = match client.list_children(path).await {
         Ok(c) => c,
-        Err(zookeeper_client::Error::NoNode) => return Ok(Participants::default()),
+        Err(rzk_client::Error::NoNode) => return Ok(Participants::default()),
         Err(e) => return Err(Error::from_zk(e, path)),
     };
     let (sorted, foreign) = rule.sort_children(&children);
@@ -33,7 +33,7 @@ pub(crate) async fn read_participants(
         let results = reader.commit().await.map_err(|e| Error::from_zk(e, path))?;
         for (name, r) in sorted.iter().zip(results) {
             // A node deleted between the two reads is simply not listed.
-            if let zookeeper_client::MultiReadResult::Data { data, stat } = r {
+            if let rzk_client::MultiReadResult::Data { data, stat } = r {
                 list.push(Participant {
                     id: String::from_utf8_lossy(&data).into_owned(),
                     node: naming::child_path(path, name),
@@ -62,7 +62,7 @@ pub(crate) async fn read_race_holder(
             session: SessionId(stat.ephemeral_owner),
             is_leader: true,
         })),
-        Err(zookeeper_client::Error::NoNode) => Ok(None),
+        Err(rzk_client::Error::NoNode) => Ok(None),
         Err(e) => Err(Error::from_zk(e, path)),
     }
 }

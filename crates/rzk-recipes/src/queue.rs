@@ -7,8 +7,8 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use rzk_client::{Acls, Client, CreateMode, OneshotWatcher};
 use tokio::sync::{oneshot, RwLock};
-use zookeeper_client::{Acls, Client, CreateMode, OneshotWatcher};
 
 use crate::naming;
 use crate::ops;

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use rzk_client::{Client, OneshotWatcher};
 use tokio::sync::watch;
-use zookeeper_client::{Client, OneshotWatcher};
 
 use crate::ops;
 use crate::zk_error::{classify, Class, ZkError};

@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use rzk_client::Client;
 use tokio::sync::{mpsc, oneshot};
-use zookeeper_client::Client;
 
 use crate::control::Command;
 use crate::naming;

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use zookeeper_client::{Client, CreateMode, EventType};
+use rzk_client::{Client, CreateMode, EventType};
 
 use crate::control::{CloseFlags, Lifecycle};
 use crate::issuer::{HeldNode, Issuer};

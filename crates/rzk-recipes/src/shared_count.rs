@@ -1,8 +1,8 @@
 //! Curator's `SharedCount`: one node holding a signed 32-bit number as 4 big-endian bytes,
 //! read with its version, set with a version check, watched for changes.
 
+use rzk_client::{Acls, Client, EventType};
 use tokio::sync::mpsc;
-use zookeeper_client::{Acls, Client, EventType};
 
 use crate::naming;
 use crate::ops;

@@ -1,9 +1,10 @@
-//! TLS to a secure client port: the PEM files a session trusts and presents, the one rustls
-//! crypto provider the process uses, and a handshake probe that names why a server refused.
+//! TLS to a secure client port: the PEM files a session trusts and presents, the connections
+//! rzk-client opens through them (`TlsConfig` is an [`rzk_client::Transport`]), on rustls's
+//! `ring` provider, and a handshake probe that names why a server refused.
 //!
-//! `zookeeper-client` retries a failed handshake like any failed connect, until its timeout, and
-//! logs the reason only; [`TlsConfig::probe`] makes one handshake itself so that a caller can
-//! report it ("unknown issuer", "certificate required", ...) instead of a bare timeout.
+//! The client retries a failed handshake like any failed connect, until its timeout, and logs
+//! the reason only; [`TlsConfig::probe`] makes one handshake itself so that a caller can report
+//! it ("unknown issuer", "certificate required", ...) instead of a bare timeout.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -14,7 +15,7 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
-use tokio_rustls::rustls::crypto::{ring, CryptoProvider};
+use tokio_rustls::rustls::crypto::ring;
 use tokio_rustls::rustls::{ClientConfig, RootCertStore};
 use tokio_rustls::TlsConnector;
 
@@ -123,24 +124,6 @@ impl TlsConfig {
         self.identity.is_some()
     }
 
-    /// The options a `zookeeper-client` connector takes (`Connector::with_tls`, then
-    /// `secure_connect`), for a client used without [`Session`](crate::Session). Installs the
-    /// process's crypto provider first (see [`install_crypto_provider`]), as the library builds
-    /// its rustls configuration with the process default.
-    ///
-    /// # Errors
-    /// [`Error::BadArguments`](crate::Error::BadArguments) if the library rejects the PEM text
-    /// (already checked when this configuration was made).
-    pub fn client_options(&self) -> Result<zookeeper_client::TlsOptions, crate::Error> {
-        install_crypto_provider();
-        let bad = |e: zookeeper_client::Error| crate::Error::BadArguments(e.to_string());
-        let options = zookeeper_client::TlsOptions::new().with_pem_ca(&self.ca).map_err(bad)?;
-        match &self.identity {
-            None => Ok(options),
-            Some((cert, key)) => options.with_pem_identity(cert, key).map_err(bad),
-        }
-    }
-
     /// The same trust and identity as a rustls configuration on the `ring` provider.
     fn client_config(&self) -> Result<ClientConfig, TlsError> {
         let mut roots = RootCertStore::empty();
@@ -163,9 +146,9 @@ impl TlsConfig {
         }
     }
 
-    /// A TLS connection to `host` (`host:port`), the server verified against the host name as
-    /// `zookeeper-client` verifies it, with Nagle's algorithm off; for clients that speak the
-    /// protocol themselves (the load generator's raw client).
+    /// A TLS connection to `host` (`host:port`), the server verified against the host name,
+    /// with Nagle's algorithm off: a session's connections, and the load generator's raw
+    /// client's.
     ///
     /// # Errors
     /// [`TlsError::Connect`] when the TCP connect fails; [`TlsError::Handshake`] when the
@@ -211,23 +194,19 @@ impl TlsConfig {
     }
 }
 
+impl rzk_client::Transport for TlsConfig {
+    fn open<'a>(&'a self, addr: &'a str) -> rzk_client::OpenFuture<'a> {
+        Box::pin(async move {
+            let stream = self.connect(addr).await.map_err(std::io::Error::other)?;
+            Ok(Box::new(stream) as Box<dyn rzk_client::Stream>)
+        })
+    }
+}
+
 /// rustls's reason, which the I/O error wraps.
 fn handshake_failed(host: &str, e: &std::io::Error) -> TlsError {
     let reason = e.get_ref().map_or_else(|| e.to_string(), ToString::to_string);
     TlsError::Handshake { host: host.to_string(), reason }
-}
-
-/// Makes rustls's `ring` provider the process default, unless the application installed one
-/// already (its choice stands). Returns the provider in effect.
-///
-/// `zookeeper-client` turns on rustls's default `aws-lc-rs` provider while rzk's server and this
-/// module use `ring`; with both compiled in, rustls cannot choose, and `ClientConfig::builder()`
-/// panics unless a process default is installed. Every TLS session of this crate calls this
-/// before connecting, so the choice is made once, before the first handshake.
-pub fn install_crypto_provider() -> Arc<CryptoProvider> {
-    // Losing a race to another installer is fine: whichever was installed first is used.
-    let _ = ring::default_provider().install_default();
-    CryptoProvider::get_default().cloned().unwrap_or_else(|| Arc::new(ring::default_provider()))
 }
 
 fn read(path: &Path) -> Result<(PathBuf, String), TlsError> {
@@ -252,26 +231,4 @@ fn private_key(path: &Path, pem: &str) -> Result<PrivateKeyDer<'static>, TlsErro
         path: path.to_path_buf(),
         reason: format!("no usable PEM private key: {e}"),
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The hazard this module exists for: rustls has two providers compiled in and refuses to
-    /// pick, until `install_crypto_provider` picks `ring`. One test, as the default is
-    /// process-wide and nothing else in this binary installs it.
-    #[test]
-    fn rustls_cannot_choose_a_provider_until_ring_is_installed() {
-        assert!(CryptoProvider::get_default().is_none(), "nothing installed a provider yet");
-        let builder = std::panic::catch_unwind(ClientConfig::builder);
-        assert!(builder.is_err(), "with aws-lc-rs and ring compiled in, rustls must not choose");
-        let chosen = install_crypto_provider();
-        let ring_suites: Vec<_> =
-            ring::default_provider().cipher_suites.iter().map(|s| s.suite()).collect();
-        let chosen_suites: Vec<_> = chosen.cipher_suites.iter().map(|s| s.suite()).collect();
-        assert_eq!(chosen_suites, ring_suites);
-        assert!(format!("{:?}", chosen.key_provider).contains("Ring"));
-        let _ = ClientConfig::builder();
-    }
 }

@@ -1,9 +1,9 @@
-//! The one place a `zookeeper-client` error is classified: how the driver reacts to it, and
+//! The one place an rzk-client error is classified: how the driver reacts to it, and
 //! which [`Error`] variant it becomes.
 
 use crate::Error;
 
-pub(crate) type ZkError = zookeeper_client::Error;
+pub(crate) type ZkError = rzk_client::Error;
 
 /// How the driver treats a failed ZooKeeper operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,13 +22,12 @@ pub(crate) enum Class {
     Transient,
 }
 
-/// Classifies an error. The library fails requests in flight at a connection failure with
-/// the I/O error (a custom error): for us that is a connection loss.
+/// Classifies an error.
 pub(crate) fn classify(e: &ZkError) -> Class {
-    use zookeeper_client::Error as Z;
+    use rzk_client::Error as Z;
     match e {
         Z::NoNode => Class::NoNode,
-        Z::ConnectionLoss | Z::Custom(_) => Class::ConnectionLoss,
+        Z::ConnectionLoss | Z::Protocol(_) => Class::ConnectionLoss,
         Z::SessionExpired | Z::ClientClosed | Z::SessionMoved => Class::SessionEnd,
         Z::NoAuth
         | Z::InvalidAcl
@@ -39,22 +38,22 @@ pub(crate) fn classify(e: &ZkError) -> Class {
     }
 }
 
-/// The library's I/O error of a request in flight at a connection failure, as the
+/// A reply the client could not decode (its connection was dropped), as the
 /// `ConnectionLoss` it means; every other error unchanged.
 pub(crate) fn normalize(e: ZkError) -> ZkError {
     match e {
-        ZkError::Custom(_) => ZkError::ConnectionLoss,
+        ZkError::Protocol(_) => ZkError::ConnectionLoss,
         e => e,
     }
 }
 
 impl Error {
-    /// Maps a `zookeeper-client` error, attaching `path` where ZooKeeper's error names one.
+    /// Maps an rzk-client error, attaching `path` where ZooKeeper's error names one.
     pub(crate) fn from_zk(err: ZkError, path: &str) -> Error {
-        use zookeeper_client::Error as Z;
+        use rzk_client::Error as Z;
         let path = path.to_string();
         match err {
-            Z::ConnectionLoss | Z::Custom(_) => Error::ConnectionLoss,
+            Z::ConnectionLoss | Z::Protocol(_) => Error::ConnectionLoss,
             Z::SessionExpired => Error::SessionExpired,
             Z::SessionMoved => Error::SessionMoved,
             Z::Timeout => Error::OperationTimeout,

@@ -236,7 +236,7 @@ async fn selector_requeue(kind: Kind) {
 }
 
 /// `exists` through a blocking bridge, for `eventually`'s synchronous predicate.
-fn observer_sync_exists(client: &zookeeper_client::Client, node: &str) -> bool {
+fn observer_sync_exists(client: &rzk_client::Client, node: &str) -> bool {
     let fut = client.check_stat(node);
     let r = futures_block(fut);
     matches!(r, Ok(None))

@@ -51,7 +51,7 @@ async fn settle(latches: &[LeaderLatch], alive: &[bool]) {
 async fn join_in_order(
     server: &Server,
     path: &str,
-    observer: &zookeeper_client::Client,
+    observer: &rzk_client::Client,
     checker: &Checker,
     strategy: WatchStrategy,
 ) -> (Vec<Option<Session>>, Vec<LeaderLatch>) {

@@ -131,7 +131,7 @@ async fn resign_after_work(kind: Kind) {
     let (_, _, watch) = observer.get_and_watch_data(&node).await.unwrap();
     let deleted_at = tokio::spawn(async move {
         let ev = watch.changed().await;
-        assert_eq!(ev.event_type, zookeeper_client::EventType::NodeDeleted);
+        assert_eq!(ev.event_type, rzk_client::EventType::NodeDeleted);
         Instant::now()
     });
     tokio::time::sleep(Duration::from_millis(500)).await; // the work

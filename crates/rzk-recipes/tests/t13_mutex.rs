@@ -256,7 +256,7 @@ async fn hand_over(
     server: &Server,
     holder: &InterProcessMutex,
     waiter: &InterProcessMutex,
-    waiter_sid: zookeeper_client::SessionId,
+    waiter_sid: rzk_client::SessionId,
 ) -> (LockGuard, u64, u64) {
     let held = holder.acquire().await.unwrap();
     let acquiring = acquire_counting_listings(waiter);
@@ -300,8 +300,7 @@ async fn handoff_requests(kind: Kind) {
     // arriving ends it, as any other hold.
     let (granted, _, _) = hand_over(&server, &mutexes[0], &mutexes[1], sid).await;
     let foreign = format!("{path}/config");
-    let persistent =
-        zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
+    let persistent = rzk_client::CreateMode::Persistent.with_acls(rzk_client::Acls::anyone_all());
     observer.create(&foreign, b"", &persistent).await.unwrap();
     let reason = tokio::time::timeout(Duration::from_secs(5), granted.lost()).await;
     assert_eq!(reason.expect("the holder sees the foreign node"), LossReason::ForeignNodes);

@@ -39,7 +39,7 @@ const WRITER: i32 = 1000;
 struct Fixture {
     server: Server,
     path: String,
-    observer: zookeeper_client::Client,
+    observer: rzk_client::Client,
     _sessions: Vec<Session>,
     locks: Vec<InterProcessReadWriteLock>,
 }
@@ -227,7 +227,7 @@ async fn no_node_left_behind(kind: Kind) {
 
 /// One side of `lock` tries, times out and is cancelled while another holds (one node).
 async fn withdrawals(
-    observer: &zookeeper_client::Client,
+    observer: &rzk_client::Client,
     path: &str,
     lock: &InterProcessReadWriteLock,
     write: bool,

@@ -10,11 +10,11 @@ mod support;
 
 use std::time::Duration;
 
+use rzk_client::{Acls, CreateMode, MultiWriteError};
 use rzk_recipes::{Leadership, LossReason, RaceElection, RaceOptions, Session, Status};
 use rzk_testkit::proxy::Proxy;
 use support::checker::{sample_single_leader, Checker};
 use support::*;
-use zookeeper_client::{Acls, CreateMode, MultiWriteError};
 
 both_servers! {
     t16_race_round => race_round;
@@ -49,7 +49,7 @@ struct ALeads {
     _sa: Session,
     proxy: Option<Proxy>,
     checker: Checker,
-    raw: zookeeper_client::Client,
+    raw: rzk_client::Client,
     path: String,
     server: Server,
 }
@@ -85,7 +85,7 @@ async fn the_leader(races: &[&RaceElection]) -> usize {
     leader.expect("a leader")
 }
 
-async fn epoch_version(raw: &zookeeper_client::Client, race: &RaceElection) -> (i32, i64) {
+async fn epoch_version(raw: &rzk_client::Client, race: &RaceElection) -> (i32, i64) {
     let (_, stat) = raw.get_data(&race.epoch_path()).await.unwrap();
     (stat.version, stat.mzxid)
 }
@@ -142,7 +142,7 @@ async fn race_round(kind: Kind) {
     stale.add_set_data(&path, b"stale", None).unwrap();
     match stale.commit().await {
         Err(MultiWriteError::OperationFailed { index: 1, source }) => {
-            assert!(matches!(source, zookeeper_client::Error::BadVersion), "{source}")
+            assert!(matches!(source, rzk_client::Error::BadVersion), "{source}")
         }
         other => panic!("the old fence must fail on the epoch: {other:?}"),
     }
@@ -151,7 +151,7 @@ async fn race_round(kind: Kind) {
     w.create(&witness, b"new", &CreateMode::Persistent.with_acls(Acls::anyone_all())).unwrap();
     let results = w.commit().await.expect("the new leader's guarded write");
     // One result per operation the caller added: the fence's checks are not among them.
-    assert!(matches!(results[..], [zookeeper_client::MultiWriteResult::Create { .. }]));
+    assert!(matches!(results[..], [rzk_client::MultiWriteResult::Create { .. }]));
 
     // The follower first: closed after the leader, it would win a third term first.
     let leader = races.remove(next);

@@ -102,8 +102,8 @@ async fn order_and_exactly_once(kind: Kind) {
     assert_eq!(children(&observer, &path).await, ["config"]);
 }
 
-fn persistent() -> zookeeper_client::CreateOptions<'static> {
-    zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all())
+fn persistent() -> rzk_client::CreateOptions<'static> {
+    rzk_client::CreateMode::Persistent.with_acls(rzk_client::Acls::anyone_all())
 }
 
 async fn take_waits_and_wakes(kind: Kind) {

@@ -8,13 +8,13 @@ mod support;
 
 use std::time::Duration;
 
+use rzk_client::{Acls, CreateMode};
 use rzk_recipes::{
     ElectionEvent, Error, LatchOptions, LeaderLatch, LeaderSelector, LossReason, SelectorOptions,
     Status,
 };
 use support::checker::Checker;
 use support::*;
-use zookeeper_client::{Acls, CreateMode};
 
 both_servers! {
     t20_kazoo_in_selector => kazoo_in_selector;
@@ -24,12 +24,7 @@ both_servers! {
     t20_persistent_predecessor => persistent_predecessor;
 }
 
-async fn prepare(
-    server: &Server,
-    path: &str,
-    child: &str,
-    mode: CreateMode,
-) -> zookeeper_client::Client {
+async fn prepare(server: &Server, path: &str, child: &str, mode: CreateMode) -> rzk_client::Client {
     let raw = raw_client(server).await;
     raw.mkdir(path, &CreateMode::Persistent.with_acls(Acls::anyone_all())).await.unwrap();
     raw.create(&format!("{path}/{child}"), b"", &mode.with_acls(Acls::anyone_all())).await.unwrap();
@@ -37,12 +32,7 @@ async fn prepare(
 }
 
 /// Joins a selector beside a foreign child; asserts the refusal.
-async fn selector_refuses(
-    server: &Server,
-    path: &str,
-    raw: &zookeeper_client::Client,
-    foreign: &str,
-) {
+async fn selector_refuses(server: &Server, path: &str, raw: &rzk_client::Client, foreign: &str) {
     let s = session(server).await;
     let checker = Checker::new();
     let sel = LeaderSelector::new(&s, path, SelectorOptions::default().with_id("rzk")).unwrap();
@@ -182,11 +172,11 @@ async fn persistent_predecessor(kind: Kind) {
 }
 
 trait OrDefault {
-    fn unwrap_or_default_stat(self) -> ((), Option<zookeeper_client::Stat>);
+    fn unwrap_or_default_stat(self) -> ((), Option<rzk_client::Stat>);
 }
 
-impl OrDefault for Result<(Vec<u8>, zookeeper_client::Stat), zookeeper_client::Error> {
-    fn unwrap_or_default_stat(self) -> ((), Option<zookeeper_client::Stat>) {
+impl OrDefault for Result<(Vec<u8>, rzk_client::Stat), rzk_client::Error> {
+    fn unwrap_or_default_stat(self) -> ((), Option<rzk_client::Stat>) {
         ((), self.ok().map(|(_, s)| s))
     }
 }

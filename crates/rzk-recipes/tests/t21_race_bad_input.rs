@@ -7,10 +7,10 @@ mod support;
 
 use std::time::Duration;
 
+use rzk_client::{Acls, CreateMode};
 use rzk_recipes::{ElectionEvent, Error, RaceElection, RaceOptions, Status};
 use support::checker::Checker;
 use support::*;
-use zookeeper_client::{Acls, CreateMode};
 
 both_servers! {
     t21_race_persistent_node => persistent_node;

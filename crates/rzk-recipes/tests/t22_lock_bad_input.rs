@@ -18,11 +18,11 @@ mod support;
 
 use std::time::Duration;
 
+use rzk_client::{Acl, Acls, AuthId, CreateMode, Permission};
 use rzk_recipes::{Error, LossReason, SessionConfig};
 use support::checker::Checker;
 use support::locks::{self, hold_each, holders, leaves_with, wait_leaves, Locker};
 use support::*;
-use zookeeper_client::{Acl, Acls, AuthId, CreateMode, Permission};
 
 both_servers! {
     t22_foreign_nodes => foreign_nodes;

@@ -34,10 +34,10 @@ const LIMIT: Duration = Duration::from_secs(30);
 const HOLD: Duration = Duration::from_millis(300);
 
 /// The member names in a double barrier path (`ready` left out), sorted.
-async fn members(client: &zookeeper_client::Client, path: &str) -> Vec<String> {
+async fn members(client: &rzk_client::Client, path: &str) -> Vec<String> {
     let mut names = match client.list_children(path).await {
         Ok(names) => names,
-        Err(zookeeper_client::Error::NoNode) => Vec::new(),
+        Err(rzk_client::Error::NoNode) => Vec::new(),
         Err(e) => panic!("list {path}: {e}"),
     };
     names.retain(|n| n != "ready");
@@ -49,7 +49,7 @@ fn is_uuid(name: &str) -> bool {
     uuid::Uuid::parse_str(name).is_ok() && name.len() == 36
 }
 
-async fn wait_members(client: &zookeeper_client::Client, path: &str, n: usize) -> Vec<String> {
+async fn wait_members(client: &rzk_client::Client, path: &str, n: usize) -> Vec<String> {
     let deadline = std::time::Instant::now() + LIMIT;
     loop {
         let names = members(client, path).await;

@@ -12,11 +12,11 @@ mod support;
 
 use std::time::Duration;
 
+use rzk_client::{Acl, AuthId, CreateMode, Permission};
 use rzk_recipes::{
     CacheOptions, CacheWatch, Error, JsonNodeCache, NodeCache, NodeState, Versioned,
 };
 use support::*;
-use zookeeper_client::{Acl, AuthId, CreateMode, Permission};
 
 both_servers! {
     t24_config_update_flow => config_update_flow;
@@ -140,7 +140,7 @@ async fn bad_input(kind: Kind) {
     let base = test_path("t24", kind);
     let raw = raw_client(&server).await;
     let path = format!("{base}/database");
-    let persistent = CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
+    let persistent = CreateMode::Persistent.with_acls(rzk_client::Acls::anyone_all());
     raw.mkdir(&base, &persistent).await.unwrap();
     raw.create(&path, b"{\"url\": not json", &persistent).await.unwrap();
     let s = session(&server).await;

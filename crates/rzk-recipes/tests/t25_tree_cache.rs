@@ -12,10 +12,10 @@ mod support;
 
 use std::time::Duration;
 
+use rzk_client::{Acl, Acls, AuthId, CreateMode, Permission};
 use rzk_recipes::{CacheOptions, CacheWatch, Error, TreeCache};
 use support::cache::*;
 use support::*;
-use zookeeper_client::{Acl, Acls, AuthId, CreateMode, Permission};
 
 both_servers! {
     t25_events_in_order => events_in_order;
@@ -27,7 +27,7 @@ both_servers! {
 /// How long one change may take to reach a cache on a loaded machine.
 const WITHIN: Duration = Duration::from_secs(10);
 
-fn persistent() -> zookeeper_client::CreateOptions<'static> {
+fn persistent() -> rzk_client::CreateOptions<'static> {
     CreateMode::Persistent.with_acls(Acls::anyone_all())
 }
 
@@ -38,7 +38,7 @@ async fn await_items(recorder: &Recorder, n: usize) {
 
 /// The writes every ordering scenario makes, one at a time: each is awaited by `seen`
 /// (given the number of events expected so far) before the next.
-async fn writes<F, Fut>(raw: &zookeeper_client::Client, root: &str, mut seen: F) -> Vec<String>
+async fn writes<F, Fut>(raw: &rzk_client::Client, root: &str, mut seen: F) -> Vec<String>
 where
     F: FnMut(usize) -> Fut,
     Fut: std::future::Future<Output = ()>,
@@ -72,7 +72,7 @@ where
 }
 
 /// The tree the ordering scenarios start from.
-async fn initial_tree(raw: &zookeeper_client::Client, root: &str) {
+async fn initial_tree(raw: &rzk_client::Client, root: &str) {
     raw.mkdir(root.rsplit_once('/').unwrap().0, &persistent()).await.unwrap();
     raw.create(root, b"r", &persistent()).await.unwrap();
     raw.create(&format!("{root}/a"), b"1", &persistent()).await.unwrap();

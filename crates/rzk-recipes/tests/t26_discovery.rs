@@ -16,13 +16,13 @@ mod support;
 
 use std::time::Duration;
 
+use rzk_client::{Acl, Acls, CreateMode, Permission};
 use rzk_recipes::{
     Error, Random, ServerList, ServiceDiscovery, ServiceInstance, ServiceProvider, ServiceType,
     UriSpec, SERVER_PREFIX,
 };
 use serde_json::{json, Value};
 use support::*;
-use zookeeper_client::{Acl, Acls, CreateMode, Permission};
 
 both_servers! {
     t26_discovery_register_update_unregister => register_update_unregister;
@@ -125,7 +125,7 @@ async fn reregisters_current_data(kind: Kind) {
                 assert_eq!(data, want, "re-registered with the updated data");
                 break;
             }
-            Ok(_) | Err(zookeeper_client::Error::NoNode) => {}
+            Ok(_) | Err(rzk_client::Error::NoNode) => {}
             Err(e) => panic!("read {path}: {e}"),
         }
         assert!(std::time::Instant::now() < deadline, "not re-registered on the new session");
@@ -176,7 +176,7 @@ async fn skips_malformed_and_denies(kind: Kind) {
     assert!(matches!(denied, Err(Error::NoAuth { .. })), "{denied:?}");
     assert!(ro.query_for_instances("api").await.unwrap().is_empty(), "nothing left registered");
     let write_only =
-        [Acl::new(Permission::WRITE | Permission::CREATE, zookeeper_client::AuthId::anyone())];
+        [Acl::new(Permission::WRITE | Permission::CREATE, rzk_client::AuthId::anyone())];
     let hidden = format!("{base}-wo");
     raw.create(&hidden, b"", &CreateMode::Persistent.with_acls(Acls::new(&write_only)))
         .await

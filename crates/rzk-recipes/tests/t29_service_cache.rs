@@ -12,6 +12,7 @@
 
 mod support;
 
+use rzk_client::{Acls, CreateMode};
 use rzk_recipes::{
     ServerCache, ServerList, ServiceCache, ServiceDiscovery, ServiceInstance, ServiceProvider,
 };
@@ -20,7 +21,6 @@ use support::cache::CONVERGE;
 use support::curator::JavaCache;
 use support::services::*;
 use support::*;
-use zookeeper_client::{Acls, CreateMode};
 
 both_servers! {
     t29_service_cache_follows_the_registry => follows_the_registry;

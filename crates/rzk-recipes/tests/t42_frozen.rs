@@ -1,5 +1,5 @@
 //! The leader freezes past its session timeout (docs/election.md §2.2), in-process: the whole
-//! participant (its `zookeeper-client` session task, the session manager, the recipe driver and
+//! participant (its rzk-client session task, the session manager, the recipe driver and
 //! the term guardian) runs on one current-thread runtime whose thread the test blocks for 2·T, as
 //! SIGSTOP would. While it is frozen its term must already be invalid (the synchronous lease
 //! check, with nobody running to resolve `lost()`), the server expires its session and the

@@ -95,7 +95,7 @@ async fn mixed_latch(kind: Kind) {
 }
 
 /// The node of a Curator participant, found by its id (its data).
-async fn java_node(raw: &zookeeper_client::Client, path: &str, id: &str) -> String {
+async fn java_node(raw: &rzk_client::Client, path: &str, id: &str) -> String {
     for c in raw.list_children(path).await.unwrap() {
         let node = format!("{path}/{c}");
         if let Ok((data, _)) = raw.get_data(&node).await {

@@ -22,11 +22,11 @@ mod support;
 use std::collections::HashMap;
 use std::time::Duration;
 
+use rzk_client::{Acls, CreateMode};
 use rzk_recipes::{DistributedQueue, Error, ErrorMode, Session};
 use rzk_testkit::wait::within;
 use support::curator::{self, JavaCache};
 use support::*;
-use zookeeper_client::{Acls, CreateMode};
 
 both_servers! {
     t62_queue_with_curator => with_curator;

@@ -19,13 +19,13 @@ mod support;
 
 use std::time::{Duration, Instant};
 
+use rzk_client::{Acls, CreateMode};
 use rzk_recipes::{ConnectionPolicy, ConnectionState, LossReason, Session};
 use rzk_testkit::proxy::Proxy;
 use support::candidate::{Candidate, Recipe};
 use support::checker::{sample_single_leader, Checker};
 use support::locks::{hold_each, holders, leaves_with, queue, wait_leaves, Hold, Locker};
 use support::*;
-use zookeeper_client::{Acls, CreateMode};
 
 both_servers! {
     t80_short_cut_suspended => short_cut_suspended;
@@ -336,7 +336,7 @@ async fn lockers_via_proxy(
 struct Scene {
     n: usize,
     path: String,
-    raw: zookeeper_client::Client,
+    raw: rzk_client::Client,
     checker: Checker,
     lockers: Vec<(Session, Locker, Proxy)>,
     holds: Vec<Hold>,

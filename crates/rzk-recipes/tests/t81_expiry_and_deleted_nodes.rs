@@ -9,6 +9,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
+use rzk_client::{Acls, CreateMode};
 use rzk_recipes::{
     ConnectionState, Error, LatchOptions, LeaderLatch, LeaderSelector, Leadership, LossReason,
     Session,
@@ -16,7 +17,6 @@ use rzk_recipes::{
 use rzk_testkit::proxy::Proxy;
 use support::checker::{sample_single_leader, Checker};
 use support::*;
-use zookeeper_client::{Acls, CreateMode};
 
 both_servers! {
     t81_forced_expiry_latch => forced_expiry_latch;
@@ -282,13 +282,13 @@ async fn wait_one_leader(latches: &[LeaderLatch]) -> Leadership {
 
 /// ZooKeeper (and rzk) report `ephemeralOwner = 0` for containers, so a container shows only
 /// by being reaped once empty; here: it exists and is not ephemeral.
-async fn assert_parent_is_container(raw: &zookeeper_client::Client, path: &str) {
+async fn assert_parent_is_container(raw: &rzk_client::Client, path: &str) {
     let stat = raw.check_stat(path).await.unwrap().expect("election path recreated");
     assert_eq!(stat.ephemeral_owner, 0);
 }
 
 /// A container parent is reaped once empty (container check every 500 ms).
-async fn assert_reaped(raw: &zookeeper_client::Client, path: &str) {
+async fn assert_reaped(raw: &rzk_client::Client, path: &str) {
     let start = Instant::now();
     while raw.check_stat(path).await.unwrap().is_some() {
         assert!(start.elapsed() < Duration::from_secs(5), "{path} not reaped: not a container?");

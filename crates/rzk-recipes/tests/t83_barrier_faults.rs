@@ -103,7 +103,7 @@ async fn enter_survives_expiry(kind: Kind) {
     left_b.unwrap();
     let left = match raw.list_children(&path).await {
         Ok(names) => names,
-        Err(zookeeper_client::Error::NoNode) => Vec::new(),
+        Err(rzk_client::Error::NoNode) => Vec::new(),
         Err(e) => panic!("list: {e}"),
     };
     assert!(left.is_empty(), "left behind: {left:?}");

@@ -13,10 +13,10 @@ mod support;
 
 use std::sync::{Arc, Mutex};
 
+use rzk_client::{Acls, CreateMode};
 use rzk_recipes::{CacheOptions, CacheWatch, NodeCache, NodeState, Session, TreeCache};
 use support::cache::*;
 use support::*;
-use zookeeper_client::{Acls, CreateMode};
 
 both_servers! {
     t84_cache_converges_after_cut => converges_after_cut;
@@ -56,7 +56,7 @@ impl Watcher {
 
     /// Every cache equals the server; the config node was seen removed, then added again
     /// when `recreated`.
-    async fn converged(&self, raw: &zookeeper_client::Client, recreated: bool) {
+    async fn converged(&self, raw: &rzk_client::Client, recreated: bool) {
         for (cache, rec) in &self.trees {
             assert_converged(cache, rec, raw, false).await;
             if recreated {
@@ -84,12 +84,12 @@ fn config(root: &str) -> String {
     format!("{root}/config")
 }
 
-fn persistent() -> zookeeper_client::CreateOptions<'static> {
+fn persistent() -> rzk_client::CreateOptions<'static> {
     CreateMode::Persistent.with_acls(Acls::anyone_all())
 }
 
 /// The starting tree: the root, its config node, and `n0` with a child.
-async fn initial_tree(raw: &zookeeper_client::Client, root: &str) {
+async fn initial_tree(raw: &rzk_client::Client, root: &str) {
     raw.mkdir(&format!("{root}/n0"), &persistent()).await.unwrap();
     raw.create(&config(root), b"v0", &persistent()).await.unwrap();
     raw.create(&format!("{root}/n0/leaf"), b"x", &persistent()).await.unwrap();
@@ -97,7 +97,7 @@ async fn initial_tree(raw: &zookeeper_client::Client, root: &str) {
 
 /// Round `round` of changes: a new subtree, an update, the previous subtree removed, and the
 /// config node deleted and created again.
-async fn mutate(raw: &zookeeper_client::Client, root: &str, round: u32) {
+async fn mutate(raw: &rzk_client::Client, root: &str, round: u32) {
     raw.create(&format!("{root}/n{round}"), b"new", &persistent()).await.unwrap();
     raw.create(&format!("{root}/n{round}/leaf"), b"y", &persistent()).await.unwrap();
     raw.set_data(&format!("{root}/n{round}"), b"changed", None).await.unwrap();
@@ -110,7 +110,7 @@ async fn mutate(raw: &zookeeper_client::Client, root: &str, round: u32) {
 async fn proxied_watcher(
     server: &Server,
     kind: Kind,
-) -> (zookeeper_client::Client, String, Watcher, [(Session, rzk_testkit::proxy::Proxy); 2]) {
+) -> (rzk_client::Client, String, Watcher, [(Session, rzk_testkit::proxy::Proxy); 2]) {
     let raw = raw_client(server).await;
     let root = test_path("t84", kind);
     initial_tree(&raw, &root).await;

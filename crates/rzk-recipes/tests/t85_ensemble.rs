@@ -59,7 +59,7 @@ struct Setup {
     hosts: String,
     path: String,
     checker: Checker,
-    observer: zookeeper_client::Client,
+    observer: rzk_client::Client,
     sessions: Vec<Session>,
     latches: Vec<LeaderLatch>,
     /// (session id, generation) of every participant before the fault.
@@ -98,7 +98,7 @@ async fn setup(test: &str) -> Setup {
 
     let path = format!("/t/{test}/{}", std::process::id());
     let checker = Checker::new();
-    let observer = zookeeper_client::Client::connector()
+    let observer = rzk_client::Client::connector()
         .with_session_timeout(T)
         .connect(&hosts)
         .await
@@ -174,7 +174,7 @@ async fn p4(
     hosts: &str,
     path: &str,
     checker: &Checker,
-    observer: &zookeeper_client::Client,
+    observer: &rzk_client::Client,
 ) -> (Session, LeaderLatch) {
     let s4 = Session::connect(config(hosts)).await.expect("connect");
     let l4 = LeaderLatch::new(&s4, path, LatchOptions::default().with_id("p4")).unwrap();

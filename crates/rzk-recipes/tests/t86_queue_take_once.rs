@@ -106,7 +106,7 @@ fn missing(
 }
 
 /// The items in the queue now.
-async fn queued(raw: &zookeeper_client::Client, path: &str) -> HashSet<String> {
+async fn queued(raw: &rzk_client::Client, path: &str) -> HashSet<String> {
     let mut items = HashSet::new();
     for name in children(raw, path).await.into_iter().filter(|n| n.starts_with("qn-")) {
         if let Ok((data, _)) = raw.get_data(&format!("{path}/{name}")).await {

@@ -6,12 +6,12 @@
 
 mod support;
 
+use rzk_client::{Acls, CreateMode};
 use rzk_recipes::{ServiceCache, ServiceDiscovery, ServiceInstance, Session};
 use serde_json::Value;
 use support::cache::CONVERGE;
 use support::services::*;
 use support::*;
-use zookeeper_client::{Acls, CreateMode};
 
 both_servers! {
     t88_service_cache_converges_after_cut => converges_after_cut;
@@ -109,7 +109,7 @@ async fn converges_after_restart(kind: Kind) {
 }
 
 /// Creates the service node with PERSISTENT instances `ids` (another registry's, say).
-async fn create_service(raw: &zookeeper_client::Client, service: &str, ids: &[&str]) {
+async fn create_service(raw: &rzk_client::Client, service: &str, ids: &[&str]) {
     let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
     raw.mkdir(service, &persistent).await.unwrap();
     for id in ids {

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
+use rzk_client as zk;
 use rzk_recipes::TlsConfig;
-use zookeeper_client as zk;
 
 use crate::error::CliError;
 
@@ -73,18 +73,14 @@ impl Connect {
     pub(crate) async fn client(&self) -> Result<zk::Client, CliError> {
         let limit = Duration::from_millis(self.connect_timeout_ms);
         let tls = self.tls()?;
-        let connector = zk::Client::connector()
+        let mut connector = zk::Client::connector()
             .with_connection_timeout(limit)
             .with_session_timeout(Duration::from_secs(10));
-        let connecting = async {
-            match &tls {
-                None => connector.connect(&self.hosts).await.map_err(rzk_recipes::Error::from),
-                Some(tls) => {
-                    let secure = connector.with_tls(tls.client_options()?);
-                    secure.secure_connect(&self.hosts).await.map_err(rzk_recipes::Error::from)
-                }
-            }
-        };
+        if let Some(tls) = &tls {
+            connector = connector.with_transport(std::sync::Arc::new(tls.clone()));
+        }
+        let connecting =
+            async { connector.connect(&self.hosts).await.map_err(rzk_recipes::Error::from) };
         self.bounded(connecting, tls.as_ref()).await
     }
 

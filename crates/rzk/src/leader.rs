@@ -1,11 +1,11 @@
 //! `rzk leader PATH`: who leads, in what order the others follow, live with `--watch`.
 
 use clap::Args;
+use rzk_client as zk;
 use rzk_recipes::{
     LatchOptions, LeaderLatch, LeaderSelector, Participants, RaceElection, RaceOptions,
     SelectorOptions,
 };
-use zookeeper_client as zk;
 
 use crate::connect::Connect;
 use crate::elect::Recipe;

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
-use zookeeper_client as zk;
+use rzk_client as zk;
 
 use crate::connect::Connect;
 use crate::error::CliError;

@@ -365,7 +365,7 @@ fn status_of_a_read_write_lock_lists_readers_and_writers(kind: Kind) {
 const UNTIL_GO: &str = r#"echo "$$ $RZK_FENCING_TOKEN" > "$PIDS.tmp"; mv "$PIDS.tmp" "$PIDS"; while [ ! -e "$GO" ]; do sleep 0.05; done"#;
 
 fn a_release_that_fails_after_the_command_exits_5(kind: Kind) {
-    use zookeeper_client::{Acl, AuthId, Permission};
+    use rzk_client::{Acl, AuthId, Permission};
     let s = Server::start(kind);
     let cs = s.hosts();
     let (pids, go) = (tmp("release-pids"), tmp("release-go"));
@@ -379,7 +379,7 @@ fn a_release_that_fails_after_the_command_exits_5(kind: Kind) {
     wait_for("the holder", HOLD_LIMIT, || holder(&pids));
     // While the command runs, the lock path stops allowing deletes of its children.
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let raw = rt.block_on(zookeeper_client::Client::connect(&cs)).unwrap();
+    let raw = rt.block_on(rzk_client::Client::connect(&cs)).unwrap();
     let no_delete = Permission::READ | Permission::WRITE | Permission::CREATE | Permission::ADMIN;
     let acl = [Acl::new(no_delete, AuthId::anyone())];
     rt.block_on(raw.set_acl("/l/release", &acl, None)).unwrap();

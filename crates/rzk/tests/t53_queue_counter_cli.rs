@@ -139,7 +139,7 @@ fn curator_envelope_nodes_are_taken_whole_with_and_without_a_lock_path(kind: Kin
     let server = Server::start(kind);
     let cs = server.hosts();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let raw = rt.block_on(zookeeper_client::Client::connect(&cs)).unwrap();
+    let raw = rt.block_on(rzk_client::Client::connect(&cs)).unwrap();
     let ls = |path: &str| rt.block_on(raw.list_children(path)).unwrap();
     let q = ["queue", "--curator-envelope"];
     let run = |args: &[&str]| stdout_ok(&cs, &[&q[..], args].concat());

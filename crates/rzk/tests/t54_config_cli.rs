@@ -182,7 +182,7 @@ fn json_version(doc: &str) -> i32 {
 }
 
 fn set_on_a_missing_stale_or_denied_node_says_why(kind: Kind) {
-    use zookeeper_client::{Acl, AuthId, Permission};
+    use rzk_client::{Acl, AuthId, Permission};
     let server = Server::start(kind);
     let cs = server.hosts();
     let stderr = |o: &std::process::Output| String::from_utf8_lossy(&o.stderr).into_owned();
@@ -200,7 +200,7 @@ fn set_on_a_missing_stale_or_denied_node_says_why(kind: Kind) {
 
     stdout_ok(&cs, &["config", "set", "/config/locked", "kept"]);
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let raw = rt.block_on(zookeeper_client::Client::connect(&cs)).unwrap();
+    let raw = rt.block_on(rzk_client::Client::connect(&cs)).unwrap();
     let acl = [Acl::new(Permission::READ, AuthId::anyone())];
     rt.block_on(raw.set_acl("/config/locked", &acl, None)).unwrap();
     for args in [

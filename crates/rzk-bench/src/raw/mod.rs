@@ -1,6 +1,6 @@
 //! A hand-written ZooKeeper client that speaks raw frames, for load generation and for tests.
 //!
-//! The managed clients (zookeeper-client, rzk-recipes) hide what a load generator and a
+//! The managed clients (rzk-client, rzk-recipes) hide what a load generator and a
 //! protocol test need to control: which xid a request carries, how many requests are
 //! outstanding, when bytes are written and read, and what a malformed frame does to the
 //! server. This client does none of a session's bookkeeping (no reconnects, no watch

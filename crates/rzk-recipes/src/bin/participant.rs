@@ -48,13 +48,13 @@ use std::time::Duration;
 
 use std::future::Future;
 
+use rzk_client::MultiWriteResult;
 use rzk_recipes::DistributedQueue;
 use rzk_recipes::{
     ConnectionPolicy, Contender, Error, InterProcessMutex, InterProcessReadWriteLock,
     InterProcessSemaphore, LatchOptions, LeaderLatch, LeaderSelector, Leadership, MutexOptions,
     RaceElection, RaceOptions, SelectorOptions, Session, SessionConfig, SimpleDistributedQueue,
 };
-use zookeeper_client::MultiWriteResult;
 
 struct Args {
     connect: String,

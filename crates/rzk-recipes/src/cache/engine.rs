@@ -6,9 +6,9 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use rzk_client::WatchedEvent;
+use rzk_client::{AddWatchMode, Client, EventType, OneshotWatcher, PersistentWatcher};
 use tokio::sync::mpsc;
-use zookeeper_client::WatchedEvent;
-use zookeeper_client::{AddWatchMode, Client, EventType, OneshotWatcher, PersistentWatcher};
 
 use super::event::CachedNode;
 use super::model::{child_of, depth_below};

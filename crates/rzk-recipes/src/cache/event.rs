@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use zookeeper_client::Stat;
+use rzk_client::Stat;
 
 use crate::subscription::Subscription;
 use crate::Error;

@@ -5,9 +5,9 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use futures_core::Stream;
+use rzk_client::Stat;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use zookeeper_client::Stat;
 
 use super::event::CachedNode;
 use super::node::{NodeCache, NodeChanges};

@@ -118,7 +118,7 @@ pub(super) fn depth_below(root: &str, path: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use zookeeper_client::Stat;
+    use rzk_client::Stat;
 
     fn node(czxid: i64, mzxid: i64, data: &str) -> CachedNode {
         let stat = Stat {

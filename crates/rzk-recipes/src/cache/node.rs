@@ -4,7 +4,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use futures_core::Stream;
-use zookeeper_client::{Acls, CreateMode};
+use rzk_client::{Acls, CreateMode};
 
 use super::event::{CacheEvent, CacheEvents, CacheItem, CachedNode};
 use super::options::CacheOptions;
@@ -211,9 +211,9 @@ impl NodeCache {
 
     async fn create(
         &self,
-        client: &zookeeper_client::Client,
+        client: &rzk_client::Client,
         data: &[u8],
-    ) -> Result<zookeeper_client::Stat, ZkError> {
+    ) -> Result<rzk_client::Stat, ZkError> {
         let mode = CreateMode::Persistent;
         ops::create_with_parents(client, self.path(), data, mode, mode, self.acls)
             .await

@@ -10,8 +10,8 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Weak};
 
+use rzk_client::{Acls, Client, CreateMode, Stat};
 use tokio::sync::{oneshot, Mutex};
-use zookeeper_client::{Acls, Client, CreateMode, Stat};
 
 use crate::naming;
 use crate::ops;

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use zookeeper_client::{Acls, CreateMode};
+use rzk_client::{Acls, CreateMode};
 
 use super::query::{self, MalformedInstance};
 use super::registrar::{Entry, Registrar};

@@ -3,9 +3,9 @@
 
 use std::marker::PhantomData;
 
+use rzk_client::{Acls, CreateMode};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use zookeeper_client::{Acls, CreateMode};
 
 use super::instance::{validate_segment, ServiceInstance, ServiceType};
 use super::query::{self, MalformedInstance};

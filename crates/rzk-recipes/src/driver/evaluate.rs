@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-use zookeeper_client::{Client, OneshotWatcher, Stat};
+use rzk_client::{Client, OneshotWatcher, Stat};
 
 use super::follow::{Followed, Place};
 use super::{watch_future, Armed, Driver, OwnNode, Prefetched, Step, Stop, WatchFuture};

@@ -2,7 +2,7 @@
 //! our turn, with our own node's ownership check and watch armed off the critical path, and
 //! the grant on the predecessor's deletion when the last listing proves it.
 
-use zookeeper_client::{Client, EventType, OneshotWatcher, Stat, StateWatcher, WatchedEvent};
+use rzk_client::{Client, EventType, OneshotWatcher, Stat, StateWatcher, WatchedEvent};
 
 use super::{watch_future, Armed, Driver, OwnNode, Stop, WatchFuture};
 use crate::decide::{decide, Decision};

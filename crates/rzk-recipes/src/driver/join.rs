@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use zookeeper_client::{Client, CreateMode, CreateOptions, MultiWriteResult, SessionId, Stat};
+use rzk_client::{Client, CreateMode, CreateOptions, MultiWriteResult, SessionId, Stat};
 
 use super::{Driver, OwnNode, Step, Stop};
 use crate::event::{ElectionEvent, JoinInfo, MetricCells};
@@ -309,5 +309,5 @@ async fn create_beside(
             MultiWriteResult::Create { stat, .. } => Some(stat),
             _ => None,
         })
-        .ok_or(ZkError::UnexpectedError("a multi create without its result".into()))
+        .ok_or(ZkError::Protocol("a multi create without its result".into()))
 }

@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use zookeeper_client::{Client, EventType, OneshotWatcher, Stat, WatchedEvent};
+use rzk_client::{Client, EventType, OneshotWatcher, Stat, WatchedEvent};
 
 use super::{watch_future, Armed, Driver, OwnNode, Prefetched, Step, Stop, TaskEnd, WatchFuture};
 use crate::control::Command;

@@ -1,5 +1,5 @@
 //! The driver of a recipe (docs/election.md §2.9, §2.10): one task per recipe owns all
-//! mutable state and every `zookeeper-client` future; handles talk to it over a channel and
+//! mutable state and every client future; handles talk to it over a channel and
 //! read what it publishes in [`RecipeShared`].
 //!
 //! A queue recipe runs in steps: **join** (create our node), **evaluate** (read the children
@@ -23,9 +23,9 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use rzk_client::{Client, OneshotWatcher, SessionId};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
-use zookeeper_client::{Client, OneshotWatcher, SessionId};
 
 use crate::control::{BoxError, Command, Lifecycle, Task};
 use crate::loss::LossReason;
@@ -62,7 +62,7 @@ struct OwnNode {
     /// The stat of the create whose reply came on this session: the node is ours by
     /// construction and needs no ownership check. `None` for a node adopted after a lost reply
     /// (the check guards exactly those), for a race node, and for a latch's (see `create_own`).
-    created: Option<zookeeper_client::Stat>,
+    created: Option<rzk_client::Stat>,
 }
 
 impl OwnNode {
@@ -105,7 +105,7 @@ enum TaskEnd {
 }
 
 /// A pending watch event, boxed so that watches of different kinds can be held together.
-type WatchFuture = Pin<Box<dyn Future<Output = zookeeper_client::WatchedEvent> + Send>>;
+type WatchFuture = Pin<Box<dyn Future<Output = rzk_client::WatchedEvent> + Send>>;
 
 fn watch_future(w: OneshotWatcher) -> WatchFuture {
     Box::pin(w.changed())
@@ -116,23 +116,21 @@ fn watch_future(w: OneshotWatcher) -> WatchFuture {
 /// reply came needs neither: its stat is the create's), and the children watch the listing set.
 struct Prefetched {
     sent: Instant,
-    owned: Result<(zookeeper_client::Stat, Option<WatchFuture>), ZkError>,
+    owned: Result<(rzk_client::Stat, Option<WatchFuture>), ZkError>,
     child_watch: OneshotWatcher,
 }
 
 /// Our node's ownership check and the watch on it, read while following, so that the wake-up
 /// after the predecessor's deletion sends one request (the children read) instead of two.
 ///
-/// Two requests issued together leave zookeeper-client in two socket writes, and on its socket
-/// (Nagle's algorithm on) the second waits for the first one's acknowledgement, which the
-/// server's kernel sends with the first reply: a second round trip on every handoff. What
-/// the check reads cannot go stale: the owner and czxid never change, and the node's
+/// A second request on the handoff's path is one more the server must answer, in order,
+/// before the successor can claim. What the check reads cannot go stale: the owner and czxid never change, and the node's
 /// existence is both in the children list read after the event and guarded by the watch
 /// (ZooKeeper delivers a watch event before the reply of any later read on the session).
 struct Armed {
     generation: u64,
     path: String,
-    stat: zookeeper_client::Stat,
+    stat: rzk_client::Stat,
     event: WatchFuture,
 }
 

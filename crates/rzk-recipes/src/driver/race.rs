@@ -8,7 +8,7 @@
 
 use std::time::Instant;
 
-use zookeeper_client::{Client, CreateMode, EventType, MultiWriteError, MultiWriteResult, Stat};
+use rzk_client::{Client, CreateMode, EventType, MultiWriteError, MultiWriteResult, Stat};
 
 use super::{watch_future, Driver, OwnNode, Step, Stop, WatchFuture};
 use crate::control::Command;
@@ -33,7 +33,7 @@ enum Found {
 enum Wake {
     Command(Option<Command>),
     Lost(LossReason),
-    Own(zookeeper_client::WatchedEvent),
+    Own(rzk_client::WatchedEvent),
     /// The session snapshot changed (`false`: its sender is gone).
     Session(bool),
 }
@@ -143,7 +143,7 @@ impl Driver {
             fence: Fence::epoch(&path, &epoch, version),
             path,
             generation,
-            session_id: zookeeper_client::SessionId(sid),
+            session_id: rzk_client::SessionId(sid),
             created: None,
         }
     }

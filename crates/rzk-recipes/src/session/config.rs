@@ -13,7 +13,7 @@ pub struct SessionConfig {
     /// The session timeout to request. The server clamps it to [2, 20] × tickTime; every
     /// timing below is derived from the negotiated value `T`. Default 6 s.
     pub session_timeout: Duration,
-    /// `zookeeper-client`'s idle timeout before it declares the connection lost (Curator's
+    /// The client's idle timeout before it declares the connection lost (Curator's
     /// Suspended). Default: the library's, `2/5·T`.
     pub connection_timeout: Option<Duration>,
     /// Bound on the first connect of [`Session::connect`](crate::Session::connect). Default 10 s.

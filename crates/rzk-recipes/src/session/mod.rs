@@ -1,4 +1,4 @@
-//! The session manager, in the role of Curator's `CuratorFramework`: one `zookeeper-client`
+//! The session manager, in the role of Curator's `CuratorFramework`: one rzk-client
 //! session at a time, connection states in Curator's vocabulary, a heartbeat that maintains the
 //! lease, simulated expiry, and a new session after expiry so that recipes rejoin.
 
@@ -10,8 +10,8 @@ mod supervisor;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use rzk_client::{Client, SessionId, SessionInfo};
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
-use zookeeper_client::{Client, SessionId, SessionInfo};
 
 pub use config::SessionConfig;
 pub use events::ConnectionEvents;
@@ -37,7 +37,7 @@ impl Drop for Handle {
     }
 }
 
-/// A managed ZooKeeper session: the current `zookeeper-client` [`Client`], its connection
+/// A managed ZooKeeper session: the current rzk-client [`Client`], its connection
 /// state, its lease, and a fresh session after expiry. Cheap to clone; the session closes when
 /// [`Session::close`] is called or the last clone (including the ones recipes hold) is dropped.
 ///

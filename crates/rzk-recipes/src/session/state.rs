@@ -3,8 +3,8 @@
 
 use std::time::{Duration, Instant};
 
+use rzk_client::{Client, SessionId};
 use tokio::sync::{broadcast, watch};
-use zookeeper_client::{Client, SessionId};
 
 use super::config::SessionConfig;
 

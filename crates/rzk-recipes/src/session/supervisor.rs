@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use rzk_client::{Client, SessionState};
 use tokio::sync::{mpsc, oneshot};
-use zookeeper_client::{Client, SessionState};
 
 use super::config::SessionConfig;
 use super::state::{ConnectionState, LeaseState, Shared};
@@ -25,7 +25,7 @@ pub(super) enum Command {
     Close(Option<oneshot::Sender<()>>),
 }
 
-/// Connects one `zookeeper-client` session as configured.
+/// Connects one rzk-client session as configured.
 pub(super) async fn connect_client(config: &SessionConfig) -> Result<Client, crate::Error> {
     let mut c = Client::connector().with_session_timeout(config.session_timeout);
     if let Some(t) = config.connection_timeout {
@@ -33,7 +33,7 @@ pub(super) async fn connect_client(config: &SessionConfig) -> Result<Client, cra
     }
     match &config.tls {
         None => Ok(c.connect(&config.hosts).await?),
-        Some(tls) => Ok(c.with_tls(tls.client_options()?).secure_connect(&config.hosts).await?),
+        Some(tls) => Ok(c.with_transport(Arc::new(tls.clone())).connect(&config.hosts).await?),
     }
 }
 

@@ -100,7 +100,7 @@ pub fn replay(events: &[CacheEvent]) -> Tree {
 }
 
 /// The subtree at `root` as the server holds it (only `root` when `single`).
-pub async fn server_tree(client: &zookeeper_client::Client, root: &str, single: bool) -> Tree {
+pub async fn server_tree(client: &rzk_client::Client, root: &str, single: bool) -> Tree {
     let mut tree = Tree::new();
     let mut todo = vec![root.to_string()];
     while let Some(p) = todo.pop() {
@@ -108,7 +108,7 @@ pub async fn server_tree(client: &zookeeper_client::Client, root: &str, single: 
             Ok((data, stat)) => {
                 tree.insert(p.clone(), (data, stat.mzxid));
             }
-            Err(zookeeper_client::Error::NoNode) => continue,
+            Err(rzk_client::Error::NoNode) => continue,
             Err(e) => panic!("read {p}: {e}"),
         }
         if single {
@@ -118,7 +118,7 @@ pub async fn server_tree(client: &zookeeper_client::Client, root: &str, single: 
             Ok(names) => {
                 todo.extend(names.iter().map(|n| format!("{}/{n}", p.trim_end_matches('/'))))
             }
-            Err(zookeeper_client::Error::NoNode) => {}
+            Err(rzk_client::Error::NoNode) => {}
             Err(e) => panic!("list {p}: {e}"),
         }
     }
@@ -135,7 +135,7 @@ pub fn cache_tree(cache: &TreeCache) -> Tree {
 pub async fn assert_converged(
     cache: &TreeCache,
     recorder: &Recorder,
-    client: &zookeeper_client::Client,
+    client: &rzk_client::Client,
     single: bool,
 ) -> Tree {
     let server = server_tree(client, cache.path(), single).await;

@@ -112,7 +112,7 @@ impl Checker {
         &self,
         participant: &str,
         mut events: Events,
-        client: Option<zookeeper_client::Client>,
+        client: Option<rzk_client::Client>,
     ) {
         let checker = self.clone();
         let errors = self.czxid_errors.clone();

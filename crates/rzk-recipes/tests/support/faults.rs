@@ -6,8 +6,8 @@
 
 use std::time::{Duration, Instant};
 
+use rzk_client::{Acls, CreateMode};
 use rzk_testkit::lines::Line;
-use zookeeper_client::{Acls, CreateMode};
 
 use super::checker::{check_at_most, check_writes};
 use super::participant::{token, Proc};
@@ -38,7 +38,7 @@ pub struct Scene {
     pub server: Server,
     pub path: String,
     pub witness: String,
-    pub raw: zookeeper_client::Client,
+    pub raw: rzk_client::Client,
 }
 
 impl Scene {

@@ -133,7 +133,7 @@ pub fn leaves_with(recipe: &str, waiters: usize) -> usize {
 /// Starts an acquire of `locker` in a task; returns once `path` has `queued` leaves.
 pub async fn queue(
     locker: &Locker,
-    client: &zookeeper_client::Client,
+    client: &rzk_client::Client,
     path: &str,
     queued: usize,
 ) -> tokio::task::JoinHandle<Result<Hold, Error>> {
@@ -151,13 +151,13 @@ pub async fn queue(
 
 /// Every node below `path` that has no children (what a lock leaves behind; the containers
 /// above them are the server's to reap), as paths relative to `path`.
-pub async fn leaves(client: &zookeeper_client::Client, path: &str) -> Vec<String> {
+pub async fn leaves(client: &rzk_client::Client, path: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut todo = vec![String::new()];
     while let Some(rel) = todo.pop() {
         let children = match client.list_children(&format!("{path}{rel}")).await {
             Ok(c) => c,
-            Err(zookeeper_client::Error::NoNode) => continue,
+            Err(rzk_client::Error::NoNode) => continue,
             Err(e) => panic!("list {path}{rel}: {e}"),
         };
         if children.is_empty() && !rel.is_empty() {
@@ -170,7 +170,7 @@ pub async fn leaves(client: &zookeeper_client::Client, path: &str) -> Vec<String
 }
 
 /// Waits (at most 8 s) until the leaves below `path` are `expected`.
-pub async fn wait_leaves(client: &zookeeper_client::Client, path: &str, expected: &[&str]) {
+pub async fn wait_leaves(client: &rzk_client::Client, path: &str, expected: &[&str]) {
     let deadline = std::time::Instant::now() + Duration::from_secs(8);
     loop {
         let now = leaves(client, path).await;

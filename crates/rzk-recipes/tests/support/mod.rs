@@ -153,8 +153,8 @@ pub async fn session_with(_server: &Server, config: SessionConfig) -> Session {
 }
 
 /// A raw client for the harness's own reads and writes.
-pub async fn raw_client(server: &Server) -> zookeeper_client::Client {
-    zookeeper_client::Client::connector()
+pub async fn raw_client(server: &Server) -> rzk_client::Client {
+    rzk_client::Client::connector()
         .with_session_timeout(T)
         .connect(&server.hosts())
         .await
@@ -162,19 +162,19 @@ pub async fn raw_client(server: &Server) -> zookeeper_client::Client {
 }
 
 /// Deletes `path` and everything below it (zkCli `deleteall`), retrying on `NotEmpty`.
-pub async fn delete_all(client: &zookeeper_client::Client, path: &str) {
+pub async fn delete_all(client: &rzk_client::Client, path: &str) {
     for _ in 0..50 {
         let children = match client.list_children(path).await {
             Ok(c) => c,
-            Err(zookeeper_client::Error::NoNode) => return,
+            Err(rzk_client::Error::NoNode) => return,
             Err(e) => panic!("list {path}: {e}"),
         };
         for c in children {
             Box::pin(delete_all(client, &format!("{path}/{c}"))).await;
         }
         match client.delete(path, None).await {
-            Ok(()) | Err(zookeeper_client::Error::NoNode) => return,
-            Err(zookeeper_client::Error::NotEmpty) => continue,
+            Ok(()) | Err(rzk_client::Error::NoNode) => return,
+            Err(rzk_client::Error::NotEmpty) => continue,
             Err(e) => panic!("delete {path}: {e}"),
         }
     }
@@ -183,7 +183,7 @@ pub async fn delete_all(client: &zookeeper_client::Client, path: &str) {
 
 /// Deletes `path` and everything below it in one multi, so that nobody sees a part of the
 /// tree gone (retried while recipes change it); returns when it was done.
-pub async fn delete_tree(client: &zookeeper_client::Client, path: &str) -> std::time::Instant {
+pub async fn delete_tree(client: &rzk_client::Client, path: &str) -> std::time::Instant {
     'attempt: for _ in 0..100 {
         // Breadth first: reversed, every node comes before its parent.
         let mut nodes = vec![path.to_string()];
@@ -219,7 +219,7 @@ pub async fn delete_tree(client: &zookeeper_client::Client, path: &str) -> std::
 pub async fn force_expire(server: &Server, session: &Session, proxy: &Proxy) {
     let info = session.session_info().expect("session info");
     proxy.cut();
-    let other = zookeeper_client::Client::connector()
+    let other = rzk_client::Client::connector()
         .with_session(info)
         .with_session_timeout(T)
         .connect(&server.hosts())
@@ -350,13 +350,13 @@ pub async fn queued_selector(
 }
 
 /// The children of a lock path in Curator's order (by the ten-digit sequence at the end).
-pub async fn children(client: &zookeeper_client::Client, path: &str) -> Vec<String> {
+pub async fn children(client: &rzk_client::Client, path: &str) -> Vec<String> {
     match client.list_children(path).await {
         Ok(mut c) => {
             c.sort_by_key(|n| n[n.len() - 10..].to_string());
             c
         }
-        Err(zookeeper_client::Error::NoNode) => Vec::new(),
+        Err(rzk_client::Error::NoNode) => Vec::new(),
         Err(e) => panic!("list {path}: {e}"),
     }
 }
@@ -366,7 +366,7 @@ pub const CHILDREN_LIMIT: Duration = Duration::from_secs(8);
 
 /// Waits until the lock path has `n` children (at most [`CHILDREN_LIMIT`]); returns them in
 /// order.
-pub async fn wait_children(client: &zookeeper_client::Client, path: &str, n: usize) -> Vec<String> {
+pub async fn wait_children(client: &rzk_client::Client, path: &str, n: usize) -> Vec<String> {
     let deadline = std::time::Instant::now() + CHILDREN_LIMIT;
     loop {
         let kids = children(client, path).await;
@@ -417,7 +417,7 @@ pub async fn requeued_behind_then_close(
 }
 
 /// The requests the server received from session `sid` so far (`cons`' `recved`).
-pub fn requests_received(server: &Server, sid: zookeeper_client::SessionId) -> u64 {
+pub fn requests_received(server: &Server, sid: rzk_client::SessionId) -> u64 {
     let out = rzk_testkit::four_letter::four_letter_local(server.port(), "cons").unwrap();
     let tag = format!("sid={:#x}", sid.0);
     let line = out.lines().find(|l| l.contains(&tag)).unwrap_or_else(|| panic!("{tag}: {out}"));

@@ -47,10 +47,10 @@ pub fn cached_ids(cache: &ServiceCache<Value>) -> Vec<String> {
 }
 
 /// The sorted children of `parent` on the server (empty when it does not exist).
-pub async fn server_ids(raw: &zookeeper_client::Client, parent: &str) -> Vec<String> {
+pub async fn server_ids(raw: &rzk_client::Client, parent: &str) -> Vec<String> {
     let mut ids = match raw.list_children(parent).await {
         Ok(ids) => ids,
-        Err(zookeeper_client::Error::NoNode) => Vec::new(),
+        Err(rzk_client::Error::NoNode) => Vec::new(),
         Err(e) => panic!("list {parent}: {e}"),
     };
     ids.sort();
