@@ -175,7 +175,7 @@ pub(crate) struct Shared {
 impl Shared {
     /// The error for a request on a session that has ended, if it has.
     fn ended(&self) -> Option<Error> {
-        match *self.state.borrow() {
+        match crate::watcher::now(&self.state) {
             SessionState::Expired => Some(Error::SessionExpired),
             SessionState::AuthFailed => Some(Error::AuthFailed),
             SessionState::Closed => Some(Error::ClientClosed),
@@ -237,13 +237,13 @@ impl Client {
 
     /// The session's state now.
     pub fn state(&self) -> SessionState {
-        *self.shared.state.borrow()
+        crate::watcher::now(&self.shared.state)
     }
 
     /// Every state change from now on.
     pub fn state_watcher(&self) -> StateWatcher {
         let current = self.shared.state.clone();
-        let last = *current.borrow();
+        let last = crate::watcher::now(&current);
         StateWatcher { rx: self.shared.states.subscribe(), current, last }
     }
 

@@ -70,7 +70,7 @@ pub struct StateWatcher {
 impl StateWatcher {
     /// The state now.
     pub fn peek_state(&self) -> SessionState {
-        *self.current.borrow()
+        now(&self.current)
     }
 
     /// The next state change; a terminal state, once reached, is returned every time.
@@ -83,19 +83,49 @@ impl StateWatcher {
         }
         self.last = match self.rx.recv().await {
             Ok(s) => s,
-            Err(broadcast::error::RecvError::Lagged(_)) => *self.current.borrow(),
+            Err(broadcast::error::RecvError::Lagged(_)) => now(&self.current),
             Err(broadcast::error::RecvError::Closed) => terminal(&self.current),
         };
         self.last
     }
 }
 
+/// The session's state now: `Closed` once its task is gone without reporting an end (its
+/// runtime shut down), so that a caller waiting for a terminal state sees one.
+pub(crate) fn now(state: &watch::Receiver<SessionState>) -> SessionState {
+    let s = *state.borrow();
+    if !s.is_terminated() && state.has_changed().is_err() {
+        SessionState::Closed
+    } else {
+        s
+    }
+}
+
 /// The state a session that can no longer deliver ended in.
 fn terminal(state: &watch::Receiver<SessionState>) -> SessionState {
-    let s = *state.borrow();
+    let s = now(state);
     if s.is_terminated() {
         s
     } else {
         SessionState::Closed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A session task dropped without reporting an end (its runtime shut down) must not leave
+    /// a caller waiting for a terminal state spinning on a state that never changes.
+    #[tokio::test]
+    async fn a_vanished_session_task_reads_as_closed() {
+        let (state, current) = watch::channel(SessionState::SyncConnected);
+        let (events, rx) = broadcast::channel(4);
+        let mut w = StateWatcher { rx, current, last: SessionState::SyncConnected };
+        assert_eq!(w.peek_state(), SessionState::SyncConnected);
+        drop((state, events));
+        assert_eq!(w.peek_state(), SessionState::Closed);
+        assert_eq!(w.changed().await, SessionState::Closed);
+        assert!(w.peek_state().is_terminated());
     }
 }
