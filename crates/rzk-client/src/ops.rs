@@ -83,12 +83,24 @@ impl Client {
         data: &[u8],
         options: &CreateOptions<'_>,
     ) -> Result<CreateRequest, Error> {
-        let mode = options.mode.wire();
-        let op = match (mode, options.ttl) {
-            (m, Some(_)) if m.is_ttl() => CreateOp::Ttl,
+        use rzk_proto::CreateMode as M;
+        // A TTL turns a persistent mode into its TTL mode, as ZooKeeper's `CreateMode` pairs
+        // them; the server keeps TTLs below 2^40 ms.
+        let mode = match (options.mode.wire(), options.ttl) {
+            (_, Some(t)) if t.is_zero() || t.as_millis() >= 1 << 40 => {
+                return Err(Error::BadArguments("a TTL must be 1 ms to 2^40 ms"))
+            }
+            (M::Persistent | M::PersistentWithTtl, Some(_)) => M::PersistentWithTtl,
+            (M::PersistentSequential | M::PersistentSequentialWithTtl, Some(_)) => {
+                M::PersistentSequentialWithTtl
+            }
+            (_, Some(_)) => return Err(Error::BadArguments("only a persistent node takes a TTL")),
             (m, None) if m.is_ttl() => return Err(Error::BadArguments("a TTL mode needs a TTL")),
-            (_, Some(_)) => return Err(Error::BadArguments("only a TTL mode takes a TTL")),
-            (rzk_proto::CreateMode::Container, None) => CreateOp::Container,
+            (m, None) => m,
+        };
+        let op = match mode {
+            m if m.is_ttl() => CreateOp::Ttl,
+            M::Container => CreateOp::Container,
             _ => CreateOp::Create2,
         };
         if options.acls.as_slice().is_empty() {

@@ -17,14 +17,18 @@ pub enum AnyServer {
 
 impl AnyServer {
     /// Starts a server of `kind` with a tick of `tick_ms` (sessions may be as short as two
-    /// ticks).
+    /// ticks), TTL and container nodes on (rzk-testkit's ZooKeeper has them on too).
     ///
     /// # Panics
     /// When the server cannot start.
     pub fn start(kind: Kind, tick_ms: u32) -> AnyServer {
         match kind {
             Kind::Rzk => {
-                let s = TestServer::builder().tick_ms(tick_ms).start().expect("start rzk");
+                let s = TestServer::builder()
+                    .tick_ms(tick_ms)
+                    .extended_types(true)
+                    .start()
+                    .expect("start rzk");
                 AnyServer::Rzk(Box::new(s))
             }
             Kind::ZooKeeper => {

@@ -58,6 +58,12 @@ async fn nodes_and_their_errors() {
         assert!(c.check_stat("/m/n/o/q").await.unwrap().is_some(), "{kind:?}");
         let e = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
         assert!(matches!(c.mkdir("/z", &e).await, Err(Error::BadArguments(_))));
+        let ttl = open().with_ttl(Duration::from_secs(60));
+        c.create("/t", b"", &ttl).await.unwrap();
+        assert!(c.check_stat("/t").await.unwrap().is_some(), "{kind:?}");
+        let ttl_ephemeral =
+            CreateMode::Ephemeral.with_acls(Acls::anyone_all()).with_ttl(Duration::from_secs(1));
+        assert!(matches!(c.create("/u", b"", &ttl_ephemeral).await, Err(Error::BadArguments(_))));
         c.sync("/").await.unwrap();
         // Requests made one after another are answered in that order.
         let futs: Vec<_> = (0..200).map(|i| c.create(&format!("/m/p{i}"), b"", &open())).collect();
