@@ -175,12 +175,7 @@ pub(crate) struct Shared {
 impl Shared {
     /// The error for a request on a session that has ended, if it has.
     fn ended(&self) -> Option<Error> {
-        match crate::watcher::now(&self.state) {
-            SessionState::Expired => Some(Error::SessionExpired),
-            SessionState::AuthFailed => Some(Error::AuthFailed),
-            SessionState::Closed => Some(Error::ClientClosed),
-            _ => None,
-        }
+        Error::ended_in(crate::watcher::now(&self.state))
     }
 }
 

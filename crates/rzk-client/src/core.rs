@@ -199,14 +199,9 @@ impl Core {
         }
     }
 
-    /// Ends the session in `state`: requests fail and watches end.
+    /// Ends the session in `state` (a terminal one): requests fail and watches end.
     pub fn end(&mut self, state: SessionState) {
-        let e = match state {
-            SessionState::AuthFailed => Error::AuthFailed,
-            SessionState::Expired => Error::SessionExpired,
-            _ => Error::ClientClosed,
-        };
-        self.fail_pending(&e);
+        self.fail_pending(&Error::ended_in(state).unwrap_or(Error::ClientClosed));
         self.watches.end(state);
     }
 }

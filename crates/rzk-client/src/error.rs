@@ -2,6 +2,8 @@
 
 use rzk_proto::ErrorCode;
 
+use crate::types::SessionState;
+
 /// Why a request or a connection attempt failed.
 ///
 /// The variants a server sends carry ZooKeeper's names; the others say what the client saw.
@@ -114,6 +116,17 @@ impl Error {
             C::OperationTimeout | C::RequestTimeout => Error::Timeout,
             other => Error::Unexpected(other.as_i32()),
         })
+    }
+
+    /// What a request on a session that ended in `state` fails with; `None` while the
+    /// session lives (a closed client, or one whose task is gone, reads as `ClientClosed`).
+    pub(crate) fn ended_in(state: SessionState) -> Option<Error> {
+        match state {
+            SessionState::Expired => Some(Error::SessionExpired),
+            SessionState::AuthFailed => Some(Error::AuthFailed),
+            SessionState::Closed => Some(Error::ClientClosed),
+            _ => None,
+        }
     }
 
     /// Whether the session this error came from is over for good.

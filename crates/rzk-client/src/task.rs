@@ -182,11 +182,7 @@ impl Task {
 
     fn finish(mut self, state: SessionState, done: Option<oneshot::Sender<()>>) {
         self.core.end(state);
-        let e = match state {
-            SessionState::Expired => Error::SessionExpired,
-            SessionState::AuthFailed => Error::AuthFailed,
-            _ => Error::ClientClosed,
-        };
+        let e = Error::ended_in(state).unwrap_or(Error::ClientClosed);
         for c in std::mem::take(&mut self.deferred) {
             fail(c, &e);
         }
