@@ -5,6 +5,7 @@
 //! Reading and writing happen in one task, on the runtime's own reactor: a notification
 //! wakes this task, which hands it straight to the waiting caller's task.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -159,8 +160,7 @@ impl Task {
                     self.publish(SessionState::Disconnected);
                     match self.reconnect().await {
                         Ok(next) => io = next,
-                        Err(Some(state)) => return self.finish(state, None),
-                        Err(None) => return self.finish(SessionState::Closed, None),
+                        Err((state, done)) => return self.finish(state, done),
                     }
                     out = Vec::new();
                     self.core.resume(&mut out);
@@ -207,43 +207,30 @@ impl Task {
     }
 
     /// Tries the hosts in turn, with a back-off after each round, until one resumes the
-    /// session. `Err(Some(state))`: the session ended; `Err(None)`: closed meanwhile.
-    async fn reconnect(&mut self) -> Result<Io, Option<SessionState>> {
+    /// session. `Err`: the state the session ended in (expired, or closed meanwhile), and the
+    /// close to answer once that is published.
+    async fn reconnect(&mut self) -> Result<Io, (SessionState, Option<oneshot::Sender<()>>)> {
+        let closed = |done| (SessionState::Closed, done);
         let mut backoff = RECONNECT_BACKOFF_MIN;
         loop {
             for _ in 0..self.endpoint.hosts.len() {
                 let expiry =
                     self.last_heard + self.endpoint.timeout * LOCAL_EXPIRY.0 / LOCAL_EXPIRY.1;
                 if Instant::now() >= expiry {
-                    return Err(Some(SessionState::Expired));
+                    return Err((SessionState::Expired, None));
                 }
-                let last_zxid = self.core.last_zxid;
-                let attempt = self.endpoint.open(last_zxid);
-                tokio::pin!(attempt);
-                let r = loop {
-                    tokio::select! {
-                        r = &mut attempt => break r,
-                        c = self.cmd.recv() => if away(&mut self.deferred, c) {
-                            return Err(None);
-                        },
-                    }
-                };
-                match r {
+                let attempt = self.endpoint.open(self.core.last_zxid);
+                match while_away(&mut self.cmd, &mut self.deferred, attempt)
+                    .await
+                    .map_err(closed)?
+                {
                     Ok((io, _)) => return Ok(io),
-                    Err(Error::SessionExpired) => return Err(Some(SessionState::Expired)),
+                    Err(Error::SessionExpired) => return Err((SessionState::Expired, None)),
                     Err(_) => {}
                 }
             }
             let pause = tokio::time::sleep(backoff);
-            tokio::pin!(pause);
-            loop {
-                tokio::select! {
-                    () = &mut pause => break,
-                    c = self.cmd.recv() => if away(&mut self.deferred, c) {
-                        return Err(None);
-                    },
-                }
-            }
+            while_away(&mut self.cmd, &mut self.deferred, pause).await.map_err(closed)?;
             backoff = (backoff * 2).min(RECONNECT_BACKOFF_MAX);
         }
     }
@@ -395,20 +382,22 @@ async fn write_or_flush(wr: &mut tokio::io::WriteHalf<Io>, out: &[u8]) -> std::i
     }
 }
 
-/// Takes a command while disconnected: requests wait for the next connection; a close
-/// (or every handle gone) ends the session, answered here (`true`).
-fn away(deferred: &mut Vec<Command>, c: Option<Command>) -> bool {
-    match c {
-        Some(Command::Close(done)) => {
-            if let Some(done) = done {
-                let _ = done.send(());
-            }
-            true
-        }
-        None => true,
-        Some(c) => {
-            deferred.push(c);
-            false
+/// Waits for `fut` while disconnected: requests made meanwhile wait for the next
+/// connection. `Err`: a close was asked (or every handle is gone), with the close to answer.
+async fn while_away<T>(
+    cmd: &mut mpsc::UnboundedReceiver<Command>,
+    deferred: &mut Vec<Command>,
+    fut: impl Future<Output = T>,
+) -> Result<T, Option<oneshot::Sender<()>>> {
+    tokio::pin!(fut);
+    loop {
+        tokio::select! {
+            r = &mut fut => return Ok(r),
+            c = cmd.recv() => match c {
+                Some(Command::Close(done)) => return Err(done),
+                None => return Err(None),
+                Some(c) => deferred.push(c),
+            },
         }
     }
 }

@@ -280,3 +280,21 @@ async fn an_expired_session_ends_every_wait() {
 fn futures_block<F: std::future::Future>(f: F) -> F::Output {
     tokio::task::block_in_place(|| tokio::runtime::Handle::current().block_on(f))
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_close_while_disconnected_has_ended_the_session_when_it_returns() {
+    for kind in KINDS {
+        let server = AnyServer::start(kind, TICK_MS);
+        let proxy = Proxy::start(server.hosts());
+        let c = connect(&proxy.hosts()).await;
+        let mut states = c.state_watcher();
+        proxy.cut();
+        assert_eq!(
+            within(LIMIT, "disconnected", states.changed()).await,
+            SessionState::Disconnected
+        );
+        within(LIMIT, "close", c.close()).await;
+        assert_eq!(c.state(), SessionState::Closed, "{kind:?}");
+        assert_eq!(c.get_data("/").await, Err(Error::ClientClosed), "{kind:?}");
+    }
+}
