@@ -36,27 +36,47 @@ fn unexpected(r: Response) -> Error {
     Error::Protocol(format!("unexpected response {r:?}"))
 }
 
+/// An exists answer: the stat, or `None` for a missing node.
+fn stat_or_none(answer: Result<Response, Error>) -> Result<Option<Stat>, Error> {
+    match answer {
+        Ok(Response::Stat(stat)) => Ok(Some(stat)),
+        Ok(r) => Err(unexpected(r)),
+        Err(Error::NoNode) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 fn version(v: Option<i32>) -> i32 {
     v.unwrap_or(-1)
 }
 
 impl Client {
-    /// A one-shot watch of `kind` on `path` to register with a request, and its handle;
-    /// nothing for a malformed path (the request itself then fails with `BadArguments`).
-    fn once(&self, path: &str, kind: Kind) -> (Option<WatchOn>, Option<OneshotWatcher>) {
-        let Ok(path) = self.server_path(path) else { return (None, None) };
-        let (tx, rx) = oneshot::channel();
-        let on = WatchOn { path, kind, sink: Sink::Once(tx) };
-        (Some(on), Some(OneshotWatcher { rx, state: self.shared.state.clone() }))
-    }
-
+    /// Queues a read of `path` (`make` builds it) without a watch.
     fn read(
         &self,
         path: &str,
         make: fn(PathWatch) -> Request,
-        watch: bool,
-    ) -> Result<Request, Error> {
-        Ok(make(PathWatch { path: self.server_path(path)?, watch }))
+    ) -> impl Future<Output = Result<Response, Error>> + Send + 'static {
+        let req = self.server_path(path).map(|path| make(PathWatch { path, watch: false }));
+        self.submit(req, None)
+    }
+
+    /// Queues a read of `path` that leaves a one-shot watch of `kind`, registered when the
+    /// reply says it was set: the answer to come, and the watch's handle.
+    fn watched(
+        &self,
+        path: &str,
+        make: fn(PathWatch) -> Request,
+        kind: Kind,
+    ) -> Result<
+        (impl Future<Output = Result<Response, Error>> + Send + 'static, OneshotWatcher),
+        Error,
+    > {
+        let path = self.server_path(path)?;
+        let (tx, rx) = oneshot::channel();
+        let on = WatchOn { path: path.clone(), kind, sink: Sink::Once(tx) };
+        let answer = self.submit(Ok(make(PathWatch { path, watch: true })), Some(on));
+        Ok((answer, OneshotWatcher { rx, state: self.shared.state.clone() }))
     }
 
     /// Creates a node; returns its stat and, for a sequential mode, its sequence number (-1
@@ -177,7 +197,7 @@ impl Client {
         &self,
         path: &str,
     ) -> impl Future<Output = Result<(Vec<u8>, Stat), Error>> + Send + 'static {
-        let fut = self.submit(self.read(path, Request::GetData, false), None);
+        let fut = self.read(path, Request::GetData);
         async move {
             match fut.await? {
                 Response::GetData { data, stat } => Ok((data.unwrap_or_default(), stat)),
@@ -191,13 +211,11 @@ impl Client {
         &self,
         path: &str,
     ) -> impl Future<Output = Result<(Vec<u8>, Stat, OneshotWatcher), Error>> + Send + 'static {
-        let (on, w) = self.once(path, Kind::Data);
-        let fut = self.submit(self.read(path, Request::GetData, true), on);
+        let queued = self.watched(path, Request::GetData, Kind::Data);
         async move {
-            match fut.await? {
-                Response::GetData { data, stat } => {
-                    Ok((data.unwrap_or_default(), stat, w.ok_or(Error::BadArguments("bad path"))?))
-                }
+            let (answer, w) = queued?;
+            match answer.await? {
+                Response::GetData { data, stat } => Ok((data.unwrap_or_default(), stat, w)),
                 r => Err(unexpected(r)),
             }
         }
@@ -208,15 +226,8 @@ impl Client {
         &self,
         path: &str,
     ) -> impl Future<Output = Result<Option<Stat>, Error>> + Send + 'static {
-        let fut = self.submit(self.read(path, Request::Exists, false), None);
-        async move {
-            match fut.await {
-                Ok(Response::Stat(stat)) => Ok(Some(stat)),
-                Ok(r) => Err(unexpected(r)),
-                Err(Error::NoNode) => Ok(None),
-                Err(e) => Err(e),
-            }
-        }
+        let fut = self.read(path, Request::Exists);
+        async move { stat_or_none(fut.await) }
     }
 
     /// A node's stat (or `None`), and a watch on its creation, change or deletion.
@@ -224,16 +235,11 @@ impl Client {
         &self,
         path: &str,
     ) -> impl Future<Output = Result<(Option<Stat>, OneshotWatcher), Error>> + Send + 'static {
-        let (on, w) = self.once(path, Kind::Data);
-        let fut = self.submit(self.read(path, Request::Exists, true), on);
+        // A `Data` watch becomes an `Exist` one when the node is missing (see `Core`).
+        let queued = self.watched(path, Request::Exists, Kind::Data);
         async move {
-            let stat = match fut.await {
-                Ok(Response::Stat(stat)) => Some(stat),
-                Ok(r) => return Err(unexpected(r)),
-                Err(Error::NoNode) => None,
-                Err(e) => return Err(e),
-            };
-            Ok((stat, w.ok_or(Error::BadArguments("bad path"))?))
+            let (answer, w) = queued?;
+            Ok((stat_or_none(answer.await)?, w))
         }
     }
 
@@ -263,7 +269,7 @@ impl Client {
         &self,
         path: &str,
     ) -> impl Future<Output = Result<Vec<String>, Error>> + Send + 'static {
-        let fut = self.submit(self.read(path, Request::GetChildren, false), None);
+        let fut = self.read(path, Request::GetChildren);
         async move {
             match fut.await? {
                 Response::Children(c) => Ok(c),
@@ -277,7 +283,7 @@ impl Client {
         &self,
         path: &str,
     ) -> impl Future<Output = Result<(Vec<String>, Stat), Error>> + Send + 'static {
-        let fut = self.submit(self.read(path, Request::GetChildren2, false), None);
+        let fut = self.read(path, Request::GetChildren2);
         async move {
             match fut.await? {
                 Response::Children2 { children, stat } => Ok((children, stat)),
@@ -291,11 +297,11 @@ impl Client {
         &self,
         path: &str,
     ) -> impl Future<Output = Result<(Vec<String>, OneshotWatcher), Error>> + Send + 'static {
-        let (on, w) = self.once(path, Kind::Child);
-        let fut = self.submit(self.read(path, Request::GetChildren, true), on);
+        let queued = self.watched(path, Request::GetChildren, Kind::Child);
         async move {
-            match fut.await? {
-                Response::Children(c) => Ok((c, w.ok_or(Error::BadArguments("bad path"))?)),
+            let (answer, w) = queued?;
+            match answer.await? {
+                Response::Children(c) => Ok((c, w)),
                 r => Err(unexpected(r)),
             }
         }
@@ -308,13 +314,11 @@ impl Client {
         path: &str,
     ) -> impl Future<Output = Result<(Vec<String>, Stat, OneshotWatcher), Error>> + Send + 'static
     {
-        let (on, w) = self.once(path, Kind::Child);
-        let fut = self.submit(self.read(path, Request::GetChildren2, true), on);
+        let queued = self.watched(path, Request::GetChildren2, Kind::Child);
         async move {
-            match fut.await? {
-                Response::Children2 { children, stat } => {
-                    Ok((children, stat, w.ok_or(Error::BadArguments("bad path"))?))
-                }
+            let (answer, w) = queued?;
+            match answer.await? {
+                Response::Children2 { children, stat } => Ok((children, stat, w)),
                 r => Err(unexpected(r)),
             }
         }
