@@ -112,13 +112,7 @@ impl Core {
     /// What a new connection of the same session sends first: the watches to re-register
     /// (changes after `last_zxid` fire at once) and the credentials.
     pub fn resume(&mut self, out: &mut Vec<u8>) {
-        let mut w = SetWatches { relative_zxid: self.last_zxid, ..SetWatches::default() };
-        w.data = self.watches.paths(Kind::Data);
-        w.exist = self.watches.paths(Kind::Exist);
-        w.child = self.watches.paths(Kind::Child);
-        w.persistent = self.watches.paths(Kind::Persistent);
-        w.persistent_recursive = self.watches.paths(Kind::PersistentRecursive);
-        for batch in set_watches_batches(w) {
+        for batch in set_watches_batches(self.last_zxid, self.watches.live()) {
             let v2 = !(batch.persistent.is_empty() && batch.persistent_recursive.is_empty());
             let req = Request::SetWatches { v2, watches: batch };
             out.extend_from_slice(&req.to_frame(xid::SET_WATCHES));
@@ -215,29 +209,27 @@ fn auth_frame(scheme: &str, auth: &[u8]) -> Vec<u8> {
     req.to_frame(xid::AUTH)
 }
 
-/// Splits `w` into frames of at most [`SET_WATCHES_MAX_BYTES`] of paths each.
-fn set_watches_batches(w: SetWatches) -> Vec<SetWatches> {
+/// The live watches as `SetWatches` frames of at most [`SET_WATCHES_MAX_BYTES`] of paths
+/// each, relative to `relative_zxid`.
+fn set_watches_batches(relative_zxid: i64, live: Vec<(Kind, String)>) -> Vec<SetWatches> {
+    let empty = || SetWatches { relative_zxid, ..SetWatches::default() };
     let mut out = Vec::new();
-    let mut cur = SetWatches { relative_zxid: w.relative_zxid, ..SetWatches::default() };
+    let mut cur = empty();
     let mut bytes = 0;
-    let lists =
-        [(w.data, 0), (w.exist, 1), (w.child, 2), (w.persistent, 3), (w.persistent_recursive, 4)];
-    for (paths, which) in lists {
-        for p in paths {
-            if bytes + p.len() > SET_WATCHES_MAX_BYTES && bytes > 0 {
-                let next = SetWatches { relative_zxid: w.relative_zxid, ..SetWatches::default() };
-                out.push(std::mem::replace(&mut cur, next));
-                bytes = 0;
-            }
-            bytes += p.len();
-            match which {
-                0 => cur.data.push(p),
-                1 => cur.exist.push(p),
-                2 => cur.child.push(p),
-                3 => cur.persistent.push(p),
-                _ => cur.persistent_recursive.push(p),
-            }
+    for (kind, path) in live {
+        if bytes + path.len() > SET_WATCHES_MAX_BYTES && bytes > 0 {
+            out.push(std::mem::replace(&mut cur, empty()));
+            bytes = 0;
         }
+        bytes += path.len();
+        let list = match kind {
+            Kind::Data => &mut cur.data,
+            Kind::Exist => &mut cur.exist,
+            Kind::Child => &mut cur.child,
+            Kind::Persistent => &mut cur.persistent,
+            Kind::PersistentRecursive => &mut cur.persistent_recursive,
+        };
+        list.push(path);
     }
     if bytes > 0 {
         out.push(cur);

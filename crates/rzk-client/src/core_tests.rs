@@ -111,11 +111,9 @@ fn a_rejected_auth_ends_the_session() {
 #[test]
 fn set_watches_split_at_the_size_limit() {
     let long = "x".repeat(1000);
-    let w = SetWatches {
-        data: (0..300).map(|i| format!("/{long}{i}")).collect(),
-        ..SetWatches::default()
-    };
-    let batches = set_watches_batches(w);
+    let live = (0..300).map(|i| (Kind::Data, format!("/{long}{i}"))).collect();
+    let batches = set_watches_batches(7, live);
     assert_eq!(batches.len(), 3);
     assert_eq!(batches.iter().map(|b| b.data.len()).sum::<usize>(), 300);
+    assert!(batches.iter().all(|b| b.relative_zxid == 7));
 }

@@ -73,8 +73,8 @@ impl Watches {
         v.push(sink);
     }
 
-    /// Delivers a notification for `path` (the server's) to every waiter it fires, with the
-    /// event's path mapped by `to_client`; one-shot waiters are removed.
+    /// Delivers a notification for `path` (the server's) to every waiter it fires, as an
+    /// event naming `client_path`; one-shot waiters are removed.
     pub fn fire(&mut self, event_type: EventType, path: &str, zxid: i64, client_path: &str) {
         let ev = WatchedEvent {
             event_type,
@@ -130,12 +130,13 @@ impl Watches {
         }
     }
 
-    /// The paths of live watches of `kind`, for `SetWatches2` after a reconnect.
-    pub fn paths(&mut self, kind: Kind) -> Vec<String> {
+    /// Every live watch as (kind, the server's path), for `SetWatches` after a reconnect,
+    /// pruning the ones whose handles were all dropped.
+    pub fn live(&mut self) -> Vec<(Kind, String)> {
         self.sinks.retain(|_, v| {
             v.retain(|s| !s.is_closed());
             !v.is_empty()
         });
-        self.sinks.keys().filter(|(_, k)| *k == kind).map(|(p, _)| p.clone()).collect()
+        self.sinks.keys().map(|(p, k)| (*k, p.clone())).collect()
     }
 }
