@@ -118,7 +118,6 @@ impl GuardedWrite {
     pub async fn commit(self) -> Result<Vec<MultiWriteResult>, Error> {
         let term = self.term;
         term.gate()?;
-        let node = term.node_path.clone();
         let sent = Instant::now();
         let fence = term.fence.checks();
         let fut = {
@@ -151,11 +150,11 @@ impl GuardedWrite {
                 Err(term.not_leader(LossReason::SessionExpired))
             }
             Err(MultiWriteError::RequestFailed { source }) => Err(Error::from_zk(source, "")),
-            // A fence check failed: our node is gone, or (race) the epoch moved on.
+            // A fence check failed (the first is our node's): our node is gone, or (race) the
+            // epoch moved on.
             Err(MultiWriteError::OperationFailed { index, source }) if index < fence.len() => {
                 if !fenced(&source) {
-                    let path = if index == 0 { node.as_str() } else { fence[index].0.as_str() };
-                    return Err(Error::from_zk(source, path));
+                    return Err(Error::from_zk(source, &fence[index].0));
                 }
                 term.lose(LossReason::NodeDeleted);
                 Err(term.not_leader(LossReason::NodeDeleted))
