@@ -106,6 +106,23 @@ impl Client {
     }
 }
 
+/// Queues `ops` as a multi or multiRead (`make`) now; their results to come. No ops send
+/// nothing and have no results.
+fn send_ops(
+    client: &Client,
+    ops: Vec<MultiOp>,
+    make: fn(Vec<MultiOp>) -> Request,
+) -> impl Future<Output = Result<Vec<MultiResult>, Error>> + Send + 'static {
+    let answer = (!ops.is_empty()).then(|| client.submit(Ok(make(ops)), None));
+    async move {
+        let Some(answer) = answer else { return Ok(Vec::new()) };
+        match answer.await? {
+            Response::Multi(results) => Ok(results),
+            r => Err(Error::Protocol(format!("a multi answered with {r:?}"))),
+        }
+    }
+}
+
 fn stat_unknown() -> Stat {
     Stat {
         czxid: -1,
@@ -186,17 +203,10 @@ impl MultiWriter<'_> {
     pub fn commit(
         &mut self,
     ) -> impl Future<Output = Result<Vec<MultiWriteResult>, MultiWriteError>> + Send + 'static {
-        let ops = std::mem::take(&mut self.ops);
-        let empty = ops.is_empty();
-        let fut = self.client.submit(Ok(Request::Multi(ops)), None);
+        let answer = send_ops(self.client, std::mem::take(&mut self.ops), Request::Multi);
         let chroot = self.client.shared.chroot.clone();
         async move {
-            if empty {
-                return Ok(Vec::new());
-            }
-            let Response::Multi(results) = fut.await? else {
-                return Err(Error::Protocol("a multi answered without results".into()).into());
-            };
+            let results = answer.await?;
             if let Some((index, err)) = results.iter().enumerate().find_map(|(i, r)| match r {
                 MultiResult::Error { err } if *err != 0 && *err != -2 => Some((i, *err)),
                 _ => None,
@@ -255,16 +265,9 @@ impl MultiReader<'_> {
     pub fn commit(
         &mut self,
     ) -> impl Future<Output = Result<Vec<MultiReadResult>, Error>> + Send + 'static {
-        let ops = std::mem::take(&mut self.ops);
-        let empty = ops.is_empty();
-        let fut = self.client.submit(Ok(Request::MultiRead(ops)), None);
+        let answer = send_ops(self.client, std::mem::take(&mut self.ops), Request::MultiRead);
         async move {
-            if empty {
-                return Ok(Vec::new());
-            }
-            let Response::Multi(results) = fut.await? else {
-                return Err(Error::Protocol("a multiRead answered without results".into()));
-            };
+            let results = answer.await?;
             results
                 .into_iter()
                 .map(|r| match r {
