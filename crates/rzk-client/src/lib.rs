@@ -56,4 +56,4 @@ pub use types::{
     Acl, Acls, AddWatchMode, AuthId, CreateMode, CreateOptions, CreateSequence, EventType,
     Permission, SessionId, SessionInfo, SessionState, Stat, WatchedEvent,
 };
-pub use watcher::{OneshotWatcher, PersistentWatcher, StateWatcher};
+pub use watcher::{OneshotWatcher, PersistentWatcher, StateWatcher, PERSISTENT_WATCH_BACKLOG};

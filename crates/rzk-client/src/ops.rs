@@ -15,12 +15,12 @@
 use std::future::Future;
 
 use rzk_proto::{CreateOp, CreateRequest, PathWatch, Request, Response};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use crate::core::WatchOn;
 use crate::types::{Acl, AddWatchMode, CreateOptions, CreateSequence, Stat};
-use crate::watcher::{OneshotWatcher, PersistentWatcher};
-use crate::watches::{Kind, Sink};
+use crate::watcher::{OneshotWatcher, PersistentWatcher, PERSISTENT_WATCH_BACKLOG};
+use crate::watches::{Backlog, Kind, Sink};
 use crate::{Client, Error};
 
 /// Who a session is authenticated as (ZooKeeper's `whoAmI`).
@@ -386,13 +386,17 @@ impl Client {
     }
 
     /// Adds a persistent watch (ZooKeeper's `addWatch`) on `path`.
+    ///
+    /// The watcher holds up to [`PERSISTENT_WATCH_BACKLOG`] unread events; a reader that
+    /// falls further behind gets an [`EventType::Lagged`](crate::EventType::Lagged) event
+    /// where events were dropped.
     pub fn watch(
         &self,
         path: &str,
         mode: AddWatchMode,
     ) -> impl Future<Output = Result<PersistentWatcher, Error>> + Send + 'static {
         let kind = Kind::of_mode(mode);
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (backlog, rx) = Backlog::new(path, PERSISTENT_WATCH_BACKLOG);
         let req = self.server_path(path).map(|p| {
             let mode = match mode {
                 AddWatchMode::Persistent => 0,
@@ -400,7 +404,7 @@ impl Client {
             };
             (
                 Request::AddWatch { path: p.clone(), mode },
-                WatchOn { path: p, kind, sink: Sink::Many(tx) },
+                WatchOn { path: p, kind, sink: Sink::Many(backlog) },
             )
         });
         let (req, on) = match req {

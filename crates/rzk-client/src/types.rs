@@ -87,6 +87,11 @@ pub enum EventType {
     NodeDataChanged,
     /// The node's children changed.
     NodeChildrenChanged,
+    /// A persistent watcher fell [`PERSISTENT_WATCH_BACKLOG`](crate::PERSISTENT_WATCH_BACKLOG)
+    /// events behind its watch, and the events after the ones delivered before this were
+    /// dropped until it caught up: read what the watch covers again. The event names the
+    /// watched path. Only a [`PersistentWatcher`](crate::PersistentWatcher) delivers it.
+    Lagged,
 }
 
 impl EventType {
@@ -109,9 +114,11 @@ pub struct WatchedEvent {
     pub event_type: EventType,
     /// For [`EventType::Session`], the state the session ended in; otherwise `SyncConnected`.
     pub session_state: SessionState,
-    /// The node, relative to the client's chroot; empty for a session event.
+    /// The node, relative to the client's chroot; empty for a session event, the watched
+    /// path for [`EventType::Lagged`].
     pub path: String,
-    /// The zxid of the change; -1 for a session event or a server that does not send it.
+    /// The zxid of the change; -1 for a session or lagged event, or from a server that does
+    /// not send it.
     pub zxid: i64,
 }
 
@@ -121,6 +128,15 @@ impl WatchedEvent {
             event_type: EventType::Session,
             session_state: state,
             path: String::new(),
+            zxid: -1,
+        }
+    }
+
+    pub(crate) fn lagged(path: &str) -> WatchedEvent {
+        WatchedEvent {
+            event_type: EventType::Lagged,
+            session_state: SessionState::SyncConnected,
+            path: path.to_owned(),
             zxid: -1,
         }
     }

@@ -4,6 +4,12 @@ use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 use crate::types::{SessionState, WatchedEvent};
 
+/// The events a [`PersistentWatcher`] holds unread, the
+/// [`EventType::Lagged`](crate::EventType::Lagged) event's slot included. A reader that
+/// falls this far behind gets that event and loses the events after it until it has read
+/// everything queued: a slow reader costs a re-read, never the session's memory.
+pub const PERSISTENT_WATCH_BACKLOG: usize = 16_384;
+
 /// A one-shot watch: the next change of what the request that set it read, or the end of
 /// the session. Dropping it abandons the wait (the server's watch stays until it fires).
 #[derive(Debug)]
@@ -29,10 +35,11 @@ impl OneshotWatcher {
 }
 
 /// A persistent watch ([`Client::watch`](crate::Client::watch)): every event until removed or
-/// the session ends.
+/// the session ends, with an [`EventType::Lagged`](crate::EventType::Lagged) event where the
+/// reader fell [`PERSISTENT_WATCH_BACKLOG`] events behind.
 #[derive(Debug)]
 pub struct PersistentWatcher {
-    pub(crate) rx: mpsc::UnboundedReceiver<WatchedEvent>,
+    pub(crate) rx: mpsc::Receiver<WatchedEvent>,
     pub(crate) state: watch::Receiver<SessionState>,
     pub(crate) ended: Option<WatchedEvent>,
 }

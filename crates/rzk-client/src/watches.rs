@@ -40,22 +40,67 @@ impl Kind {
 /// The waiting end of a watch, registered once its request succeeds.
 pub(crate) enum Sink {
     Once(oneshot::Sender<WatchedEvent>),
-    Many(mpsc::UnboundedSender<WatchedEvent>),
+    Many(Backlog),
 }
 
 impl Sink {
     fn deliver(self, ev: &WatchedEvent) {
-        let _ = match self {
-            Sink::Once(s) => s.send(ev.clone()).is_ok(),
-            Sink::Many(s) => s.send(ev.clone()).is_ok(),
-        };
+        match self {
+            Sink::Once(s) => drop(s.send(ev.clone())),
+            // A full backlog drops the session's end: its watcher reads the end from the
+            // session's state once the channel closes.
+            Sink::Many(b) => drop(b.tx.try_send(ev.clone())),
+        }
     }
 
     fn is_closed(&self) -> bool {
         match self {
             Sink::Once(s) => s.is_closed(),
-            Sink::Many(s) => s.is_closed(),
+            Sink::Many(b) => b.tx.is_closed(),
         }
+    }
+}
+
+/// A persistent watch's queue of unread events, bounded: the session task never waits for a
+/// reader, since one slow reader would stall every reply and ping of the session.
+///
+/// When one slot is left, the queue takes an [`EventType::Lagged`] event instead of the
+/// next, then drops events until the reader has emptied it. Every dropped event reached the
+/// client before the reader took the lagged event, so a read made after it sees their
+/// changes.
+pub(crate) struct Backlog {
+    tx: mpsc::Sender<WatchedEvent>,
+    /// The watched path as the caller named it, which the lagged event carries.
+    path: String,
+    lagged: bool,
+}
+
+impl Backlog {
+    /// A backlog of `capacity` events (the lagged event's slot included) and its reader.
+    pub fn new(path: &str, capacity: usize) -> (Backlog, mpsc::Receiver<WatchedEvent>) {
+        let (tx, rx) = mpsc::channel(capacity.max(1));
+        (Backlog { tx, path: path.to_owned(), lagged: false }, rx)
+    }
+
+    /// Queues `ev` or drops it as above; false once the reader is gone.
+    fn offer(&mut self, ev: &WatchedEvent) -> bool {
+        if self.tx.is_closed() {
+            return false;
+        }
+        if self.lagged {
+            if self.tx.capacity() < self.tx.max_capacity() {
+                return true;
+            }
+            self.lagged = false;
+        }
+        let ev = if self.tx.capacity() > 1 {
+            ev.clone()
+        } else {
+            self.lagged = true;
+            WatchedEvent::lagged(&self.path)
+        };
+        // The session task is the only sender, so the capacity just read is still there.
+        !matches!(self.tx.try_send(ev), Err(mpsc::error::TrySendError::Closed(_)))
     }
 }
 
@@ -86,7 +131,7 @@ impl Watches {
             EventType::NodeCreated | EventType::NodeDataChanged => &[Kind::Data, Kind::Exist],
             EventType::NodeDeleted => &[Kind::Data, Kind::Exist, Kind::Child],
             EventType::NodeChildrenChanged => &[Kind::Child],
-            EventType::Session => &[],
+            EventType::Session | EventType::Lagged => &[],
         };
         for kind in once {
             for sink in self.sinks.remove(&(path.to_owned(), *kind)).into_iter().flatten() {
@@ -112,8 +157,8 @@ impl Watches {
 
     fn fire_many(&mut self, key: &(String, Kind), ev: &WatchedEvent) {
         if let Some(v) = self.sinks.get_mut(key) {
-            v.retain(|s| match s {
-                Sink::Many(s) => s.send(ev.clone()).is_ok(),
+            v.retain_mut(|s| match s {
+                Sink::Many(b) => b.offer(ev),
                 Sink::Once(_) => false,
             });
             if v.is_empty() {
@@ -138,5 +183,52 @@ impl Watches {
             !v.is_empty()
         });
         self.sinks.keys().map(|(p, k)| (*k, p.clone())).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fire(w: &mut Watches, zxid: i64) {
+        w.fire(EventType::NodeDataChanged, "/c/app", zxid, "/app");
+    }
+
+    fn drain(rx: &mut mpsc::Receiver<WatchedEvent>) -> Vec<(EventType, String, i64)> {
+        std::iter::from_fn(|| rx.try_recv().ok()).map(|e| (e.event_type, e.path, e.zxid)).collect()
+    }
+
+    /// A reader that falls behind gets one lagged event naming its watch, nothing until it has
+    /// read the queue empty, then every event again; a gone reader's watch is pruned.
+    #[test]
+    fn a_full_backlog_says_lagged_and_drops_until_read() {
+        let mut w = Watches::default();
+        let (backlog, mut rx) = Backlog::new("/app", 3);
+        w.add("/c/app".into(), Kind::Persistent, Sink::Many(backlog));
+        (1..=6).for_each(|z| fire(&mut w, z));
+        assert_eq!(rx.try_recv().unwrap().zxid, 1);
+        fire(&mut w, 7); // the queue still holds the lagged event: dropped
+        let changed = EventType::NodeDataChanged;
+        assert_eq!(
+            drain(&mut rx),
+            [(changed, "/app".into(), 2), (EventType::Lagged, "/app".into(), -1)]
+        );
+        (8..=9).for_each(|z| fire(&mut w, z));
+        assert_eq!(drain(&mut rx), [(changed, "/app".into(), 8), (changed, "/app".into(), 9)]);
+        drop(rx);
+        fire(&mut w, 10);
+        assert!(w.live().is_empty());
+    }
+
+    /// The session's end is not lost to a full backlog: the closed channel tells the reader.
+    #[test]
+    fn a_full_backlog_still_closes_at_the_end() {
+        let mut w = Watches::default();
+        let (backlog, mut rx) = Backlog::new("/app", 2);
+        w.add("/c/app".into(), Kind::Persistent, Sink::Many(backlog));
+        (1..=3).for_each(|z| fire(&mut w, z));
+        w.end(SessionState::Expired);
+        assert_eq!(drain(&mut rx).len(), 2);
+        assert!(matches!(rx.try_recv(), Err(mpsc::error::TryRecvError::Disconnected)));
     }
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use rzk_client::{
     Acl, Acls, AddWatchMode, AuthId, Client, CreateMode, Error, EventType, MultiReadResult,
-    MultiWriteError, MultiWriteResult, Permission, SessionState,
+    MultiWriteError, MultiWriteResult, Permission, SessionState, PERSISTENT_WATCH_BACKLOG,
 };
 use rzk_testkit::proxy::Proxy;
 use rzk_testkit::server::AnyServer;
@@ -138,6 +138,38 @@ async fn persistent_recursive_watch_sees_the_subtree() {
         );
         c.close().await;
         assert_eq!(within(LIMIT, "end", w.changed()).await.event_type, EventType::Session);
+    }
+}
+
+/// A persistent watcher that is not read holds a bounded backlog, then says it lagged, and
+/// delivers again once read empty.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_persistent_watcher_that_falls_behind_is_told_it_lagged() {
+    const BATCH: usize = 1000;
+    for kind in KINDS {
+        let server = AnyServer::start(kind, TICK_MS);
+        let c = connect(&server.hosts()).await;
+        c.create("/lag", b"", &open()).await.unwrap();
+        let mut w = c.watch("/lag", AddWatchMode::Persistent).await.unwrap();
+        // The session's own writes: each event arrives before the reply of its write.
+        for _ in 0..PERSISTENT_WATCH_BACKLOG.div_ceil(BATCH) + 1 {
+            let mut m = c.new_multi_writer();
+            for _ in 0..BATCH {
+                m.add_set_data("/lag", b"", None).unwrap();
+            }
+            within(LIMIT, "writes", m.commit()).await.unwrap();
+        }
+        let mut seen = Vec::new();
+        for _ in 0..PERSISTENT_WATCH_BACKLOG {
+            seen.push(within(LIMIT, "backlog", w.changed()).await.event_type);
+        }
+        let changed = seen.iter().filter(|t| **t == EventType::NodeDataChanged).count();
+        assert_eq!(changed, PERSISTENT_WATCH_BACKLOG - 1, "{kind:?}");
+        assert_eq!(seen.last(), Some(&EventType::Lagged), "{kind:?}");
+        c.set_data("/lag", b"after", None).await.unwrap();
+        let ev = within(LIMIT, "after", w.changed()).await;
+        assert_eq!((ev.event_type, ev.path.as_str()), (EventType::NodeDataChanged, "/lag"));
+        c.close().await;
     }
 }
 

@@ -40,9 +40,14 @@ enum Scope {
     Full,
 }
 
+/// Watch events waiting for the engine. Forwarders wait for room, so a persistent watch
+/// whose events the engine cannot keep up with lags (its watcher drops events and says so),
+/// and the engine reads the whole subtree again.
+const EVENT_BACKLOG: usize = 1024;
+
 /// Runs the cache until its session closes or it fails.
 pub(super) async fn run(shared: Arc<Shared>, session: Session) {
-    let (tx, rx) = mpsc::unbounded_channel();
+    let (tx, rx) = mpsc::channel(EVENT_BACKLOG);
     let oneshot = shared.options.watch == CacheWatch::OneShot;
     let engine = Engine {
         shared: shared.clone(),
@@ -63,8 +68,8 @@ struct Engine {
     /// One-shot watches, chosen or forced by a server without `addWatch`.
     oneshot: bool,
     /// Every watcher forwards its events here.
-    tx: mpsc::UnboundedSender<WatchedEvent>,
-    rx: mpsc::UnboundedReceiver<WatchedEvent>,
+    tx: mpsc::Sender<WatchedEvent>,
+    rx: mpsc::Receiver<WatchedEvent>,
     /// The task forwarding the current persistent watch's events.
     persistent: Option<tokio::task::JoinHandle<()>>,
     /// Dropped with the engine, which ends the one-shot forwarders still waiting.
@@ -325,7 +330,7 @@ impl Engine {
         let (tx, mut stop) = (self.tx.clone(), self.stop.subscribe());
         tokio::spawn(async move {
             tokio::select! {
-                event = w.changed() => { let _ = tx.send(event); }
+                event = w.changed() => { let _ = tx.send(event).await; }
                 _ = stop.changed() => {}
             }
         });
@@ -333,14 +338,14 @@ impl Engine {
 }
 
 /// Forwards a persistent watch's events until its session ends or the cache is gone.
-async fn forward_persistent(mut w: PersistentWatcher, tx: mpsc::UnboundedSender<WatchedEvent>) {
+async fn forward_persistent(mut w: PersistentWatcher, tx: mpsc::Sender<WatchedEvent>) {
     loop {
         tokio::select! {
             event = w.changed() => {
                 // The watcher may not be polled after a terminal session state.
                 let end = event.event_type == EventType::Session
                     && event.session_state.is_terminated();
-                if tx.send(event).is_err() || end {
+                if tx.send(event).await.is_err() || end {
                     return;
                 }
             }
@@ -355,7 +360,9 @@ fn coalesce(batch: Vec<WatchedEvent>, single: bool) -> Vec<(String, Scope)> {
     for e in batch {
         let scope = match e.event_type {
             EventType::Session => continue,
-            EventType::NodeCreated if !single => Scope::Full,
+            // Events were dropped: everything the watch covers (it names its own path).
+            EventType::Lagged | EventType::NodeCreated if !single => Scope::Full,
+            EventType::Lagged => Scope::Node,
             EventType::NodeCreated | EventType::NodeDataChanged | EventType::NodeDeleted => {
                 Scope::Node
             }
@@ -383,4 +390,33 @@ async fn connected(
         return None;
     }
     Some((s.client.clone()?, (s.generation, s.reconnects)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rzk_client::SessionState;
+
+    fn event(event_type: EventType, path: &str) -> WatchedEvent {
+        WatchedEvent {
+            event_type,
+            session_state: SessionState::SyncConnected,
+            path: path.into(),
+            zxid: -1,
+        }
+    }
+
+    /// A lagged watch asks for its whole subtree, whatever else the batch names for it.
+    #[test]
+    fn a_lagged_watch_reads_its_subtree_again() {
+        let batch = vec![
+            event(EventType::NodeDataChanged, "/app"),
+            event(EventType::NodeChildrenChanged, "/app/a"),
+            event(EventType::Lagged, "/app"),
+        ];
+        let want = [("/app".to_string(), Scope::Full), ("/app/a".to_string(), Scope::Children)];
+        assert_eq!(coalesce(batch.clone(), false), want);
+        // A single-node cache reads its one node.
+        assert_eq!(coalesce(batch, true), [("/app".to_string(), Scope::Node)]);
+    }
 }
