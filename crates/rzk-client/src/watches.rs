@@ -47,8 +47,7 @@ impl Sink {
     fn deliver(self, ev: &WatchedEvent) {
         match self {
             Sink::Once(s) => drop(s.send(ev.clone())),
-            // A full backlog drops the session's end: its watcher reads the end from the
-            // session's state once the channel closes.
+            // The backlog keeps a slot for the end (see `Backlog`).
             Sink::Many(b) => drop(b.tx.try_send(ev.clone())),
         }
     }
@@ -64,21 +63,27 @@ impl Sink {
 /// A persistent watch's queue of unread events, bounded: the session task never waits for a
 /// reader, since one slow reader would stall every reply and ping of the session.
 ///
-/// When one slot is left, the queue takes an [`EventType::Lagged`] event instead of the
-/// next, then drops events until the reader has emptied it. Every dropped event reached the
-/// client before the reader took the lagged event, so a read made after it sees their
-/// changes.
+/// When one slot of the backlog is left, the queue takes an [`EventType::Lagged`] event
+/// instead of the next, then drops events until the reader has emptied it. Every dropped
+/// event reached the client before the reader took the lagged event, so a read made after it
+/// sees their changes. One slot beyond the backlog is kept for the session's end, whose state
+/// (expired, closed) the reader could not otherwise tell yet when the channel closes: the
+/// session task publishes it after ending the watches.
 pub(crate) struct Backlog {
+    /// `capacity + END_SLOT` slots.
     tx: mpsc::Sender<WatchedEvent>,
     /// The watched path as the caller named it, which the lagged event carries.
     path: String,
     lagged: bool,
 }
 
+/// The slot a persistent watch's queue keeps for the session's end.
+const END_SLOT: usize = 1;
+
 impl Backlog {
     /// A backlog of `capacity` events (the lagged event's slot included) and its reader.
     pub fn new(path: &str, capacity: usize) -> (Backlog, mpsc::Receiver<WatchedEvent>) {
-        let (tx, rx) = mpsc::channel(capacity.max(1));
+        let (tx, rx) = mpsc::channel(capacity.max(1) + END_SLOT);
         (Backlog { tx, path: path.to_owned(), lagged: false }, rx)
     }
 
@@ -93,7 +98,7 @@ impl Backlog {
             }
             self.lagged = false;
         }
-        let ev = if self.tx.capacity() > 1 {
+        let ev = if self.tx.capacity() > 1 + END_SLOT {
             ev.clone()
         } else {
             self.lagged = true;
@@ -220,15 +225,18 @@ mod tests {
         assert!(w.live().is_empty());
     }
 
-    /// The session's end is not lost to a full backlog: the closed channel tells the reader.
+    /// The session's end, and how it ended, is not lost to a full backlog.
     #[test]
-    fn a_full_backlog_still_closes_at_the_end() {
+    fn a_full_backlog_still_takes_the_end() {
         let mut w = Watches::default();
         let (backlog, mut rx) = Backlog::new("/app", 2);
         w.add("/c/app".into(), Kind::Persistent, Sink::Many(backlog));
         (1..=3).for_each(|z| fire(&mut w, z));
         w.end(SessionState::Expired);
-        assert_eq!(drain(&mut rx).len(), 2);
+        let got: Vec<_> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
+        let kinds: Vec<_> = got.iter().map(|e| e.event_type).collect();
+        assert_eq!(kinds, [EventType::NodeDataChanged, EventType::Lagged, EventType::Session]);
+        assert_eq!(got[2].session_state, SessionState::Expired);
         assert!(matches!(rx.try_recv(), Err(mpsc::error::TryRecvError::Disconnected)));
     }
 }

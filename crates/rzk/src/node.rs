@@ -61,7 +61,8 @@ pub(crate) enum NodeCommand {
         #[arg(default_value = "/")]
         path: String,
     },
-    /// Print changes to a node (and, with -r, its descendants) as they happen.
+    /// Print changes to a node (and, with -r, its descendants) as they happen. A reader too
+    /// slow for the changes is told on stderr where some were dropped.
     Watch {
         /// The node.
         path: String,
@@ -213,6 +214,11 @@ pub(crate) async fn run(connect: &Connect, cmd: NodeCommand) -> Result<(), CliEr
                             ev.session_state
                         )));
                     }
+                    continue;
+                }
+                if ev.event_type == zk::EventType::Lagged {
+                    // Not a change: the changes since the last line printed were dropped.
+                    eprintln!("fell behind: changes under {} were dropped", ev.path);
                     continue;
                 }
                 println!("{:?} {}", ev.event_type, ev.path);

@@ -416,6 +416,8 @@ mod tests {
         ];
         let want = [("/app".to_string(), Scope::Full), ("/app/a".to_string(), Scope::Children)];
         assert_eq!(coalesce(batch.clone(), false), want);
+        let alone = vec![event(EventType::Lagged, "/app")];
+        assert_eq!(coalesce(alone, false), [("/app".to_string(), Scope::Full)]);
         // A single-node cache reads its one node.
         assert_eq!(coalesce(batch, true), [("/app".to_string(), Scope::Node)]);
     }
