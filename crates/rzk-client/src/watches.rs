@@ -195,31 +195,45 @@ impl Watches {
 mod tests {
     use super::*;
 
+    /// A table with one persistent watch, `/app` to its caller (`/c/app` on the server), of a
+    /// backlog of `capacity`, and the watch's reader.
+    fn watching(capacity: usize) -> (Watches, mpsc::Receiver<WatchedEvent>) {
+        let mut w = Watches::default();
+        let (backlog, rx) = Backlog::new("/app", capacity);
+        w.add("/c/app".into(), Kind::Persistent, Sink::Many(backlog));
+        (w, rx)
+    }
+
     fn fire(w: &mut Watches, zxid: i64) {
         w.fire(EventType::NodeDataChanged, "/c/app", zxid, "/app");
     }
 
-    fn drain(rx: &mut mpsc::Receiver<WatchedEvent>) -> Vec<(EventType, String, i64)> {
-        std::iter::from_fn(|| rx.try_recv().ok()).map(|e| (e.event_type, e.path, e.zxid)).collect()
+    fn drain(rx: &mut mpsc::Receiver<WatchedEvent>) -> Vec<WatchedEvent> {
+        std::iter::from_fn(|| rx.try_recv().ok()).collect()
+    }
+
+    fn brief(events: Vec<WatchedEvent>) -> Vec<(EventType, String, i64)> {
+        events.into_iter().map(|e| (e.event_type, e.path, e.zxid)).collect()
     }
 
     /// A reader that falls behind gets one lagged event naming its watch, nothing until it has
     /// read the queue empty, then every event again; a gone reader's watch is pruned.
     #[test]
     fn a_full_backlog_says_lagged_and_drops_until_read() {
-        let mut w = Watches::default();
-        let (backlog, mut rx) = Backlog::new("/app", 3);
-        w.add("/c/app".into(), Kind::Persistent, Sink::Many(backlog));
+        let (mut w, mut rx) = watching(3);
         (1..=6).for_each(|z| fire(&mut w, z));
         assert_eq!(rx.try_recv().unwrap().zxid, 1);
         fire(&mut w, 7); // the queue still holds the lagged event: dropped
         let changed = EventType::NodeDataChanged;
         assert_eq!(
-            drain(&mut rx),
+            brief(drain(&mut rx)),
             [(changed, "/app".into(), 2), (EventType::Lagged, "/app".into(), -1)]
         );
         (8..=9).for_each(|z| fire(&mut w, z));
-        assert_eq!(drain(&mut rx), [(changed, "/app".into(), 8), (changed, "/app".into(), 9)]);
+        assert_eq!(
+            brief(drain(&mut rx)),
+            [(changed, "/app".into(), 8), (changed, "/app".into(), 9)]
+        );
         drop(rx);
         fire(&mut w, 10);
         assert!(w.live().is_empty());
@@ -228,12 +242,10 @@ mod tests {
     /// The session's end, and how it ended, is not lost to a full backlog.
     #[test]
     fn a_full_backlog_still_takes_the_end() {
-        let mut w = Watches::default();
-        let (backlog, mut rx) = Backlog::new("/app", 2);
-        w.add("/c/app".into(), Kind::Persistent, Sink::Many(backlog));
+        let (mut w, mut rx) = watching(2);
         (1..=3).for_each(|z| fire(&mut w, z));
         w.end(SessionState::Expired);
-        let got: Vec<_> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
+        let got = drain(&mut rx);
         let kinds: Vec<_> = got.iter().map(|e| e.event_type).collect();
         assert_eq!(kinds, [EventType::NodeDataChanged, EventType::Lagged, EventType::Session]);
         assert_eq!(got[2].session_state, SessionState::Expired);
