@@ -7,7 +7,7 @@ use std::time::Duration;
 use rzk_proto::Response;
 use tokio::sync::{broadcast, mpsc, oneshot, watch, Semaphore};
 
-use crate::core::{Call, Core, WatchOn};
+use crate::core::{Call, Core, WatchOn, WhileAway};
 use crate::hosts::{Chroot, ConnectString};
 use crate::task::{Command, Endpoint, Task};
 use crate::transport::{Tcp, Transport};
@@ -247,11 +247,22 @@ impl Client {
         self.shared.chroot.to_server(path)
     }
 
-    /// Queues `request` now; the future resolves with the server's answer.
+    /// Queues `request` now; the future resolves with the server's answer. A request made
+    /// while disconnected waits for the session to be resumed.
     pub(crate) fn submit(
         &self,
         request: Result<rzk_proto::Request, Error>,
         watch: Option<WatchOn>,
+    ) -> impl Future<Output = Result<Response, Error>> + Send + 'static {
+        self.submit_with(request, watch, WhileAway::Defer)
+    }
+
+    /// [`Client::submit`], with what to do with the request while disconnected.
+    pub(crate) fn submit_with(
+        &self,
+        request: Result<rzk_proto::Request, Error>,
+        watch: Option<WatchOn>,
+        away: WhileAway,
     ) -> impl Future<Output = Result<Response, Error>> + Send + 'static {
         let shared = self.shared.clone();
         let queued = request.and_then(|request| {
@@ -259,7 +270,7 @@ impl Client {
                 return Err(e);
             }
             Ok(match shared.permits.clone().try_acquire_owned() {
-                Ok(permit) => Ok(send(&shared, request, watch, Some(permit))),
+                Ok(permit) => Ok(send(&shared, request, watch, Some(permit), away)),
                 Err(_) => Err((request, watch)),
             })
         });
@@ -268,7 +279,7 @@ impl Client {
                 Ok(rx) => rx,
                 Err((request, watch)) => {
                     let permit = shared.permits.clone().acquire_owned().await;
-                    send(&shared, request, watch, permit.ok())
+                    send(&shared, request, watch, permit.ok(), away)
                 }
             };
             match rx.await {
@@ -321,9 +332,10 @@ fn send(
     request: rzk_proto::Request,
     watch: Option<WatchOn>,
     permit: Option<tokio::sync::OwnedSemaphorePermit>,
+    away: WhileAway,
 ) -> oneshot::Receiver<Result<Response, Error>> {
     let (tx, rx) = oneshot::channel();
-    let call = Call { request, watch, reply: tx, permit };
+    let call = Call { request, watch, reply: tx, permit, away };
     // A send fails only once the task has ended; the dropped reply then reports why.
     let _ = shared.cmd.send(Command::Call(call));
     rx

@@ -27,6 +27,17 @@ pub(crate) struct WatchOn {
     pub sink: Sink,
 }
 
+/// What the session task does with a request that reaches it while the session has no
+/// connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WhileAway {
+    /// Keep it and send it once the session is resumed (ZooKeeper's clients queue so too).
+    Defer,
+    /// Fail it at once with [`Error::ConnectionLoss`], unsent: a write whose caller stops
+    /// acting on a loss signal must not reach the server at some later moment.
+    Fail,
+}
+
 /// A request from a caller.
 pub(crate) struct Call {
     pub request: Request,
@@ -34,6 +45,7 @@ pub(crate) struct Call {
     pub reply: oneshot::Sender<Result<Response, Error>>,
     /// Held until the reply: the bound on requests outstanding.
     pub permit: Option<OwnedSemaphorePermit>,
+    pub away: WhileAway,
 }
 
 struct Pending {

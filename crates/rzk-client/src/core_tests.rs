@@ -25,7 +25,10 @@ fn exists(
     let (tx, rx) = oneshot::channel();
     let request = Request::Exists(PathWatch { path: path.into(), watch: watch.is_some() });
     let watch = watch.map(|sink| WatchOn { path: path.into(), kind: Kind::Data, sink });
-    core.send(Call { request, watch, reply: tx, permit: None }, &mut Vec::new());
+    core.send(
+        Call { request, watch, reply: tx, permit: None, away: WhileAway::Defer },
+        &mut Vec::new(),
+    );
     rx
 }
 
@@ -77,7 +80,10 @@ fn a_watch_is_kept_only_when_its_request_succeeded() {
     let (rtx, _rx) = oneshot::channel();
     let request = Request::GetData(PathWatch { path: "/d".into(), watch: true });
     let watch = Some(WatchOn { path: "/d".into(), kind: Kind::Data, sink: Sink::Once(tx) });
-    core.send(Call { request, watch, reply: rtx, permit: None }, &mut Vec::new());
+    core.send(
+        Call { request, watch, reply: rtx, permit: None, away: WhileAway::Defer },
+        &mut Vec::new(),
+    );
     core.on_frame(&reply(1, 1, -102, |_| {})).unwrap(); // NoAuth: no watch
     let _answer = exists(&mut core, "/d", Some(Sink::Once(tx2)));
     core.on_frame(&reply(2, 1, 0, |w| Stat::default().write(w))).unwrap();

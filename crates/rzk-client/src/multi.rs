@@ -4,6 +4,7 @@ use std::future::Future;
 
 use rzk_proto::{MultiOp, MultiResult, Request, Response};
 
+use crate::core::WhileAway;
 use crate::types::{CreateOptions, Stat};
 use crate::{Client, Error};
 
@@ -112,8 +113,9 @@ fn send_ops(
     client: &Client,
     ops: Vec<MultiOp>,
     make: fn(Vec<MultiOp>) -> Request,
+    away: WhileAway,
 ) -> impl Future<Output = Result<Vec<MultiResult>, Error>> + Send + 'static {
-    let answer = (!ops.is_empty()).then(|| client.submit(Ok(make(ops)), None));
+    let answer = (!ops.is_empty()).then(|| client.submit_with(Ok(make(ops)), None, away));
     async move {
         let Some(answer) = answer else { return Ok(Vec::new()) };
         match answer.await? {
@@ -198,12 +200,39 @@ impl MultiWriter<'_> {
     /// [`MultiWriteError::OperationFailed`] with the first failing operation's index and
     /// error (nothing was applied); [`MultiWriteError::RequestFailed`] as any request fails.
     ///
+    /// Made while the session is disconnected, the multi waits for the session to be
+    /// resumed, as every request does; see [`MultiWriter::commit_connected`].
+    ///
     /// # Cancellation safety
     /// The multi is sent when called; dropping the future drops only its answer.
     pub fn commit(
         &mut self,
     ) -> impl Future<Output = Result<Vec<MultiWriteResult>, MultiWriteError>> + Send + 'static {
-        let answer = send_ops(self.client, std::mem::take(&mut self.ops), Request::Multi);
+        self.commit_while_away(WhileAway::Defer)
+    }
+
+    /// [`MultiWriter::commit`], except that while the session is disconnected the multi is
+    /// not kept for the next connection: it fails at once with [`Error::ConnectionLoss`] and
+    /// is never sent. For a write that must not land at some later moment, after its caller
+    /// has stopped acting (a leader's fenced write once its loss signal fired).
+    ///
+    /// # Errors
+    /// As [`MultiWriter::commit`]. [`Error::ConnectionLoss`] still leaves the outcome unknown
+    /// when the connection failed after the multi was written to it.
+    ///
+    /// # Cancellation safety
+    /// As [`MultiWriter::commit`].
+    pub fn commit_connected(
+        &mut self,
+    ) -> impl Future<Output = Result<Vec<MultiWriteResult>, MultiWriteError>> + Send + 'static {
+        self.commit_while_away(WhileAway::Fail)
+    }
+
+    fn commit_while_away(
+        &mut self,
+        away: WhileAway,
+    ) -> impl Future<Output = Result<Vec<MultiWriteResult>, MultiWriteError>> + Send + 'static {
+        let answer = send_ops(self.client, std::mem::take(&mut self.ops), Request::Multi, away);
         let chroot = self.client.shared.chroot.clone();
         async move {
             let results = answer.await?;
@@ -265,7 +294,12 @@ impl MultiReader<'_> {
     pub fn commit(
         &mut self,
     ) -> impl Future<Output = Result<Vec<MultiReadResult>, Error>> + Send + 'static {
-        let answer = send_ops(self.client, std::mem::take(&mut self.ops), Request::MultiRead);
+        let answer = send_ops(
+            self.client,
+            std::mem::take(&mut self.ops),
+            Request::MultiRead,
+            WhileAway::Defer,
+        );
         async move {
             let results = answer.await?;
             results

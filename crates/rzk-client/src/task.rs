@@ -15,7 +15,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio::time::Instant;
 
-use crate::core::{Call, Core, Frame};
+use crate::core::{Call, Core, Frame, WhileAway};
 use crate::transport::{Stream, Transport};
 use crate::types::SessionState;
 use crate::Error;
@@ -285,7 +285,7 @@ impl Task {
                         };
                         if let Some(Outcome::Closed(done)) = self.take(c, &mut out) {
                             let (tx, _) = oneshot::channel();
-                            let call = Call { request: Request::CloseSession, watch: None, reply: tx, permit: None };
+                            let call = Call { request: Request::CloseSession, watch: None, reply: tx, permit: None, away: WhileAway::Defer };
                             self.core.send(call, &mut out);
                             closing = Some((done, Instant::now() + CLOSE_WAIT_MAX.min(self.endpoint.timeout)));
                             break;
@@ -383,7 +383,7 @@ async fn write_or_flush(wr: &mut tokio::io::WriteHalf<Io>, out: &[u8]) -> std::i
 }
 
 /// Waits for `fut` while disconnected: requests made meanwhile wait for the next
-/// connection. `Err`: a close was asked (or every handle is gone), with the close to answer.
+/// connection, or fail at once if their caller asked so ([`WhileAway::Fail`]). `Err`: a close was asked (or every handle is gone), with the close to answer.
 async fn while_away<T>(
     cmd: &mut mpsc::UnboundedReceiver<Command>,
     deferred: &mut Vec<Command>,
@@ -396,6 +396,9 @@ async fn while_away<T>(
             c = cmd.recv() => match c {
                 Some(Command::Close(done)) => return Err(done),
                 None => return Err(None),
+                Some(Command::Call(c)) if c.away == WhileAway::Fail => {
+                    let _ = c.reply.send(Err(Error::ConnectionLoss));
+                }
                 Some(c) => deferred.push(c),
             },
         }

@@ -256,6 +256,14 @@ async fn a_session_outlives_its_connection_and_keeps_its_watches() {
         // A change while disconnected fires on reconnect (SetWatches with the last zxid).
         other.set_data("/r", b"while away", None).await.unwrap();
         let queued = c.get_data("/r");
+        let mut w2 = c.new_multi_writer();
+        w2.add_set_data("/r", b"never sent", None).unwrap();
+        let refused = within(Duration::from_secs(1), "commit_connected", w2.commit_connected());
+        assert_eq!(
+            refused.await,
+            Err(MultiWriteError::RequestFailed { source: Error::ConnectionLoss }),
+            "{kind:?}"
+        );
         proxy.heal();
         assert_eq!(
             within(LIMIT, "reconnected", states.changed()).await,
@@ -272,6 +280,7 @@ async fn a_session_outlives_its_connection_and_keeps_its_watches() {
             b"while away",
             "a request made while disconnected is sent"
         );
+        assert_eq!(c.get_data("/r").await.unwrap().0, b"while away", "commit_connected: unsent");
         assert!(other.check_stat("/e").await.unwrap().is_some(), "same session: ephemeral kept");
     }
 }

@@ -108,7 +108,9 @@ impl GuardedWrite {
     ///   resolves with `NodeDeleted`), or our session expired. Not applied.
     /// - [`Error::OperationFailed`]: an operation failed after the check passed. Not applied.
     /// - [`Error::ConnectionLoss`]: **unknown** whether it was applied; find out before
-    ///   retrying. The crate never retries a guarded write.
+    ///   retrying. The crate never retries a guarded write. Made while the session is
+    ///   disconnected, the write fails so at once and is never sent: it does not wait for a
+    ///   reconnect, when the term's loss may already have fired.
     /// - other ZooKeeper errors, by name.
     ///
     /// # Cancellation safety
@@ -134,7 +136,9 @@ impl GuardedWrite {
                 };
                 r.map_err(|e| Error::from_zk(e, op.path()))?;
             }
-            w.commit()
+            // Never kept for a reconnect: by then the term's loss may have fired, and the
+            // caller stopped acting, while this write would still land.
+            w.commit_connected()
         };
         let fenced = |source: &rzk_client::Error| {
             matches!(source, rzk_client::Error::NoNode | rzk_client::Error::BadVersion)
