@@ -79,7 +79,9 @@ async fn order_and_exactly_once(kind: Kind) {
             drop(s);
         }));
         if p == 0 {
-            // A foreign child is skipped, not fatal (Curator logs and skips it).
+            // A foreign child is skipped, not fatal (Curator logs and skips it). The queue's
+            // node may not exist yet: producer 0 creates it with its first offer.
+            observer.mkdir(&path, &persistent()).await.unwrap();
             observer.create(&format!("{path}/config"), b"x", &persistent()).await.unwrap();
         }
     }
