@@ -8,13 +8,14 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use crate::control::{confirmed, Command, Lifecycle, Task};
 use crate::driver::{Driver, DriverConfig};
 use crate::event::{ElectionEvent, Events, JoinInfo, Metrics, Participant, Participants, Status};
 use crate::leadership::Leadership;
 use crate::loss::LossReason;
+use crate::mailbox::{mailbox, Inbox, Mailbox};
 use crate::naming;
 use crate::options::{CloseMode, ElectionOptions};
 use crate::participants::read_participants;
@@ -40,9 +41,9 @@ pub struct Contender {
 /// What the handles of one recipe share. Dropping it closes the recipe.
 struct Core {
     shared: Arc<RecipeShared>,
-    cmd: mpsc::UnboundedSender<Command>,
+    cmd: Mailbox,
     /// What the driver needs, kept until `start`.
-    seed: Mutex<Option<(mpsc::UnboundedReceiver<Command>, DriverConfig)>>,
+    seed: Mutex<Option<(Inbox, DriverConfig)>>,
 }
 
 impl Drop for Core {
@@ -86,7 +87,7 @@ impl Contender {
             options.close_timeout,
             auto_requeue,
         );
-        let (cmd, cmd_rx) = mpsc::unbounded_channel();
+        let (cmd, cmd_rx) = mailbox();
         let config = DriverConfig { options, rejoin_after_step_down, race_epoch: None };
         let core = Core { shared: Arc::new(shared), cmd, seed: Mutex::new(Some((cmd_rx, config))) };
         Ok(Contender { core: Arc::new(core) })

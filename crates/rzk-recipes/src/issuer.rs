@@ -5,9 +5,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rzk_client::SessionId;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 
-use crate::control::{CloseFlags, Command, Lifecycle};
+use crate::control::{CloseFlags, Lifecycle};
+use crate::mailbox::Mailbox;
 use crate::session::Shared;
 use crate::telemetry::{self, Labels};
 use crate::term::{Fence, Term};
@@ -19,7 +20,7 @@ pub(crate) struct Issuer {
     pub participant_id: String,
     pub session: Arc<Shared>,
     /// Where the term's resignation goes.
-    pub cmd: mpsc::UnboundedSender<Command>,
+    pub cmd: Mailbox,
     pub lifecycle: Lifecycle,
     pub close: Arc<CloseFlags>,
     /// The recipe's metric labels.

@@ -100,6 +100,7 @@ mod latch;
 mod leadership;
 mod lock_status;
 mod loss;
+mod mailbox;
 mod mutex;
 mod naming;
 mod ops;

@@ -8,9 +8,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rzk_client::Client;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use crate::control::Command;
+use crate::mailbox::{mailbox, Inbox, Mailbox};
 use crate::naming;
 use crate::session::Session;
 use crate::zk_error::{classify, Class, ZkError};
@@ -50,7 +51,7 @@ struct Pending {
 #[derive(Clone)]
 pub(crate) struct Reaper {
     pending: Arc<Mutex<Pending>>,
-    cmd: mpsc::UnboundedSender<Command>,
+    cmd: Mailbox,
 }
 
 impl Reaper {
@@ -58,14 +59,14 @@ impl Reaper {
     /// term or a node to delete remains.
     pub fn spawn(session: &Session, leases: String) -> Reaper {
         let pending = Arc::new(Mutex::new(Pending::default()));
-        let (cmd, cmd_rx) = mpsc::unbounded_channel();
+        let (cmd, cmd_rx) = mailbox();
         let task = Task { session: session.clone(), leases, pending: pending.clone(), cmd_rx };
         tokio::spawn(task.run());
         Reaper { pending, cmd }
     }
 
     /// The channel a lease's term resigns to.
-    pub fn commands(&self) -> mpsc::UnboundedSender<Command> {
+    pub fn commands(&self) -> Mailbox {
         self.cmd.clone()
     }
 
@@ -89,7 +90,7 @@ struct Task {
     session: Session,
     leases: String,
     pending: Arc<Mutex<Pending>>,
-    cmd_rx: mpsc::UnboundedReceiver<Command>,
+    cmd_rx: Inbox,
 }
 
 /// What became of one delete.

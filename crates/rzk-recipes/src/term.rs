@@ -5,10 +5,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rzk_client::SessionId;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 
-use crate::control::{CloseFlags, Command, Lifecycle};
+use crate::control::{CloseFlags, Lifecycle};
 use crate::loss::{LossCell, LossReason};
+use crate::mailbox::Mailbox;
 use crate::options::ConnectionPolicy;
 use crate::session::{sleep_until, Shared};
 use crate::telemetry::{self, Labels};
@@ -58,7 +59,7 @@ pub(crate) struct Term {
     pub session: Arc<Shared>,
     pub lost: watch::Sender<LossCell>,
     /// The driver of the recipe that issued the term.
-    pub cmd: mpsc::UnboundedSender<Command>,
+    pub cmd: Mailbox,
     pub lifecycle: Lifecycle,
     pub close: Arc<CloseFlags>,
     pub telemetry: Labels,

@@ -24,11 +24,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rzk_client::{Client, OneshotWatcher, SessionId};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
 use crate::control::{BoxError, Command, Lifecycle, Task};
 use crate::loss::LossReason;
+use crate::mailbox::{Inbox, Mailbox};
 use crate::options::ElectionOptions;
 use crate::session::{Session, Snapshot};
 use crate::shared::RecipeShared;
@@ -150,8 +151,8 @@ pub(crate) struct Driver {
     shared: Arc<RecipeShared>,
     session: Session,
     snap: watch::Receiver<Snapshot>,
-    cmd_rx: mpsc::UnboundedReceiver<Command>,
-    cmd_tx: mpsc::UnboundedSender<Command>,
+    cmd_rx: Inbox,
+    cmd_tx: Mailbox,
     options: ElectionOptions,
     rejoin_after_step_down: bool,
     /// The race election's epoch node; `None` for a queue recipe.
@@ -198,8 +199,8 @@ impl Driver {
     pub(crate) fn new(
         shared: Arc<RecipeShared>,
         config: DriverConfig,
-        cmd_rx: mpsc::UnboundedReceiver<Command>,
-        cmd_tx: mpsc::UnboundedSender<Command>,
+        cmd_rx: Inbox,
+        cmd_tx: Mailbox,
         task: Option<Task>,
     ) -> Driver {
         let session = shared.session.clone();
