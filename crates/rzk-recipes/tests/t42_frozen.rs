@@ -20,7 +20,8 @@ both_servers! {
 }
 
 enum Cmd {
-    Freeze(Duration),
+    /// Freeze for the duration, then answer with the moment of the thaw.
+    Freeze(Duration, tokio::sync::oneshot::Sender<Instant>),
     Stop,
 }
 
@@ -44,7 +45,10 @@ async fn frozen_leader(kind: Kind) {
             while let Some(cmd) = cmd_rx.recv().await {
                 match cmd {
                     // Blocks the runtime's only thread: every task of this participant stops.
-                    Cmd::Freeze(d) => std::thread::sleep(d),
+                    Cmd::Freeze(d, thawed) => {
+                        std::thread::sleep(d);
+                        let _ = thawed.send(Instant::now());
+                    }
                     Cmd::Stop => break,
                 }
             }
@@ -62,7 +66,8 @@ async fn frozen_leader(kind: Kind) {
     tokio::time::sleep(Duration::from_millis(300)).await;
 
     let frozen = Instant::now();
-    cmd_tx.send(Cmd::Freeze(2 * T)).unwrap();
+    let (thawed_tx, thawed_rx) = tokio::sync::oneshot::channel();
+    cmd_tx.send(Cmd::Freeze(2 * T, thawed_tx)).unwrap();
     let lb = tokio::time::timeout(Duration::from_secs(7), b.await_leadership())
         .await
         .expect("b elected while a is frozen")
@@ -85,12 +90,13 @@ async fn frozen_leader(kind: Kind) {
         la.deadline().duration_since(frozen)
     );
     assert!(la.deadline() < lb.started_at());
-    // The thaw: a learns at once, then rejoins on a new session behind b.
-    tokio::time::sleep_until((frozen + 2 * T).into()).await;
+    // The thaw: a learns at once, then rejoins on a new session behind b. Timed from the
+    // thaw itself, which the frozen thread reports: it froze when it got the command.
+    let thawed = tokio::time::timeout(3 * T, thawed_rx).await.expect("thawed").unwrap();
     let reason = tokio::time::timeout(Duration::from_millis(500), la.lost())
         .await
         .expect("a learns it lost right after the thaw");
-    let learned = la.lost_at().unwrap().duration_since(frozen + 2 * T);
+    let learned = la.lost_at().unwrap().duration_since(thawed);
     eprintln!("a lost ({reason:?}) {learned:?} after the thaw");
     // Whichever it sees first after the thaw: its lease timer, the session's end, or the
     // deletion of its node (rzk delivers that event to the expired session's connection before

@@ -242,7 +242,9 @@ pub async fn sigstop(kind: Kind, test: &str, members: &[Member<'_>]) {
         g.b.expect("write ok", Duration::from_secs(2)).await;
     }
     tokio::time::sleep_until((stopped + 2 * T).into()).await;
-    let resumed = g.a.signal("CONT");
+    g.a.signal("CONT");
+    // Once `kill` has returned the signal is delivered: the bound below excludes its start.
+    let resumed = Instant::now();
     let (learned, reason) = g.a.expect("lost", Duration::from_secs(3)).await;
     eprintln!("a learned ({reason}) {:?} after SIGCONT", learned.duration_since(resumed));
     if members[0].0 == Lang::Rust {

@@ -215,8 +215,9 @@ pub async fn delete_tree(client: &rzk_client::Client, path: &str) -> std::time::
 
 /// Expires `session`'s current ZooKeeper session on the server (docs/election.md §4.2):
 /// cut the participant's proxy so that it cannot reconnect, attach a second client to the
-/// session and close it, then heal. The participant reconnects to a dead session.
-pub async fn force_expire(server: &Server, session: &Session, proxy: &Proxy) {
+/// session and close it, then heal. The participant reconnects to a dead session. Returns
+/// when the close was asked, so that a bound on what follows excludes the attach.
+pub async fn force_expire(server: &Server, session: &Session, proxy: &Proxy) -> std::time::Instant {
     let info = session.session_info().expect("session info");
     proxy.cut();
     let other = rzk_client::Client::connector()
@@ -227,6 +228,7 @@ pub async fn force_expire(server: &Server, session: &Session, proxy: &Proxy) {
         .expect("attach to the session");
     // Dropping the only client closes the session; wait until the server has done it.
     let mut state = other.state_watcher();
+    let closing = std::time::Instant::now();
     drop(other);
     let _ = tokio::time::timeout(Duration::from_secs(2), async {
         while !state.peek_state().is_terminated() {
@@ -235,6 +237,7 @@ pub async fn force_expire(server: &Server, session: &Session, proxy: &Proxy) {
     })
     .await;
     proxy.heal();
+    closing
 }
 
 /// A managed session that connects through its own proxy.
