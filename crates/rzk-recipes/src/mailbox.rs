@@ -85,10 +85,12 @@ impl Inbox {
     }
 
     /// Clears a nudge's flag as the driver takes it, before it acts: a nudge sent from now on
-    /// is queued again, and one sent before is answered by this one.
+    /// is queued again, and one sent before is answered by this one. A swap, not a store: it
+    /// acquires what a sender that found the flag set had released (its update of the shared
+    /// state), so the driver reads that update when it acts.
     fn taken(&self, cmd: Command) -> Command {
         if let Some(f) = self.queued.flag(&cmd) {
-            f.store(false, Ordering::Release);
+            f.swap(false, Ordering::AcqRel);
         }
         cmd
     }
