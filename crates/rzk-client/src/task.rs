@@ -383,7 +383,8 @@ async fn write_or_flush(wr: &mut tokio::io::WriteHalf<Io>, out: &[u8]) -> std::i
 }
 
 /// Waits for `fut` while disconnected: requests made meanwhile wait for the next
-/// connection, or fail at once if their caller asked so ([`WhileAway::Fail`]). `Err`: a close was asked (or every handle is gone), with the close to answer.
+/// connection, or fail at once if their caller asked so ([`WhileAway::Fail`]). `Err`: a
+/// close was asked (or every handle is gone), with the close to answer.
 async fn while_away<T>(
     cmd: &mut mpsc::UnboundedReceiver<Command>,
     deferred: &mut Vec<Command>,

@@ -228,10 +228,7 @@ async fn selector_requeue(kind: Kind) {
         dropped.load(Ordering::SeqCst)
     })
     .await;
-    let deleted = eventually(Duration::from_secs(1), "c's node deleted", || {
-        observer_sync_exists(&observer, &node)
-    });
-    deleted.await;
+    wait_presence(&observer, &node, false, Duration::from_secs(1), "c's node deleted").await;
     // Auto-requeue (CURATOR-518 regression): C is queued again, at the tail.
     eventually(Duration::from_secs(2), "c requeued", || c.our_path().is_some_and(|p| p != node))
         .await;
@@ -246,15 +243,4 @@ async fn selector_requeue(kind: Kind) {
     assert_eq!(&leaders[..3], ["a", "b", "c"], "{leaders:?}");
     let tokens: Vec<i64> = log.lock().unwrap().iter().map(|(_, t)| *t).collect();
     assert!(tokens.windows(2).all(|w| w[0] < w[1]), "tokens {tokens:?}");
-}
-
-/// `exists` through a blocking bridge, for `eventually`'s synchronous predicate.
-fn observer_sync_exists(client: &rzk_client::Client, node: &str) -> bool {
-    let fut = client.check_stat(node);
-    let r = futures_block(fut);
-    matches!(r, Ok(None))
-}
-
-fn futures_block<F: std::future::Future>(f: F) -> F::Output {
-    tokio::task::block_in_place(|| tokio::runtime::Handle::current().block_on(f))
 }

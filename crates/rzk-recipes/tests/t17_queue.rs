@@ -176,12 +176,7 @@ async fn dropped_take_loses_nothing(kind: Kind) {
     });
     tokio::time::sleep(Duration::from_millis(300)).await;
     delete_all(&observer, &path).await;
-    rzk_testkit::wait::within(Duration::from_secs(10), "queue path recreated", async {
-        while observer.check_stat(&path).await.unwrap().is_none() {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await;
+    wait_presence(&observer, &path, true, Duration::from_secs(10), "queue path recreated").await;
     producer.offer(b"after").await.unwrap();
     let woke = tokio::time::timeout(TAKE_LIMIT, waiting).await.expect("take woken");
     assert_eq!(woke.unwrap().unwrap(), b"after");

@@ -212,11 +212,7 @@ async fn barrier_with_curator(kind: Kind) {
         let (hosts, path, signal) = (hosts.clone(), path.clone(), signal.clone());
         async move { curator::run(&hosts, &path, &["barrier-wait", &signal]).await }
     });
-    let until = std::time::Instant::now() + LIMIT;
-    while raw.check_stat(&signal).await.unwrap().is_none() {
-        assert!(std::time::Instant::now() < until, "the Java waiter never waited");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_presence(&raw, &signal, true, LIMIT, "the Java waiter never waited").await;
     barrier.remove_barrier().await.unwrap();
     assert_eq!(joined(java, "the Java waiter was not released").await, ["released"]);
 

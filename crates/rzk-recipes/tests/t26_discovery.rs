@@ -89,11 +89,7 @@ async fn register_update_unregister(kind: Kind) {
     assert!(d_empty(&s, &base).await);
     // The service node is a container: the server reaps it once empty.
     let service = format!("{base}/api");
-    let deadline = std::time::Instant::now() + LIMIT;
-    while raw.check_stat(&service).await.unwrap().is_some() {
-        assert!(std::time::Instant::now() < deadline, "{service} not reaped");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_presence(&raw, &service, false, LIMIT, &format!("{service} not reaped")).await;
 }
 
 /// True when no instance of "api" is left under `base`.

@@ -292,11 +292,8 @@ async fn assert_parent_is_container(raw: &rzk_client::Client, path: &str) {
 
 /// A container parent is reaped once empty (container check every 500 ms).
 async fn assert_reaped(raw: &rzk_client::Client, path: &str) {
-    let start = Instant::now();
-    while raw.check_stat(path).await.unwrap().is_some() {
-        assert!(start.elapsed() < Duration::from_secs(5), "{path} not reaped: not a container?");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let what = format!("{path} not reaped: not a container?");
+    wait_presence(raw, path, false, Duration::from_secs(5), &what).await;
 }
 
 async fn guarded_write_after_loss(kind: Kind) {

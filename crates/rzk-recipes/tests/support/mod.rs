@@ -213,6 +213,21 @@ pub async fn delete_tree(client: &rzk_client::Client, path: &str) -> std::time::
     panic!("could not delete {path}");
 }
 
+/// Polls `path` until it exists (`present`) or is gone; panics with `what` after `limit`.
+pub async fn wait_presence(
+    client: &rzk_client::Client,
+    path: &str,
+    present: bool,
+    limit: Duration,
+    what: &str,
+) {
+    let deadline = std::time::Instant::now() + limit;
+    while client.check_stat(path).await.unwrap().is_some() != present {
+        assert!(std::time::Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// Expires `session`'s current ZooKeeper session on the server (docs/election.md §4.2):
 /// cut the participant's proxy so that it cannot reconnect, attach a second client to the
 /// session and close it, then heal. The participant reconnects to a dead session. Returns
