@@ -1,6 +1,7 @@
 //! [`Client`] and its [`Connector`]: a session's handle and how one is opened.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -9,6 +10,7 @@ use tokio::sync::{broadcast, mpsc, oneshot, watch, Semaphore};
 
 use crate::core::{Call, Core, WatchOn, WhileAway};
 use crate::hosts::{Chroot, ConnectString};
+use crate::reconnect::{Backoff, Hosts};
 use crate::task::{Command, Endpoint, Task};
 use crate::transport::{Tcp, Transport};
 use crate::types::{SessionId, SessionInfo, SessionState};
@@ -102,29 +104,36 @@ impl Connector {
     /// Safe: a connection in progress is dropped with the future.
     pub async fn connect(&self, cluster: &str) -> Result<Client, Error> {
         let cs = ConnectString::parse(cluster)?;
+        let mut rng = fastrand::Rng::new();
+        let shared_timeout_ms = Arc::new(AtomicU64::new(0));
         let mut endpoint = Endpoint {
-            next: start_index(cs.hosts.len()),
-            hosts: cs.hosts,
+            hosts: Hosts::shuffled(cs.hosts, &mut rng),
+            current: String::new(),
             transport: self.transport.clone(),
             requested_timeout: self.session_timeout,
             configured_connection_timeout: self.connection_timeout,
             session_id: self.resume.as_ref().map_or(0, |s| s.id.0),
             passwd: self.resume.as_ref().map(|s| s.password.clone()).unwrap_or_default(),
             timeout: self.session_timeout,
+            shared_timeout_ms: shared_timeout_ms.clone(),
+            backoff: Backoff::new(rng),
         };
         let deadline =
             tokio::time::Instant::now() + self.session_timeout.max(endpoint.connection_timeout());
-        let (io, resp) = loop {
-            match endpoint.open(0).await {
-                Ok(ok) => break ok,
-                Err(Error::SessionExpired) => return Err(Error::SessionExpired),
-                Err(_) if tokio::time::Instant::now() >= deadline => return Err(Error::Timeout),
-                Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+        let (io, resp) = 'connected: loop {
+            for _ in 0..endpoint.hosts.len() {
+                match endpoint.open(0).await {
+                    Ok(ok) => break 'connected ok,
+                    Err(Error::SessionExpired) => return Err(Error::SessionExpired),
+                    Err(_) if tokio::time::Instant::now() >= deadline => {
+                        return Err(Error::Timeout)
+                    }
+                    Err(_) => {}
+                }
             }
+            let pause = endpoint.backoff.after_failure();
+            tokio::time::sleep_until(deadline.min(tokio::time::Instant::now() + pause)).await;
         };
-        endpoint.session_id = resp.session_id;
-        endpoint.passwd = resp.passwd.clone();
-        endpoint.timeout = Duration::from_millis(u64::try_from(resp.timeout_ms).unwrap_or(0));
         let chroot = Chroot::new(cs.chroot);
         let (cmd, cmd_rx) = mpsc::unbounded_channel();
         let (state, state_rx) = watch::channel(SessionState::SyncConnected);
@@ -134,7 +143,7 @@ impl Connector {
             permits: Arc::new(Semaphore::new(MAX_OUTSTANDING_REQUESTS)),
             chroot: chroot.clone(),
             session: SessionInfo { id: SessionId(resp.session_id), password: resp.passwd },
-            timeout: endpoint.timeout,
+            timeout_ms: shared_timeout_ms,
             state: state_rx,
             states: states.clone(),
         });
@@ -146,20 +155,10 @@ impl Connector {
             states,
             deferred: Vec::new(),
             initial_auth: self.auth.clone(),
-            last_heard: tokio::time::Instant::now(),
         };
         tokio::spawn(task.run(io));
         Ok(Client { shared })
     }
-}
-
-/// Where a client starts in its host list: spread over the hosts without a random-number
-/// dependency (the clock's low bits differ between processes and calls).
-fn start_index(hosts: usize) -> usize {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos() as usize);
-    nanos % hosts.max(1)
 }
 
 pub(crate) struct Shared {
@@ -167,7 +166,8 @@ pub(crate) struct Shared {
     permits: Arc<Semaphore>,
     pub(crate) chroot: Chroot,
     session: SessionInfo,
-    timeout: Duration,
+    /// The negotiated session timeout of the latest handshake, in milliseconds.
+    timeout_ms: Arc<AtomicU64>,
     pub(crate) state: watch::Receiver<SessionState>,
     states: broadcast::Sender<SessionState>,
 }
@@ -225,9 +225,10 @@ impl Client {
         &self.shared.session
     }
 
-    /// The session timeout the server granted.
+    /// The session timeout the server granted in the latest handshake. Members of an
+    /// ensemble may bound it differently, so it can change when the session moves.
     pub fn session_timeout(&self) -> Duration {
-        self.shared.timeout
+        Duration::from_millis(self.shared.timeout_ms.load(Ordering::Acquire))
     }
 
     /// The session's state now.

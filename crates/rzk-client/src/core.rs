@@ -6,8 +6,9 @@
 use std::collections::VecDeque;
 
 use rzk_proto::jute::Reader;
-use rzk_proto::{xid, OpCode, ReplyHeader, Request, Response, SetWatches, WatcherEvent};
+use rzk_proto::{xid, ErrorCode, OpCode, ReplyHeader, Request, Response, SetWatches, WatcherEvent};
 use tokio::sync::{oneshot, OwnedSemaphorePermit};
+use tokio::time::Instant;
 
 use crate::hosts::Chroot;
 use crate::types::{EventType, SessionState};
@@ -54,6 +55,7 @@ struct Pending {
     watch: Option<WatchOn>,
     reply: oneshot::Sender<Result<Response, Error>>,
     _permit: Option<OwnedSemaphorePermit>,
+    sent: Instant,
 }
 
 /// What a frame meant for the connection.
@@ -104,7 +106,8 @@ impl Core {
         let op = call.request.op_code();
         out.extend_from_slice(&call.request.to_frame(xid));
         let Call { watch, reply, permit, .. } = call;
-        self.pending.push_back(Pending { xid, op, watch, reply, _permit: permit });
+        let sent = Instant::now();
+        self.pending.push_back(Pending { xid, op, watch, reply, _permit: permit, sent });
     }
 
     /// Appends an auth packet; `waiter` hears the server's answer. The credentials are
@@ -121,30 +124,38 @@ impl Core {
         self.auth_waiters.push_back(waiter);
     }
 
-    /// What a new connection of the same session sends first: the watches to re-register
-    /// (changes after `last_zxid` fire at once) and the credentials.
+    /// What a new connection of the same session sends first: the credentials, then the
+    /// watches to re-register (changes after `last_zxid` fire at once). Credentials go first,
+    /// as the Java client sends them: a server that enforces authentication answers anything
+    /// before them with -124 and closes the connection.
     pub fn resume(&mut self, out: &mut Vec<u8>) {
+        for (scheme, auth) in &self.auths {
+            out.extend_from_slice(&auth_frame(scheme, auth));
+            self.auth_waiters.push_back(None);
+        }
         for batch in set_watches_batches(self.last_zxid, self.watches.live()) {
             let v2 = !(batch.persistent.is_empty() && batch.persistent_recursive.is_empty());
             let req = Request::SetWatches { v2, watches: batch };
             out.extend_from_slice(&req.to_frame(xid::SET_WATCHES));
         }
-        for (scheme, auth) in &self.auths {
-            out.extend_from_slice(&auth_frame(scheme, auth));
-            self.auth_waiters.push_back(None);
-        }
     }
 
     /// Handles one frame body (length prefix removed).
     ///
+    /// `last_zxid` rises only with replies to requests, as in the Java client: a
+    /// notification's zxid is its transaction's (rzk, ZooKeeper 3.9), and a cut between two
+    /// notifications of one transaction must not make `SetWatches` skip the second.
+    ///
     /// # Errors
-    /// [`Error::Protocol`] for a frame that cannot be decoded or answers no request: the
-    /// connection is out of step and must be dropped.
+    /// [`Error::Protocol`] for a frame that cannot be decoded or answers no request, and a
+    /// `SetWatches` the server refused: the connection is out of step and must be dropped.
     pub fn on_frame(&mut self, frame: &[u8]) -> Result<Frame, Error> {
         let mut r = Reader::new(frame);
         let header = ReplyHeader::read(&mut r).map_err(protocol)?;
-        if header.zxid > self.last_zxid {
-            self.last_zxid = header.zxid;
+        if header.err == ErrorCode::SessionClosedRequireSaslAuth.as_i32() {
+            // The server closes the connection after this answer, on any xid: credentials it
+            // accepts are missing, and a reconnect would be refused the same way.
+            return Ok(self.require_auth(header.xid));
         }
         match header.xid {
             xid::NOTIFICATION => {
@@ -155,7 +166,11 @@ impl Core {
                 }
                 Ok(Frame::Done)
             }
-            xid::PING | xid::SET_WATCHES => Ok(Frame::Done),
+            xid::PING => Ok(Frame::Done),
+            xid::SET_WATCHES if header.err == 0 => Ok(Frame::Done),
+            xid::SET_WATCHES => {
+                Err(Error::Protocol(format!("SetWatches refused with code {}", header.err)))
+            }
             xid::AUTH => {
                 let failed = header.err != 0;
                 if let Some(Some(w)) = self.auth_waiters.pop_front() {
@@ -163,8 +178,24 @@ impl Core {
                 }
                 Ok(if failed { Frame::AuthFailed } else { Frame::Done })
             }
-            x => self.on_reply(x, header.err, r),
+            x => {
+                let frame = self.on_reply(x, header.err, r)?;
+                if header.zxid > self.last_zxid {
+                    self.last_zxid = header.zxid;
+                }
+                Ok(frame)
+            }
         }
+    }
+
+    /// A -124 answer on `xid`: the request it answers fails with
+    /// [`Error::SessionClosedRequireAuth`], and the session ends in `AuthFailed`.
+    fn require_auth(&mut self, x: i32) -> Frame {
+        let answers = self.pending.front().is_some_and(|p| p.xid == x);
+        if let Some(p) = answers.then(|| self.pending.pop_front()).flatten() {
+            let _ = p.reply.send(Err(Error::SessionClosedRequireAuth));
+        }
+        Frame::AuthFailed
     }
 
     fn on_reply(&mut self, x: i32, err: i32, mut r: Reader<'_>) -> Result<Frame, Error> {
@@ -176,6 +207,7 @@ impl Core {
             let _ = p.reply.send(Err(Error::ConnectionLoss));
             return Err(e);
         }
+        crate::telemetry::request(p.sent.elapsed());
         let result = match Error::from_code(err) {
             Some(e) => Err(e),
             None => Response::read(p.op, &mut r).map_err(protocol),

@@ -42,7 +42,7 @@ fn replies_match_requests_in_order_and_a_stray_one_is_a_protocol_error() {
     assert_eq!(b.try_recv(), Err(TryRecvError::Empty));
     assert!(matches!(core.on_frame(&reply(7, 6, 0, |_| {})), Err(Error::Protocol(_))));
     assert_eq!(b.try_recv().unwrap(), Err(Error::ConnectionLoss));
-    assert_eq!(core.last_zxid, 6);
+    assert_eq!(core.last_zxid, 5, "a stray reply does not move the zxid");
 }
 
 #[test]
@@ -66,6 +66,7 @@ fn an_exists_watch_on_a_missing_node_waits_for_its_creation() {
         (1, vec!["/app/n".to_owned()], 0)
     );
     core.on_frame(&notification(rzk_proto::EventType::NodeDataChanged, "/app/other", 2)).unwrap();
+    assert_eq!(core.last_zxid, 1, "a notification's zxid is not a reply's");
     assert_eq!(ev.try_recv(), Err(TryRecvError::Empty));
     core.on_frame(&notification(rzk_proto::EventType::NodeCreated, "/app/n", 3)).unwrap();
     let got = ev.try_recv().unwrap();
@@ -122,4 +123,37 @@ fn set_watches_split_at_the_size_limit() {
     assert_eq!(batches.len(), 3);
     assert_eq!(batches.iter().map(|b| b.data.len()).sum::<usize>(), 300);
     assert!(batches.iter().all(|b| b.relative_zxid == 7));
+}
+
+#[test]
+fn a_resume_sends_the_credentials_before_the_watches() {
+    let mut core = Core::new(Chroot::default());
+    core.auth("digest".into(), b"u:p".to_vec(), None, &mut Vec::new());
+    core.on_frame(&reply(xid::AUTH, 0, 0, |_| {})).unwrap();
+    let (tx, _ev) = oneshot::channel();
+    let _r = exists(&mut core, "/w", Some(Sink::Once(tx)));
+    core.on_frame(&reply(1, 9, 0, |w| Stat::default().write(w))).unwrap();
+    let mut out = Vec::new();
+    core.resume(&mut out);
+    let mut xids = Vec::new();
+    let mut rest = &out[..];
+    while let Some(len) = rzk_proto::split_frame(rest, 1 << 20).unwrap() {
+        let header = rzk_proto::RequestHeader::read(&mut Reader::new(&rest[4..])).unwrap();
+        xids.push(header.xid);
+        rest = &rest[4 + len..];
+    }
+    assert_eq!(xids, [xid::AUTH, xid::SET_WATCHES]);
+}
+
+#[test]
+fn a_refused_set_watches_drops_the_connection_and_minus_124_ends_the_session() {
+    let mut core = Core::new(Chroot::default());
+    assert!(matches!(
+        core.on_frame(&reply(xid::SET_WATCHES, 0, -8, |_| {})),
+        Err(Error::Protocol(_))
+    ));
+    assert_eq!(core.on_frame(&reply(xid::SET_WATCHES, 0, -124, |_| {})), Ok(Frame::AuthFailed));
+    let mut rx = exists(&mut core, "/x", None);
+    assert_eq!(core.on_frame(&reply(1, 0, -124, |_| {})), Ok(Frame::AuthFailed));
+    assert_eq!(rx.try_recv().unwrap(), Err(Error::SessionClosedRequireAuth));
 }

@@ -31,6 +31,11 @@ pub enum Error {
     /// The server rejected the credentials; the session is over.
     #[error("authentication failed")]
     AuthFailed,
+    /// The server requires credentials it accepts before any request (ZooKeeper's
+    /// `SESSIONCLOSEDREQUIRESASLAUTH`, -124: `enforce.auth.enabled`, or
+    /// `sessionRequireClientSASLAuth`); it closed the connection, and the session is over.
+    #[error("the server requires authentication and closed the session")]
+    SessionClosedRequireAuth,
     /// The ACL is invalid.
     #[error("invalid ACL")]
     InvalidAcl,
@@ -113,6 +118,7 @@ impl Error {
             C::Unimplemented => Error::Unimplemented,
             C::RuntimeInconsistency => Error::RuntimeInconsistent,
             C::ReconfigDisabled => Error::ReconfigDisabled,
+            C::SessionClosedRequireSaslAuth => Error::SessionClosedRequireAuth,
             C::OperationTimeout | C::RequestTimeout => Error::Timeout,
             other => Error::Unexpected(other.as_i32()),
         })
@@ -133,7 +139,11 @@ impl Error {
     pub fn is_terminal(&self) -> bool {
         matches!(
             self,
-            Error::SessionExpired | Error::ClientClosed | Error::AuthFailed | Error::SessionMoved
+            Error::SessionExpired
+                | Error::ClientClosed
+                | Error::AuthFailed
+                | Error::SessionClosedRequireAuth
+                | Error::SessionMoved
         )
     }
 }
@@ -149,6 +159,7 @@ mod tests {
         assert_eq!(Error::from_code(-110), Some(Error::NodeExists));
         assert_eq!(Error::from_code(-112), Some(Error::SessionExpired));
         assert_eq!(Error::from_code(-4), Some(Error::ConnectionLoss));
+        assert_eq!(Error::from_code(-124), Some(Error::SessionClosedRequireAuth));
         assert_eq!(Error::from_code(-9999), Some(Error::Unexpected(-9999)));
     }
 }

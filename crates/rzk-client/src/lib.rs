@@ -29,7 +29,9 @@
 //!   and multiRead.
 //! - `core`: the session's bookkeeping with no I/O (xids, requests awaiting replies, the
 //!   watch table in `watches`, credentials); `task`: the connection task that drives it.
-//! - `hosts`: the connect string and the chroot; `transport`: TCP, or any [`Transport`].
+//! - `hosts`: the connect string and the chroot; `reconnect`: the host order and the pauses
+//!   between attempts, with no I/O; `transport`: TCP, or any [`Transport`].
+//! - `telemetry`: the client's metrics.
 //! - `types`, `watcher`, `error`: what callers hand in and get back.
 
 #![forbid(unsafe_code)]
@@ -41,7 +43,9 @@ mod error;
 mod hosts;
 mod multi;
 mod ops;
+mod reconnect;
 mod task;
+mod telemetry;
 mod transport;
 mod types;
 mod watcher;
@@ -51,6 +55,9 @@ pub use client::{Client, Connector, MAX_OUTSTANDING_REQUESTS, STATE_EVENTS_BUFFE
 pub use error::Error;
 pub use multi::{MultiReadResult, MultiReader, MultiWriteError, MultiWriteResult, MultiWriter};
 pub use ops::AuthUser;
+pub use telemetry::{
+    CONNECT_ATTEMPTS, DISCONNECTED_DURATION, DISCONNECTS, RECONNECTS, REQUEST_DURATION,
+};
 pub use transport::{OpenFuture, Stream, Tcp, Transport};
 pub use types::{
     Acl, Acls, AddWatchMode, AuthId, CreateMode, CreateOptions, CreateSequence, EventType,

@@ -6,6 +6,7 @@
 //! wakes this task, which hands it straight to the waiting caller's task.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,6 +17,8 @@ use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio::time::Instant;
 
 use crate::core::{Call, Core, Frame, WhileAway};
+use crate::reconnect::{attempt_timeout, Backoff, Hosts};
+use crate::telemetry;
 use crate::transport::{Stream, Transport};
 use crate::types::SessionState;
 use crate::Error;
@@ -27,13 +30,12 @@ const READ_CHUNK_BYTES: usize = 64 * 1024;
 /// Bytes of requests gathered before they are written: callers beyond it wait in the
 /// command channel (which the outstanding-request permits bound).
 const WRITE_BATCH_BYTES: usize = 256 * 1024;
-/// The first pause after every server refused a reconnect; it doubles up to the maximum.
-const RECONNECT_BACKOFF_MIN: Duration = Duration::from_millis(50);
-const RECONNECT_BACKOFF_MAX: Duration = Duration::from_secs(1);
-/// The client declares its session expired once disconnected for this many session timeouts
-/// since it last heard from the server: by then any server has expired it, and a caller
-/// waiting for a reconnect learns it without reaching one.
-const LOCAL_EXPIRY: (u32, u32) = (7, 5);
+/// A request made while disconnected waits at most this many session timeouts for the
+/// session to be resumed, then fails with [`Error::ConnectionLoss`]. The client never
+/// declares the session expired on its own (only a server can, and a new ZAB leader resumes
+/// sessions a slow election kept away), so this bound is what ends such a wait; the Java
+/// client fails these requests sooner, at the next failed attempt.
+const DEFERRED_WAIT_MAX: (u32, u32) = (1, 1);
 /// How long a close waits for the server's answer to closeSession.
 const CLOSE_WAIT_MAX: Duration = Duration::from_secs(3);
 
@@ -46,38 +48,42 @@ pub(crate) enum Command {
 
 /// The session's identity and the servers it may resume on.
 pub(crate) struct Endpoint {
-    pub hosts: Vec<String>,
-    pub next: usize,
+    pub hosts: Hosts,
+    /// The host of the current (or last) connection, for the logs.
+    pub current: String,
     pub transport: Arc<dyn Transport>,
     pub requested_timeout: Duration,
     /// The connection timeout as configured; `None` for two fifths of the session timeout.
     pub configured_connection_timeout: Option<Duration>,
     pub session_id: i64,
     pub passwd: Vec<u8>,
-    /// The negotiated timeout (the requested one before the first handshake).
+    /// The negotiated timeout (the requested one before the first handshake), updated by
+    /// every handshake: members of an ensemble may bound it differently.
     pub timeout: Duration,
+    /// The negotiated timeout in milliseconds, shared with [`crate::Client::session_timeout`].
+    pub shared_timeout_ms: Arc<AtomicU64>,
+    pub backoff: Backoff,
 }
 
 /// A connection with its handshake done.
 pub(crate) type Io = Box<dyn Stream>;
 
 impl Endpoint {
-    /// How long a connection attempt may take, and a connection may stay silent before it
-    /// counts as lost: as configured, or two fifths of the session timeout, which leaves
-    /// time for two more attempts before the server could expire the session.
+    /// How long a connection may stay silent before it counts as lost: as configured, or two
+    /// fifths of the session timeout, which leaves time for a few more attempts before the
+    /// server could expire the session.
     pub fn connection_timeout(&self) -> Duration {
         self.configured_connection_timeout.unwrap_or(self.timeout * 2 / 5)
     }
 
     /// Opens a connection to the next host and does the handshake, with `last_zxid` as the
-    /// client's last seen zxid.
+    /// client's last seen zxid; on success the negotiated timeout is taken.
     ///
     /// # Errors
     /// [`Error::SessionExpired`] when the server no longer knows the session;
     /// [`Error::ConnectionLoss`] for anything else (refused, timed out, closed).
     pub async fn open(&mut self, last_zxid: i64) -> Result<(Io, ConnectResponse), Error> {
-        let host = self.hosts[self.next % self.hosts.len()].clone();
-        self.next = self.next.wrapping_add(1);
+        let host = self.hosts.next().to_owned();
         let timeout_ms = i32::try_from(self.requested_timeout.as_millis()).unwrap_or(i32::MAX);
         let req = ConnectRequest {
             last_zxid_seen: last_zxid,
@@ -86,37 +92,89 @@ impl Endpoint {
             read_only: Some(false),
             ..ConnectRequest::new_session(timeout_ms)
         };
-        let attempt = async {
-            let mut io = self.transport.open(&host).await?;
-            let mut w = rzk_proto::jute::Writer::frame();
-            req.write(&mut w);
-            io.write_all(&w.finish_frame()).await?;
-            io.flush().await?;
-            let mut prefix = [0; 4];
-            io.read_exact(&mut prefix).await?;
-            let len = usize::try_from(i32::from_be_bytes(prefix)).unwrap_or(usize::MAX);
-            if len > MAX_FRAME_BYTES {
-                return Err(std::io::Error::other("handshake reply too long"));
-            }
-            let mut body = vec![0; len];
-            io.read_exact(&mut body).await?;
-            let resp = ConnectResponse::read(&mut Reader::new(&body))
-                .map_err(|e| std::io::Error::other(e.to_string()))?;
-            Ok((io, resp))
+        let attempt = handshake(self.transport.as_ref(), &host, &req);
+        let limit = attempt_timeout(self.timeout, self.connection_timeout(), self.hosts.len());
+        let session = format!("{:#x}", self.session_id);
+        let result = tokio::time::timeout(limit, attempt).await;
+        let outcome = match &result {
+            Ok(Ok((_, resp))) if resp.timeout_ms <= 0 => "expired",
+            Ok(Ok(_)) => "connected",
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => "refused",
+            Ok(Err(_)) => "failed",
+            Err(_) => "timed_out",
         };
-        match tokio::time::timeout(self.connection_timeout(), attempt).await {
-            Ok(Ok((_, resp))) if resp.timeout_ms <= 0 => Err(Error::SessionExpired),
-            Ok(Ok(ok)) => Ok(ok),
+        telemetry::attempt(outcome);
+        match result {
+            Ok(Ok((_, resp))) if resp.timeout_ms <= 0 => {
+                tracing::info!(%host, %session, "the server says the session expired");
+                Err(Error::SessionExpired)
+            }
+            Ok(Ok((io, resp))) => {
+                self.took(&host, &resp);
+                Ok((io, resp))
+            }
+            Ok(Err(e)) if outcome == "refused" => {
+                tracing::info!(%host, %session, last_zxid, error = %e,
+                    "the server closed the connection during the handshake (behind the client's \
+                     zxid, read-only or not serving): trying another");
+                Err(Error::ConnectionLoss)
+            }
             Ok(Err(e)) => {
-                tracing::debug!(%host, error = %e, "connection attempt failed");
+                tracing::debug!(%host, %session, error = %e, "connection attempt failed");
                 Err(Error::ConnectionLoss)
             }
             Err(_) => {
-                tracing::debug!(%host, "connection attempt timed out");
+                tracing::debug!(%host, %session, ?limit, "connection attempt timed out");
                 Err(Error::ConnectionLoss)
             }
         }
     }
+
+    /// Takes a handshake's answer: the session's identity on the first, the negotiated
+    /// timeout on every one.
+    fn took(&mut self, host: &str, resp: &ConnectResponse) {
+        let timeout = Duration::from_millis(u64::try_from(resp.timeout_ms).unwrap_or(0));
+        let session = format!("{:#x}", resp.session_id);
+        if self.session_id == 0 {
+            tracing::info!(%host, %session, ?timeout, "session established");
+        } else if timeout != self.timeout {
+            tracing::warn!(%host, %session, ?timeout, was = ?self.timeout,
+                "session resumed with a renegotiated timeout");
+        } else {
+            tracing::info!(%host, %session, "session resumed");
+        }
+        self.session_id = resp.session_id;
+        self.passwd.clone_from(&resp.passwd);
+        self.timeout = timeout;
+        self.shared_timeout_ms
+            .store(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX), Ordering::Release);
+        host.clone_into(&mut self.current);
+    }
+}
+
+/// One connection's handshake: the ConnectRequest out, the ConnectResponse in. A server that
+/// closes the connection instead of answering reads as [`std::io::ErrorKind::UnexpectedEof`].
+async fn handshake(
+    transport: &dyn Transport,
+    host: &str,
+    req: &ConnectRequest,
+) -> std::io::Result<(Io, ConnectResponse)> {
+    let mut io = transport.open(host).await?;
+    let mut w = rzk_proto::jute::Writer::frame();
+    req.write(&mut w);
+    io.write_all(&w.finish_frame()).await?;
+    io.flush().await?;
+    let mut prefix = [0; 4];
+    io.read_exact(&mut prefix).await?;
+    let len = usize::try_from(i32::from_be_bytes(prefix)).unwrap_or(usize::MAX);
+    if len > MAX_FRAME_BYTES {
+        return Err(std::io::Error::other("handshake reply too long"));
+    }
+    let mut body = vec![0; len];
+    io.read_exact(&mut body).await?;
+    let resp = ConnectResponse::read(&mut Reader::new(&body))
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
+    Ok((io, resp))
 }
 
 /// Why serving one connection ended.
@@ -133,13 +191,11 @@ pub(crate) struct Task {
     pub cmd: mpsc::UnboundedReceiver<Command>,
     pub state: watch::Sender<SessionState>,
     pub states: broadcast::Sender<SessionState>,
-    /// Requests made while disconnected, sent once the session is resumed.
-    pub deferred: Vec<Command>,
+    /// Requests made while disconnected, with when they were made, sent once the session
+    /// is resumed (or failed after [`DEFERRED_WAIT_MAX`]).
+    pub deferred: Vec<(Instant, Command)>,
     /// The credentials to send on the first connection.
     pub initial_auth: Vec<(String, Vec<u8>)>,
-    /// When the server was last heard from: past [`LOCAL_EXPIRY`] times the session timeout,
-    /// the server has expired the session, and a reconnect stops trying.
-    pub last_heard: Instant,
 }
 
 impl Task {
@@ -151,23 +207,32 @@ impl Task {
         }
         let mut io = first;
         loop {
+            let connected_at = Instant::now();
             match self.serve(io, out).await {
                 Outcome::Closed(done) => return self.finish(SessionState::Closed, done),
                 Outcome::AuthFailed => return self.finish(SessionState::AuthFailed, None),
                 Outcome::Lost(why) => {
-                    tracing::debug!(session = format_args!("{:#x}", self.endpoint.session_id), %why, "connection lost");
+                    let lost_at = Instant::now();
+                    tracing::info!(
+                        host = %self.endpoint.current,
+                        session = format_args!("{:#x}", self.endpoint.session_id),
+                        %why,
+                        "connection lost"
+                    );
+                    telemetry::disconnected();
                     self.core.fail_pending(&Error::ConnectionLoss);
                     self.publish(SessionState::Disconnected);
-                    match self.reconnect().await {
+                    match self.reconnect(lost_at - connected_at).await {
                         Ok(next) => io = next,
                         Err((state, done)) => return self.finish(state, done),
                     }
+                    telemetry::reconnected(lost_at.elapsed());
                     out = Vec::new();
                     self.core.resume(&mut out);
                     self.publish(SessionState::SyncConnected);
                 }
             }
-            for c in std::mem::take(&mut self.deferred) {
+            for (_, c) in std::mem::take(&mut self.deferred) {
                 if let Some(Outcome::Closed(done)) = self.take(c, &mut out) {
                     return self.finish(SessionState::Closed, done);
                 }
@@ -183,7 +248,7 @@ impl Task {
     fn finish(mut self, state: SessionState, done: Option<oneshot::Sender<()>>) {
         self.core.end(state);
         let e = Error::ended_in(state).unwrap_or(Error::ClientClosed);
-        for c in std::mem::take(&mut self.deferred) {
+        for (_, c) in std::mem::take(&mut self.deferred) {
             fail(c, &e);
         }
         self.publish(state);
@@ -206,19 +271,22 @@ impl Task {
         None
     }
 
-    /// Tries the hosts in turn, with a back-off after each round, until one resumes the
-    /// session. `Err`: the state the session ended in (expired, or closed meanwhile), and the
-    /// close to answer once that is published.
-    async fn reconnect(&mut self) -> Result<Io, (SessionState, Option<oneshot::Sender<()>>)> {
+    /// Tries the hosts in turn until one resumes the session: after a random pause (a
+    /// back-off if the lost connection had served for less than a moment), then with a
+    /// back-off after each round in which every host failed (`reconnect.rs`). `served`: how
+    /// long the lost connection served. `Err`: the state the session ended in (expired, or
+    /// closed meanwhile), and the close to answer once that is published.
+    async fn reconnect(
+        &mut self,
+        served: Duration,
+    ) -> Result<Io, (SessionState, Option<oneshot::Sender<()>>)> {
         let closed = |done| (SessionState::Closed, done);
-        let mut backoff = RECONNECT_BACKOFF_MIN;
+        let mut pause = self.endpoint.backoff.before_reconnect(served, self.endpoint.timeout);
         loop {
+            let sleep = tokio::time::sleep(pause);
+            while_away(&mut self.cmd, &mut self.deferred, sleep).await.map_err(closed)?;
             for _ in 0..self.endpoint.hosts.len() {
-                let expiry =
-                    self.last_heard + self.endpoint.timeout * LOCAL_EXPIRY.0 / LOCAL_EXPIRY.1;
-                if Instant::now() >= expiry {
-                    return Err((SessionState::Expired, None));
-                }
+                self.fail_stale_deferred();
                 let attempt = self.endpoint.open(self.core.last_zxid);
                 match while_away(&mut self.cmd, &mut self.deferred, attempt)
                     .await
@@ -229,9 +297,20 @@ impl Task {
                     Err(_) => {}
                 }
             }
-            let pause = tokio::time::sleep(backoff);
-            while_away(&mut self.cmd, &mut self.deferred, pause).await.map_err(closed)?;
-            backoff = (backoff * 2).min(RECONNECT_BACKOFF_MAX);
+            pause = self.endpoint.backoff.after_failure();
+        }
+    }
+
+    /// Fails the requests that have waited [`DEFERRED_WAIT_MAX`] for a reconnect.
+    fn fail_stale_deferred(&mut self) {
+        let max = self.endpoint.timeout * DEFERRED_WAIT_MAX.0 / DEFERRED_WAIT_MAX.1;
+        let now = Instant::now();
+        let (stale, kept) = std::mem::take(&mut self.deferred)
+            .into_iter()
+            .partition(|(at, c)| now - *at >= max && !matches!(c, Command::Close(_)));
+        self.deferred = kept;
+        for (_, c) in stale {
+            fail(c, &Error::ConnectionLoss);
         }
     }
 
@@ -265,7 +344,6 @@ impl Task {
                     };
                     filled += n;
                     last_read = Instant::now();
-                    self.last_heard = last_read;
                     match self.frames(&mut rbuf, &mut filled) {
                         Ok(None) => {}
                         Ok(Some(Frame::Closed)) => {
@@ -387,7 +465,7 @@ async fn write_or_flush(wr: &mut tokio::io::WriteHalf<Io>, out: &[u8]) -> std::i
 /// close was asked (or every handle is gone), with the close to answer.
 async fn while_away<T>(
     cmd: &mut mpsc::UnboundedReceiver<Command>,
-    deferred: &mut Vec<Command>,
+    deferred: &mut Vec<(Instant, Command)>,
     fut: impl Future<Output = T>,
 ) -> Result<T, Option<oneshot::Sender<()>>> {
     tokio::pin!(fut);
@@ -400,7 +478,7 @@ async fn while_away<T>(
                 Some(Command::Call(c)) if c.away == WhileAway::Fail => {
                     let _ = c.reply.send(Err(Error::ConnectionLoss));
                 }
-                Some(c) => deferred.push(c),
+                Some(c) => deferred.push((Instant::now(), c)),
             },
         }
     }

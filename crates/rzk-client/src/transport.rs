@@ -30,16 +30,31 @@ pub trait Transport: Send + Sync + 'static {
 }
 
 /// Plain TCP with Nagle's algorithm off: every request is one small frame the server should
-/// see at once.
+/// see at once. A name is resolved on every attempt and its addresses are tried in a fresh
+/// random order each time (the Java client picks one at random): a name for several servers
+/// spreads its clients, and an address whose server refuses the session (behind the
+/// client's zxid, read-only) is not the first one tried every time.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Tcp;
 
 impl Transport for Tcp {
     fn open<'a>(&'a self, addr: &'a str) -> OpenFuture<'a> {
         Box::pin(async move {
-            let s = TcpStream::connect(addr).await?;
-            s.set_nodelay(true)?;
-            Ok(Box::new(s) as Box<dyn Stream>)
+            let mut addrs: Vec<std::net::SocketAddr> =
+                tokio::net::lookup_host(addr).await?.collect();
+            fastrand::shuffle(&mut addrs);
+            let mut last =
+                io::Error::new(io::ErrorKind::NotFound, format!("{addr} has no address"));
+            for a in addrs {
+                match TcpStream::connect(a).await {
+                    Ok(s) => {
+                        s.set_nodelay(true)?;
+                        return Ok(Box::new(s) as Box<dyn Stream>);
+                    }
+                    Err(e) => last = e,
+                }
+            }
+            Err(last)
         })
     }
 }

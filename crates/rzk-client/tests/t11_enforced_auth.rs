@@ -1,0 +1,130 @@
+//! A session on a server that enforces digest authentication (`enforce.auth.enabled=true`,
+//! `enforce.auth.schemes=digest` on ZooKeeper 3.8; `enforced_auth_schemes` on rzk): it
+//! resumes across a restart of the server with its watches, and one without credentials ends
+//! at once in `AuthFailed` instead of reconnecting for ever.
+
+use std::time::{Duration, Instant};
+
+use rzk_client::{Acls, AddWatchMode, Client, CreateMode, Error, EventType, SessionState};
+use rzk_server::TestServer;
+use rzk_testkit::tempdir::TempDir;
+use rzk_testkit::wait::within;
+use rzk_testkit::zookeeper::{Settings, ZooKeeper};
+use rzk_testkit::Kind;
+
+const KINDS: [Kind; 2] = [Kind::Rzk, Kind::ZooKeeper];
+const LIMIT: Duration = Duration::from_secs(30);
+const ENFORCE_DIGEST: &str = "enforce.auth.enabled=true\nenforce.auth.schemes=digest\n";
+/// The most state changes a restart may cause: Disconnected, then SyncConnected, with room
+/// for one more pair should the first connection after the restart land while the server is
+/// still loading. A reconnect storm makes hundreds.
+const MAX_STATE_CHANGES: usize = 4;
+
+/// A durable server of `kind` enforcing digest authentication, restartable with its
+/// sessions.
+enum Enforcing {
+    Rzk(TestServer, TempDir),
+    ZooKeeper(ZooKeeper, TempDir),
+}
+
+impl Enforcing {
+    fn start(kind: Kind) -> Enforcing {
+        let dir = TempDir::new("rzk-client-enforced");
+        match kind {
+            Kind::Rzk => {
+                let s = TestServer::builder()
+                    .tick_ms(200)
+                    .data_dir(dir.path().join("data"))
+                    .config(|c| c.core.enforced_auth_schemes = vec!["digest".into()])
+                    .start()
+                    .expect("start rzk");
+                Enforcing::Rzk(s, dir)
+            }
+            Kind::ZooKeeper => {
+                let settings = Settings { tick_ms: 200, container_check_ms: 60_000 };
+                Enforcing::ZooKeeper(
+                    ZooKeeper::start_with(dir.path(), &settings, ENFORCE_DIGEST),
+                    dir,
+                )
+            }
+        }
+    }
+
+    fn hosts(&self) -> String {
+        match self {
+            Enforcing::Rzk(s, _) => s.connect_string(),
+            Enforcing::ZooKeeper(z, _) => z.hosts(),
+        }
+    }
+
+    fn restart(&mut self) {
+        match self {
+            Enforcing::Rzk(s, _) => s.restart().expect("restart rzk"),
+            Enforcing::ZooKeeper(z, _) => z.restart(),
+        }
+    }
+}
+
+async fn connect(hosts: &str, auth: Option<&str>) -> Client {
+    let mut c = Client::connector().with_session_timeout(Duration::from_secs(6));
+    if let Some(a) = auth {
+        c = c.with_auth("digest", a.as_bytes().to_vec());
+    }
+    within(LIMIT, "connect", c.connect(hosts)).await.expect("connect")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_with_credentials_resumes_after_a_restart_with_its_watches() {
+    for kind in KINDS {
+        let mut server = Enforcing::start(kind);
+        let c = connect(&server.hosts(), Some("u:p")).await;
+        let open = CreateMode::Persistent.with_acls(Acls::anyone_all());
+        c.create("/w", b"0", &open).await.unwrap();
+        let (_, _, once) = c.get_and_watch_data("/w").await.unwrap();
+        let mut persistent = c.watch("/w", AddWatchMode::Persistent).await.unwrap();
+        let mut states = c.state_watcher();
+        let id = c.session_id();
+
+        tokio::task::block_in_place(|| server.restart());
+        let started = Instant::now();
+        let mut changes = Vec::new();
+        while changes.last() != Some(&SessionState::SyncConnected) {
+            changes.push(within(LIMIT, "resumed", states.changed()).await);
+            assert!(changes.len() <= MAX_STATE_CHANGES, "{kind:?}: a reconnect storm: {changes:?}");
+        }
+        eprintln!("{kind:?}: resumed {:?} after the restart: {changes:?}", started.elapsed());
+        assert_eq!(c.session_id(), id, "{kind:?}: the same session");
+
+        let other = connect(&server.hosts(), Some("u:p")).await;
+        other.set_data("/w", b"1", None).await.unwrap();
+        let ev = within(LIMIT, "one-shot watch", once.changed()).await;
+        assert_eq!(
+            (ev.event_type, ev.path.as_str()),
+            (EventType::NodeDataChanged, "/w"),
+            "{kind:?}"
+        );
+        let ev = within(LIMIT, "persistent watch", persistent.changed()).await;
+        assert_eq!(ev.event_type, EventType::NodeDataChanged, "{kind:?}");
+        assert_eq!(c.get_data("/w").await.unwrap().0, b"1", "{kind:?}: served");
+        // Settled: the session stays connected, no flapping after the resume.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert_eq!(c.state(), SessionState::SyncConnected, "{kind:?}");
+        c.close().await;
+        other.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_without_credentials_ends_in_auth_failed_at_once() {
+    for kind in KINDS {
+        let server = Enforcing::start(kind);
+        let c = connect(&server.hosts(), None).await;
+        let mut states = c.state_watcher();
+        let started = Instant::now();
+        assert_eq!(c.get_data("/").await, Err(Error::SessionClosedRequireAuth), "{kind:?}");
+        let end = within(LIMIT, "the end", states.changed()).await;
+        assert_eq!(end, SessionState::AuthFailed, "{kind:?}: ended, not reconnecting");
+        assert!(started.elapsed() < Duration::from_secs(2), "{kind:?}: {:?}", started.elapsed());
+        assert_eq!(c.get_data("/").await, Err(Error::AuthFailed), "{kind:?}");
+    }
+}
