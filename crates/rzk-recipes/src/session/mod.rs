@@ -86,9 +86,7 @@ impl Session {
                 Err(_) => return Err(Error::OperationTimeout),
                 Ok(r) => r?,
             };
-        let timeout = client.session_timeout();
-        let margin = config.margin_for(timeout);
-        let heartbeat = config.heartbeat_for(timeout);
+        let heartbeat = config.heartbeat_for(client.session_timeout());
         let snapshot = Snapshot {
             state: ConnectionState::Connected,
             session_id: Some(client.session_id()),
@@ -98,7 +96,7 @@ impl Session {
             reconnects: 0,
         };
         let (snap, _) = watch::channel(snapshot);
-        let (lease, _) = watch::channel(LeaseState { generation: 1, last_ack_sent: started });
+        let (lease, _) = watch::channel(LeaseState::new(1, started, &client, &config));
         let (events, _) = broadcast::channel(CONNECTION_EVENT_BUFFER);
         let shared = Arc::new(Shared {
             snap,
@@ -106,8 +104,6 @@ impl Session {
             prev_lease: std::sync::Mutex::new(None),
             events,
             config,
-            timeout,
-            margin,
             heartbeat,
         });
         let (cmd, cmd_rx) = mpsc::unbounded_channel();
@@ -143,25 +139,25 @@ impl Session {
         self.inner.shared.snap.borrow().generation
     }
 
-    /// The negotiated session timeout `T`.
+    /// The negotiated session timeout `T` of the latest handshake (a session that moves to
+    /// another member may get another).
     pub fn negotiated_timeout(&self) -> Duration {
-        self.inner.shared.timeout
+        self.inner.shared.lease.borrow().timeout
     }
 
     /// The safety margin subtracted from `last_ack_sent + T`.
     pub fn safety_margin(&self) -> Duration {
-        self.inner.shared.margin
+        self.inner.shared.lease.borrow().margin
     }
 
     /// The current lease.
     pub fn lease(&self) -> Lease {
-        let s = &self.inner.shared;
-        let l = *s.lease.borrow();
+        let l = *self.inner.shared.lease.borrow();
         Lease {
             generation: l.generation,
             last_ack_sent: l.last_ack_sent,
-            server_expiry_not_before: l.last_ack_sent + s.timeout,
-            deadline: l.last_ack_sent + s.timeout - s.margin,
+            server_expiry_not_before: l.server_expiry_not_before(),
+            deadline: l.deadline(),
         }
     }
 

@@ -90,6 +90,34 @@ pub(crate) struct Snapshot {
 pub(crate) struct LeaseState {
     pub generation: u64,
     pub last_ack_sent: Instant,
+    /// The session timeout `T` of the latest handshake: a session that moves to a member
+    /// with other bounds gets another, and the server expires it by that one.
+    pub timeout: Duration,
+    /// The safety margin subtracted from `last_ack_sent + T`, derived from `timeout`.
+    pub margin: Duration,
+}
+
+impl LeaseState {
+    /// The lease of `generation` from `last_ack_sent`, with the timeout `client` negotiated.
+    pub fn new(
+        generation: u64,
+        last_ack_sent: Instant,
+        client: &Client,
+        config: &SessionConfig,
+    ) -> LeaseState {
+        let timeout = client.session_timeout();
+        LeaseState { generation, last_ack_sent, timeout, margin: config.margin_for(timeout) }
+    }
+
+    /// The earliest moment a server could expire the session.
+    pub fn server_expiry_not_before(&self) -> Instant {
+        self.last_ack_sent + self.timeout
+    }
+
+    /// When the holder must stop acting: the server's earliest expiry less the margin.
+    pub fn deadline(&self) -> Instant {
+        self.server_expiry_not_before() - self.margin
+    }
 }
 
 pub(crate) struct Shared {
@@ -99,10 +127,7 @@ pub(crate) struct Shared {
     pub prev_lease: std::sync::Mutex<Option<LeaseState>>,
     pub events: broadcast::Sender<ConnectionEvent>,
     pub config: SessionConfig,
-    /// Negotiated session timeout of the first session (every session of one manager asks for
-    /// the same value, so this does not change).
-    pub timeout: Duration,
-    pub margin: Duration,
+    /// The heartbeat's period, from the first session's timeout.
     pub heartbeat: Duration,
 }
 
@@ -139,7 +164,21 @@ impl Shared {
         } else {
             self.prev_lease.lock().expect("poisoned").filter(|p| p.generation == generation)
         };
-        l.map(|l| l.last_ack_sent + self.timeout - self.margin)
+        l.map(|l| l.deadline())
+    }
+
+    /// Takes the timeout `client` renegotiated on a reconnect of `generation`'s session.
+    pub fn renegotiated(&self, generation: u64, client: &Client) {
+        let timeout = client.session_timeout();
+        self.lease.send_if_modified(|l| {
+            if l.generation != generation || l.timeout == timeout {
+                return false;
+            }
+            tracing::info!(generation, ?timeout, was = ?l.timeout, "the lease takes the renegotiated timeout");
+            l.timeout = timeout;
+            l.margin = self.config.margin_for(timeout);
+            true
+        });
     }
 
     /// Starts the lease of a new generation, keeping the final one of the old.
@@ -152,6 +191,6 @@ impl Shared {
     pub fn deadline(&self, generation: u64) -> Option<Instant> {
         let l = *self.lease.borrow();
         (l.generation == generation && self.snap.borrow().generation == generation)
-            .then(|| l.last_ack_sent + self.timeout - self.margin)
+            .then(|| l.deadline())
     }
 }

@@ -78,8 +78,9 @@ impl Supervisor {
                     match self.reconnect().await {
                         Ok((c, started)) => {
                             let generation = self.shared.snap.borrow().generation + 1;
-                            self.shared
-                                .new_lease(LeaseState { generation, last_ack_sent: started });
+                            let lease =
+                                LeaseState::new(generation, started, &c, &self.shared.config);
+                            self.shared.new_lease(lease);
                             self.shared.publish(|s| {
                                 s.state = ConnectionState::Reconnected { new_session: true };
                                 s.session_id = Some(c.session_id());
@@ -143,7 +144,7 @@ impl Supervisor {
         // Every clone of the client must be dropped for the library to send CloseSession;
         // recipe drivers drop theirs when they see Closed. Wait (bounded) for the library.
         if let Some(mut w) = watcher {
-            let bound = self.shared.timeout.min(CLOSE_WAIT_MAX);
+            let bound = self.shared.lease.borrow().timeout.min(CLOSE_WAIT_MAX);
             let _ = tokio::time::timeout(bound, async {
                 while !w.peek_state().is_terminated() {
                     w.changed().await;
@@ -181,10 +182,8 @@ impl Supervisor {
             });
         };
         loop {
-            let expiry = (!connected && shared.config.simulate_expiry).then(|| {
-                let l = *shared.lease.borrow();
-                l.last_ack_sent + shared.timeout - shared.margin
-            });
+            let expiry = (!connected && shared.config.simulate_expiry)
+                .then(|| shared.lease.borrow().deadline());
             tokio::select! {
                 st = states.changed() => match st {
                     SessionState::Disconnected => {
@@ -201,6 +200,7 @@ impl Supervisor {
                         if !connected {
                             connected = true;
                             tracing::debug!(generation, "reconnected");
+                            shared.renegotiated(generation, &client);
                             shared.publish(|s| {
                                 s.state = ConnectionState::Reconnected { new_session: false };
                                 s.reconnects += 1;
@@ -216,8 +216,7 @@ impl Supervisor {
                 },
                 _ = beat.tick(), if connected => send_beat(&client),
                 _ = sleep_until(expiry), if expiry.is_some() => {
-                    let l = *shared.lease.borrow();
-                    if Instant::now() >= l.last_ack_sent + shared.timeout - shared.margin {
+                    if Instant::now() >= shared.lease.borrow().deadline() {
                         tracing::info!(generation, "simulated expiry: disconnected past the lease");
                         return End::Lost;
                     }
