@@ -73,8 +73,11 @@ impl Connect {
     pub(crate) async fn client(&self) -> Result<zk::Client, CliError> {
         let limit = Duration::from_millis(self.connect_timeout_ms);
         let tls = self.tls()?;
+        // Each attempt gets its share of the budget, so a black-holed first host leaves time
+        // for the others (the client walks them from a shuffled start).
+        let n = u32::try_from(hosts(&self.hosts).len().max(1)).unwrap_or(u32::MAX);
         let mut connector = zk::Client::connector()
-            .with_connection_timeout(limit)
+            .with_connection_timeout(limit / n)
             .with_session_timeout(Duration::from_secs(10));
         if let Some(tls) = &tls {
             connector = connector.with_transport(std::sync::Arc::new(tls.clone()));
