@@ -21,16 +21,21 @@ const ENFORCE_DIGEST: &str = "enforce.auth.enabled=true\nenforce.auth.schemes=di
 const MAX_STATE_CHANGES: usize = 4;
 
 /// A durable server of `kind` enforcing digest authentication, restartable with its
-/// sessions.
-enum Enforcing {
-    Rzk(TestServer, TempDir),
-    ZooKeeper(ZooKeeper, TempDir),
+/// sessions; its directory outlives it.
+struct Enforcing {
+    server: Server,
+    _dir: TempDir,
+}
+
+enum Server {
+    Rzk(Box<TestServer>),
+    ZooKeeper(ZooKeeper),
 }
 
 impl Enforcing {
     fn start(kind: Kind) -> Enforcing {
         let dir = TempDir::new("rzk-client-enforced");
-        match kind {
+        let server = match kind {
             Kind::Rzk => {
                 let s = TestServer::builder()
                     .tick_ms(200)
@@ -38,29 +43,27 @@ impl Enforcing {
                     .config(|c| c.core.enforced_auth_schemes = vec!["digest".into()])
                     .start()
                     .expect("start rzk");
-                Enforcing::Rzk(s, dir)
+                Server::Rzk(Box::new(s))
             }
             Kind::ZooKeeper => {
                 let settings = Settings { tick_ms: 200, container_check_ms: 60_000 };
-                Enforcing::ZooKeeper(
-                    ZooKeeper::start_with(dir.path(), &settings, ENFORCE_DIGEST),
-                    dir,
-                )
+                Server::ZooKeeper(ZooKeeper::start_with(dir.path(), &settings, ENFORCE_DIGEST))
             }
-        }
+        };
+        Enforcing { server, _dir: dir }
     }
 
     fn hosts(&self) -> String {
-        match self {
-            Enforcing::Rzk(s, _) => s.connect_string(),
-            Enforcing::ZooKeeper(z, _) => z.hosts(),
+        match &self.server {
+            Server::Rzk(s) => s.connect_string(),
+            Server::ZooKeeper(z) => z.hosts(),
         }
     }
 
     fn restart(&mut self) {
-        match self {
-            Enforcing::Rzk(s, _) => s.restart().expect("restart rzk"),
-            Enforcing::ZooKeeper(z, _) => z.restart(),
+        match &mut self.server {
+            Server::Rzk(s) => s.restart().expect("restart rzk"),
+            Server::ZooKeeper(z) => z.restart(),
         }
     }
 }

@@ -1,5 +1,7 @@
 //! An Apache ZooKeeper 3.8 ensemble (`QuorumPeerMain`) on loopback, from the Debian jars, each
-//! node's SIGKILL in the test's hands.
+//! node's SIGKILL and restart in the test's hands, and a fault-injecting proxy in front of
+//! every node's client port (cut, black-hole, heal) for clients that connect through
+//! [`Ensemble::proxied_hosts`].
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -8,6 +10,7 @@ use std::time::Instant;
 
 use crate::four_letter::four_letter_local;
 use crate::ports::free_ports;
+use crate::proxy::Proxy;
 use crate::tempdir::TempDir;
 use crate::zookeeper::{assert_served_by, spawn, READY_TIMEOUT};
 
@@ -21,12 +24,20 @@ struct Node {
     client_port: u16,
     dir: PathBuf,
     child: Option<Child>,
+    /// In front of `client_port`.
+    proxy: Proxy,
 }
 
 /// An n-node ensemble on 127.0.0.1, every process killed and its directory removed on drop.
 pub struct Ensemble {
     nodes: Vec<Node>,
     _dir: TempDir,
+}
+
+/// The JVM of the node in `dir`, its log appended to.
+fn spawn_node(dir: &std::path::Path) -> Child {
+    let main = "org.apache.zookeeper.server.quorum.QuorumPeerMain";
+    spawn(main, &dir.join("zoo.cfg"), &dir.join("server.log"), &[])
 }
 
 /// A node's role, as `srvr` reports it.
@@ -66,24 +77,53 @@ impl Ensemble {
                 ),
             )
             .expect("zoo.cfg");
-            let main = "org.apache.zookeeper.server.quorum.QuorumPeerMain";
-            let child = spawn(main, &cfg, &ndir.join("server.log"), &[]);
-            nodes.push(Node { client_port: ports[3 * i], dir: ndir, child: Some(child) });
+            let child = spawn_node(&ndir);
+            let proxy = Proxy::start(format!("127.0.0.1:{}", ports[3 * i]));
+            nodes.push(Node { client_port: ports[3 * i], dir: ndir, child: Some(child), proxy });
         }
         let e = Ensemble { nodes, _dir: dir };
-        let deadline = Instant::now() + READY_TIMEOUT;
-        while !(0..n).all(|i| e.role(i).is_some()) {
-            assert!(
-                Instant::now() < deadline,
-                "ensemble not ready after {READY_TIMEOUT:?}:\n{}",
-                e.logs()
-            );
-            std::thread::sleep(READY_POLL);
-        }
+        e.wait_until("every node serves", |e| (0..n).all(|i| e.role(i).is_some()));
         for node in &e.nodes {
             assert_served_by(node.client_port, &node.dir.join("data"));
         }
         e
+    }
+
+    /// Waits until `done` holds, or panics with `what` and the logs after [`READY_TIMEOUT`].
+    pub fn wait_until(&self, what: &str, done: impl Fn(&Ensemble) -> bool) {
+        let deadline = Instant::now() + READY_TIMEOUT;
+        while !done(self) {
+            assert!(
+                Instant::now() < deadline,
+                "{what}: not after {READY_TIMEOUT:?}:\n{}",
+                self.logs()
+            );
+            std::thread::sleep(READY_POLL);
+        }
+    }
+
+    /// How many nodes there are.
+    pub fn size(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// The connect string naming every node's proxy, in node order.
+    pub fn proxied_hosts(&self) -> String {
+        self.nodes.iter().map(|n| n.proxy.hosts()).collect::<Vec<_>>().join(",")
+    }
+
+    /// The proxy in front of node `i`'s client port.
+    pub fn proxy(&self, i: usize) -> &Proxy {
+        &self.nodes[i].proxy
+    }
+
+    /// Starts node `i` again on its data (after [`Ensemble::kill`]) and waits until it serves
+    /// as leader or follower: it has rejoined the quorum.
+    pub fn restart(&mut self, i: usize) {
+        if self.nodes[i].child.is_none() {
+            self.nodes[i].child = Some(spawn_node(&self.nodes[i].dir));
+        }
+        self.wait_until(&format!("node {} rejoins", i + 1), |e| e.role(i).is_some());
     }
 
     /// The connect string naming every node.

@@ -90,6 +90,22 @@ fn a_refused_connection_fails_at_once() {
     }
 }
 
+#[test]
+fn a_black_holed_host_costs_a_node_command_only_its_share_of_the_budget() {
+    // The hole accepts TCP and answers nothing. Each attempt gets the 5 s budget divided by
+    // the hosts, so a command that starts on the hole still reaches the server in time.
+    let s = server();
+    let hole = Proxy::start(s.connect_string());
+    hole.blackhole();
+    let cs = format!("{},{}", hole.hosts(), s.connect_string());
+    for _ in 0..8 {
+        let started = Instant::now();
+        let o = rzk(&cs, &["ls", "/"]);
+        assert!(o.status.success(), "after {:?}: {}", started.elapsed(), stderr(&o));
+        assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
+    }
+}
+
 /// A `rzk elect` process whose command appends "start <id> <token>" to a shared log and,
 /// when terminated, "stop <id>".
 struct Elect {
