@@ -128,7 +128,11 @@ impl Core {
     /// watches to re-register (changes after `last_zxid` fire at once). Credentials go first,
     /// as the Java client sends them: a server that enforces authentication answers anything
     /// before them with -124 and closes the connection.
+    ///
+    /// Every persistent watcher is told to read again (a lagged event): ZooKeeper replays no
+    /// persistent-watch event of the gap.
     pub fn resume(&mut self, out: &mut Vec<u8>) {
+        self.watches.resumed();
         for (scheme, auth) in &self.auths {
             out.extend_from_slice(&auth_frame(scheme, auth));
             self.auth_waiters.push_back(None);

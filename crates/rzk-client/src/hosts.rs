@@ -122,6 +122,9 @@ mod tests {
         assert!(ConnectString::parse("").is_err());
         assert!(ConnectString::parse("a:x").is_err());
         assert!(ConnectString::parse("a/b/").is_err());
+        let v6 = ConnectString::parse("[::1]:2181,[fe80::1],h:1/app").unwrap();
+        assert_eq!(v6.hosts, ["[::1]:2181", "[fe80::1]:2181", "h:1"]);
+        assert_eq!(v6.chroot.as_deref(), Some("/app"));
     }
 
     #[test]

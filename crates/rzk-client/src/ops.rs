@@ -32,6 +32,9 @@ pub struct AuthUser {
     pub user: String,
 }
 
+/// Where a server keeps the ensemble's configuration (ZooKeeper's `ZooDefs.CONFIG_NODE`).
+const CONFIG_NODE: &str = "/zookeeper/config";
+
 fn unexpected(r: Response) -> Error {
     Error::Protocol(format!("unexpected response {r:?}"))
 }
@@ -427,6 +430,41 @@ impl Client {
                     .into_iter()
                     .map(|c| AuthUser { scheme: c.auth_scheme, user: c.user })
                     .collect()),
+                r => Err(unexpected(r)),
+            }
+        }
+    }
+
+    /// The session's ephemeral nodes whose paths start with `prefix` (ZooKeeper's
+    /// `getEphemerals`; `/` for all of them), as the caller's paths.
+    pub fn list_ephemerals(
+        &self,
+        prefix: &str,
+    ) -> impl Future<Output = Result<Vec<String>, Error>> + Send + 'static {
+        let req = self.server_path(prefix).map(|prefix| Request::GetEphemerals { prefix });
+        let fut = self.submit(req, None);
+        let chroot = self.shared.chroot.clone();
+        async move {
+            match fut.await? {
+                Response::Children(paths) => {
+                    Ok(paths.into_iter().map(|p| chroot.to_client(p)).collect())
+                }
+                r => Err(unexpected(r)),
+            }
+        }
+    }
+
+    /// The ensemble's configuration as the server holds it (ZooKeeper's `getConfig`: the
+    /// data of `/zookeeper/config`, whatever the chroot), and its stat: `server.N=` lines
+    /// and the configuration's `version`.
+    pub fn get_config(
+        &self,
+    ) -> impl Future<Output = Result<(Vec<u8>, Stat), Error>> + Send + 'static {
+        let path = CONFIG_NODE.to_owned();
+        let fut = self.submit(Ok(Request::GetData(PathWatch { path, watch: false })), None);
+        async move {
+            match fut.await? {
+                Response::GetData { data, stat } => Ok((data.unwrap_or_default(), stat)),
                 r => Err(unexpected(r)),
             }
         }

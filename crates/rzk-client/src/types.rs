@@ -87,10 +87,12 @@ pub enum EventType {
     NodeDataChanged,
     /// The node's children changed.
     NodeChildrenChanged,
-    /// A persistent watcher fell [`PERSISTENT_WATCH_BACKLOG`](crate::PERSISTENT_WATCH_BACKLOG)
-    /// events behind its watch, and the events after the ones delivered before this were
-    /// dropped until it caught up: read what the watch covers again. The event names the
-    /// watched path. Only a [`PersistentWatcher`](crate::PersistentWatcher) delivers it.
+    /// Events of a persistent watch may be missing: read what the watch covers again. Either
+    /// the watcher fell [`PERSISTENT_WATCH_BACKLOG`](crate::PERSISTENT_WATCH_BACKLOG) events
+    /// behind, and the events after the ones delivered before this were dropped until it
+    /// caught up; or the session was resumed on a new connection, and ZooKeeper replays no
+    /// persistent-watch event of the disconnection. The event names the watched path. Only a
+    /// [`PersistentWatcher`](crate::PersistentWatcher) delivers it.
     Lagged,
 }
 

@@ -89,6 +89,20 @@ impl Backlog {
 
     /// Queues `ev` or drops it as above; false once the reader is gone.
     fn offer(&mut self, ev: &WatchedEvent) -> bool {
+        self.push(Some(ev))
+    }
+
+    /// Queues a lagged event: the session was resumed on a new connection, and ZooKeeper
+    /// replays no persistent-watch event of the gap. Later events are still queued (the
+    /// backlog is not full); an unread lagged event of a full backlog covers the gap already.
+    /// False once the reader is gone.
+    fn gap(&mut self) -> bool {
+        self.push(None)
+    }
+
+    /// Queues `ev`, or a lagged event for `None`; when one slot of the backlog is left, a
+    /// lagged event, and nothing more until the reader has emptied the queue.
+    fn push(&mut self, ev: Option<&WatchedEvent>) -> bool {
         if self.tx.is_closed() {
             return false;
         }
@@ -98,11 +112,11 @@ impl Backlog {
             }
             self.lagged = false;
         }
-        let ev = if self.tx.capacity() > 1 + END_SLOT {
-            ev.clone()
-        } else {
-            self.lagged = true;
-            WatchedEvent::lagged(&self.path)
+        let room = self.tx.capacity() > 1 + END_SLOT;
+        self.lagged = !room;
+        let ev = match ev {
+            Some(ev) if room => ev.clone(),
+            _ => WatchedEvent::lagged(&self.path),
         };
         // The session task is the only sender, so the capacity just read is still there.
         !matches!(self.tx.try_send(ev), Err(mpsc::error::TrySendError::Closed(_)))
@@ -180,6 +194,18 @@ impl Watches {
         }
     }
 
+    /// Tells every persistent watcher that a disconnection may have hidden events (see
+    /// [`Backlog::gap`]), pruning the ones whose readers are gone.
+    pub fn resumed(&mut self) {
+        self.sinks.retain(|_, v| {
+            v.retain_mut(|s| match s {
+                Sink::Many(b) => b.gap(),
+                Sink::Once(o) => !o.is_closed(),
+            });
+            !v.is_empty()
+        });
+    }
+
     /// Every live watch as (kind, the server's path), for `SetWatches` after a reconnect,
     /// pruning the ones whose handles were all dropped.
     pub fn live(&mut self) -> Vec<(Kind, String)> {
@@ -237,6 +263,29 @@ mod tests {
         drop(rx);
         fire(&mut w, 10);
         assert!(w.live().is_empty());
+    }
+
+    /// A resumed session tells a persistent watcher to read again, once per resume, and the
+    /// events after it are still delivered.
+    #[test]
+    fn a_resume_says_lagged_and_keeps_the_events_after_it() {
+        let (mut w, mut rx) = watching(8);
+        fire(&mut w, 1);
+        w.resumed();
+        fire(&mut w, 2);
+        let (changed, lagged) = (EventType::NodeDataChanged, EventType::Lagged);
+        assert_eq!(
+            brief(drain(&mut rx)),
+            [(changed, "/app".into(), 1), (lagged, "/app".into(), -1), (changed, "/app".into(), 2)]
+        );
+        // A full backlog keeps the end's slot through a resume.
+        let (mut w, mut rx) = watching(2);
+        fire(&mut w, 1);
+        w.resumed();
+        fire(&mut w, 2);
+        w.end(SessionState::Closed);
+        let kinds: Vec<_> = drain(&mut rx).iter().map(|e| e.event_type).collect();
+        assert_eq!(kinds, [changed, lagged, EventType::Session]);
     }
 
     /// The session's end, and how it ended, is not lost to a full backlog.

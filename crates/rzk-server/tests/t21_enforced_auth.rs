@@ -7,14 +7,13 @@ use std::time::Duration;
 
 use rzk_proto::{PathWatch, Request};
 use rzk_server::TestServer;
+use rzk_testkit::enforcing::ENFORCE_DIGEST;
 use rzk_testkit::raw::BlockingClient;
 use rzk_testkit::tempdir::TempDir;
 use rzk_testkit::zookeeper::{Settings, ZooKeeper};
 
 /// How long a test's read waits for the server before it fails.
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
-/// The keys under test, as an operator writes them in zoo.cfg.
-const ENFORCE_DIGEST: &str = "enforce.auth.enabled=true\nenforce.auth.schemes=digest\n";
 
 /// rzk enforcing digest authentication, and ZooKeeper started with [`ENFORCE_DIGEST`].
 fn servers() -> (TestServer, ZooKeeper, TempDir) {

@@ -1,12 +1,13 @@
 //! Test scaffolding shared by every rzk test suite, and only by tests: each crate lists it
 //! under `[dev-dependencies]`. The raw ZooKeeper client (rzk-bench's, re-exported), free
 //! ports, temporary directories, a fault-injecting TCP proxy, four-letter words, Apache
-//! ZooKeeper 3.8 (one server or an ensemble) and other Java processes on the Debian jars named
+//! ZooKeeper 3.8 (one server, one that enforces authentication, or an ensemble) and other Java processes on the Debian jars named
 //! in `tests/support/java-classpath.txt`, the lines a child process prints, misbehaving HTTP
 //! clients, and waiting with a deadline.
 #![forbid(unsafe_code)]
 
 pub mod certs;
+pub mod enforcing;
 pub mod ensemble;
 pub mod four_letter;
 pub mod http_abuse;
