@@ -163,7 +163,7 @@ pub use rzk_client;
 pub use rzk_client::SessionId;
 pub use semaphore::{InterProcessSemaphore, SemaphoreLease, SemaphoreOptions};
 pub use session::{
-    ConnectionEvent, ConnectionEvents, ConnectionState, Lease, Session, SessionConfig,
+    ConnectionEvent, ConnectionEvents, ConnectionState, Credential, Lease, Session, SessionConfig,
 };
 pub use shared_count::{CountChanges, SharedCount, VersionedCount};
 pub use token::FencingToken;

@@ -33,7 +33,8 @@ pub(crate) fn classify(e: &ZkError) -> Class {
         | Z::InvalidAcl
         | Z::NoChildrenForEphemerals
         | Z::BadArguments(_)
-        | Z::AuthFailed => Class::Fatal,
+        | Z::AuthFailed
+        | Z::SessionClosedRequireAuth => Class::Fatal,
         _ => Class::Transient,
     }
 }
@@ -63,7 +64,7 @@ impl Error {
             Z::NotEmpty => Error::NotEmpty { path },
             Z::NoChildrenForEphemerals => Error::NoChildrenForEphemerals { path },
             Z::NoAuth => Error::NoAuth { path },
-            Z::AuthFailed => Error::AuthFailed,
+            Z::AuthFailed | Z::SessionClosedRequireAuth => Error::AuthFailed,
             Z::InvalidAcl => Error::InvalidAcl,
             Z::NotReadOnly => Error::NotReadOnly,
             Z::Throttled => Error::Throttled,

@@ -30,6 +30,25 @@ pub struct SessionConfig {
     /// Connect over TLS, trusting and presenting these; `None` (the default) connects in
     /// plain text.
     pub tls: Option<TlsConfig>,
+    /// Credentials sent on every connection of every session, the ones rebuilt after an
+    /// expiry included, before any request (Curator's `authorization`, kazoo's `auth_data`).
+    pub auth: Vec<Credential>,
+}
+
+/// One credential: a scheme and its scheme-specific bytes (`digest`, `user:password`).
+/// Its `Debug` shows the scheme only, so a logged configuration keeps the secret.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Credential {
+    /// The scheme, e.g. `digest`.
+    pub scheme: String,
+    /// What the scheme takes, e.g. `user:password` for `digest`.
+    pub auth: Vec<u8>,
+}
+
+impl std::fmt::Debug for Credential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credential").field("scheme", &self.scheme).finish_non_exhaustive()
+    }
 }
 
 impl SessionConfig {
@@ -44,6 +63,7 @@ impl SessionConfig {
             safety_margin: None,
             simulate_expiry: true,
             tls: None,
+            auth: Vec::new(),
         }
     }
 
@@ -80,6 +100,13 @@ impl SessionConfig {
     /// Turns simulated expiry on or off.
     pub fn with_simulate_expiry(mut self, on: bool) -> Self {
         self.simulate_expiry = on;
+        self
+    }
+
+    /// Adds a credential (any number): `scheme` and its bytes, e.g. `("digest",
+    /// "user:password")`, sent before anything else on every connection of every session.
+    pub fn with_auth(mut self, scheme: impl Into<String>, auth: impl Into<Vec<u8>>) -> Self {
+        self.auth.push(Credential { scheme: scheme.into(), auth: auth.into() });
         self
     }
 

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use rzk_client::{Client, SessionId, SessionInfo};
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
-pub use config::SessionConfig;
+pub use config::{Credential, SessionConfig};
 pub use events::ConnectionEvents;
 pub use state::{ConnectionEvent, ConnectionState, Lease};
 pub(crate) use state::{Shared, Snapshot};

@@ -31,6 +31,9 @@ pub(super) async fn connect_client(config: &SessionConfig) -> Result<Client, cra
     if let Some(t) = config.connection_timeout {
         c = c.with_connection_timeout(t);
     }
+    for cred in &config.auth {
+        c = c.with_auth(cred.scheme.clone(), cred.auth.clone());
+    }
     match &config.tls {
         None => Ok(c.connect(&config.hosts).await?),
         Some(tls) => Ok(c.with_transport(Arc::new(tls.clone())).connect(&config.hosts).await?),
