@@ -28,6 +28,41 @@ pub(crate) struct Connect {
     /// With --tls-cert: its private key (PEM).
     #[arg(long, global = true, env = "RZK_TLS_KEY", value_name = "PEM", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// Credentials sent before anything else on every connection, as zkCli's addauth takes
+    /// them: `scheme:credentials` (`digest:user:password`). Repeatable. A command line is
+    /// visible to other users: prefer --auth-file.
+    #[arg(long = "auth", global = true, env = "RZK_AUTH", value_name = "SCHEME:CREDENTIALS",
+          value_parser = parse_credential)]
+    pub auth: Vec<Credential>,
+    /// A file of credentials, one `scheme:credentials` per line (blank lines and lines
+    /// starting with # are skipped), sent as --auth's are.
+    #[arg(long, global = true, env = "RZK_AUTH_FILE", value_name = "FILE")]
+    pub auth_file: Option<PathBuf>,
+}
+
+/// One `scheme:credentials`; its `Debug` shows the scheme only.
+#[derive(Clone)]
+pub(crate) struct Credential {
+    scheme: String,
+    secret: Vec<u8>,
+}
+
+impl std::fmt::Debug for Credential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credential").field("scheme", &self.scheme).finish_non_exhaustive()
+    }
+}
+
+/// `scheme:credentials`, the scheme a non-empty word.
+fn parse_credential(s: &str) -> Result<Credential, String> {
+    match s.split_once(':') {
+        Some((scheme, secret))
+            if !scheme.is_empty() && scheme.chars().all(|c| c.is_ascii_alphanumeric()) =>
+        {
+            Ok(Credential { scheme: scheme.to_owned(), secret: secret.as_bytes().to_vec() })
+        }
+        _ => Err("expected scheme:credentials, e.g. digest:user:password".to_owned()),
+    }
 }
 
 /// How long a connection may take before the hosts are probed for a refusal. A server that is
@@ -51,6 +86,23 @@ impl Connect {
         }
     }
 
+    /// Every credential of --auth and --auth-file, the file read now.
+    pub(crate) fn credentials(&self) -> Result<Vec<Credential>, CliError> {
+        let mut out = self.auth.clone();
+        if let Some(path) = &self.auth_file {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| CliError::usage(format!("--auth-file {}: {e}", path.display())))?;
+            let lines = text.lines().enumerate().map(|(i, l)| (i + 1, l.trim()));
+            for (n, line) in lines.filter(|(_, l)| !l.is_empty() && !l.starts_with('#')) {
+                let c = parse_credential(line).map_err(|e| {
+                    CliError::usage(format!("--auth-file {} line {n}: {e}", path.display()))
+                })?;
+                out.push(c);
+            }
+        }
+        Ok(out)
+    }
+
     /// A managed election session (rzk-recipes), or a clear error once the connect timeout
     /// has passed.
     pub(crate) async fn election_session(
@@ -61,6 +113,9 @@ impl Connect {
         let mut config = rzk_recipes::SessionConfig::new(&self.hosts).with_connect_timeout(limit);
         if let Some(t) = session_timeout {
             config = config.with_session_timeout(t);
+        }
+        for c in self.credentials()? {
+            config = config.with_auth(c.scheme, c.secret);
         }
         let tls = self.tls()?;
         if let Some(tls) = &tls {
@@ -81,6 +136,9 @@ impl Connect {
             .with_session_timeout(Duration::from_secs(10));
         if let Some(tls) = &tls {
             connector = connector.with_transport(std::sync::Arc::new(tls.clone()));
+        }
+        for c in self.credentials()? {
+            connector = connector.with_auth(c.scheme, c.secret);
         }
         let connecting =
             async { connector.connect(&self.hosts).await.map_err(rzk_recipes::Error::from) };

@@ -108,6 +108,9 @@ fn zk_error(path: &str, e: zk::Error) -> CliError {
             format!("{path}: ephemeral nodes cannot have children")
         }
         zk::Error::InvalidAcl => format!("{path}: invalid ACL"),
+        zk::Error::SessionClosedRequireAuth | zk::Error::AuthFailed => {
+            format!("{path}: the server requires credentials it accepts (--auth, --auth-file): {e}")
+        }
         zk::Error::BadArguments(why) => format!("bad path {path:?}: {why}"),
         zk::Error::Unimplemented => {
             format!("{path}: the server does not support this (TTL nodes need extended types)")

@@ -106,6 +106,40 @@ fn a_black_holed_host_costs_a_node_command_only_its_share_of_the_budget() {
     }
 }
 
+#[test]
+fn credentials_from_the_flag_the_environment_and_a_file_reach_an_enforcing_server() {
+    let s = rzk_server::TestServer::builder()
+        .config(|c| c.core.enforced_auth_schemes = vec!["digest".into()])
+        .start()
+        .expect("start rzk");
+    let cs = s.connect_string();
+    let o = rzk(&cs, &["ls", "/"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("requires credentials"), "{}", stderr(&o));
+    let o = rzk(&cs, &["--auth", "digest:app:secret", "ls", "/"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = Command::new(env!("CARGO_BIN_EXE_rzk"))
+        .env("RZK_AUTH", "digest:app:secret")
+        .args(["--connect", &cs, "ls", "/"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "RZK_AUTH: {}", stderr(&o));
+    let dir = TempDir::new("rzk-cli-auth");
+    let file = dir.join("auth");
+    std::fs::write(&file, "# the app's credential\n\ndigest:app:secret\n").unwrap();
+    let o = rzk(&cs, &["--auth-file", file.to_str().unwrap(), "ls", "/"]);
+    assert!(o.status.success(), "--auth-file: {}", stderr(&o));
+
+    // Bad input is refused before connecting, naming the format or the line.
+    let o = rzk(&cs, &["--auth", "no-scheme", "ls", "/"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("scheme:credentials"), "{}", stderr(&o));
+    std::fs::write(&file, "digest:app:secret\nnonsense\n").unwrap();
+    let o = rzk(&cs, &["--auth-file", file.to_str().unwrap(), "ls", "/"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("line 2"), "{}", stderr(&o));
+}
+
 /// A `rzk elect` process whose command appends "start <id> <token>" to a shared log and,
 /// when terminated, "stop <id>".
 struct Elect {
