@@ -63,14 +63,18 @@ impl From<DebugValue> for Value {
     }
 }
 
-/// The series of `path`, totalled over every snapshot so far: the debugging recorder resets
-/// counters and gauges (to 0) and drains histograms on each snapshot, so the totals add the
-/// counts and gauge moves and keep every histogram value.
+/// The recipes' series of `path`, totalled over every snapshot so far: the debugging
+/// recorder resets counters and gauges (to 0) and drains histograms on each snapshot, so the
+/// totals add the counts and gauge moves and keep every histogram value. The client's own
+/// series (`rzk_client_*`, per session, not per path) are not the recipes'.
 fn series_of(path: &str) -> Vec<Series> {
     static TOTALS: Mutex<Vec<Series>> = Mutex::new(Vec::new());
     let mut totals = TOTALS.lock().unwrap();
     for (key, _, _, value) in snapshotter().snapshot().into_vec() {
         let key = key.key();
+        if !key.name().starts_with("rzk_recipes_") {
+            continue;
+        }
         let mut labels: Vec<(String, String)> =
             key.labels().map(|l| (l.key().to_string(), l.value().to_string())).collect();
         let at = labels.iter().position(|(k, _)| k == "path").expect("every series has a path");

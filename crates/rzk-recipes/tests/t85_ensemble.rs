@@ -29,8 +29,13 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use rzk_recipes::{LatchOptions, LeaderLatch, Session, SessionConfig};
-use rzk_testkit::ensemble::Ensemble;
+use rzk_client::{Acls, CreateMode};
+use rzk_recipes::{
+    CacheOptions, InterProcessMutex, LatchOptions, LeaderLatch, MutexOptions, Session,
+    SessionConfig, TreeCache,
+};
+use rzk_testkit::ensemble::{Ensemble, Role};
+use support::cache::{assert_converged, Recorder};
 use support::checker::Checker;
 use support::{init_tracing, serial};
 
@@ -416,4 +421,102 @@ async fn t85b_ensemble_leader_killed_mid_handoff() {
     }
     drop(ens);
     eprintln!("t85b: {:?}", t_test.elapsed());
+}
+
+/// A session placed on node `node` (or, with `on` false, anywhere else): the client's
+/// shuffle decides, so sessions placed elsewhere are closed and opened again.
+async fn session_placed(ens: &Ensemble, hosts: &str, node: usize, on: bool) -> Session {
+    for _ in 0..40 {
+        let s = Session::connect(config(hosts)).await.expect("connect");
+        if blocking(|| ens.sessions_on(node).contains(&sid(&s))) == on {
+            return s;
+        }
+        s.close().await;
+    }
+    panic!("no session placed {} node {} in 40 tries", if on { "on" } else { "off" }, node + 1);
+}
+
+/// A follower dies (no election) under a latch leader, a mutex holder and a tree cache whose
+/// sessions are on it, while a latch follower and a mutex waiter are elsewhere:
+/// - every session on it moves to a survivor on the same session;
+/// - the checker's invariants hold for the latch and the mutex (no overlap, token order,
+///   token = czxid): the holder's hold ends with its Suspended state, and the waiter gets the
+///   lock after that, with a larger token;
+/// - the cache converges on the server's tree, writes made during the failover included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t85c_ensemble_follower_killed_under_latch_lock_and_cache() {
+    init_tracing();
+    let _g = serial().await;
+    let mut ens = blocking(|| Ensemble::start(3));
+    let hosts = ens.hosts();
+    let f = blocking(|| (0..3).find(|&i| ens.role(i) == Some(Role::Follower))).expect("a follower");
+    let s_on = session_placed(&ens, &hosts, f, true).await;
+    let s_cache = session_placed(&ens, &hosts, f, true).await;
+    let s_off = session_placed(&ens, &hosts, f, false).await;
+    let writer = s_off.client().unwrap();
+    let ids: Vec<_> =
+        [&s_on, &s_cache, &s_off].iter().map(|s| (s.session_id(), s.generation())).collect();
+    let path = format!("/t/t85c/{}", std::process::id());
+
+    let (latches, locks) = (Checker::new(), Checker::new());
+    let l0 =
+        LeaderLatch::new(&s_on, &format!("{path}/latch"), LatchOptions::default().with_id("p0"))
+            .unwrap();
+    latches.attach("p0", l0.events(), Some(writer.clone()));
+    l0.start().await.unwrap();
+    let l1 =
+        LeaderLatch::new(&s_off, &format!("{path}/latch"), LatchOptions::default().with_id("p1"))
+            .unwrap();
+    latches.attach("p1", l1.events(), Some(writer.clone()));
+    l1.start().await.unwrap();
+    assert!(l0.await_leadership_timeout(Duration::from_secs(10)).await.unwrap().is_some());
+
+    let lock = format!("{path}/lock");
+    let m0 = InterProcessMutex::new(&s_on, &lock, MutexOptions::default().with_id("m0")).unwrap();
+    locks.attach("m0", m0.events(), Some(writer.clone()));
+    let g0 = m0.acquire().await.unwrap();
+    let m1 = InterProcessMutex::new(&s_off, &lock, MutexOptions::default().with_id("m1")).unwrap();
+    locks.attach("m1", m1.events(), Some(writer.clone()));
+    let waiter = tokio::spawn(async move { m1.acquire().await.map(|g| (g.token(), g)) });
+
+    let open = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    writer.mkdir(&format!("{path}/tree/a"), &open).await.unwrap();
+    let cache = TreeCache::new(&s_cache, &format!("{path}/tree"), CacheOptions::tree()).unwrap();
+    let recorder = Recorder::start(cache.events());
+    cache.initialized().await.unwrap();
+
+    let t_kill = Instant::now();
+    blocking(|| ens.kill(f));
+    eprintln!("SIGKILL follower node {}", f + 1);
+    for i in 0..10 {
+        writer.create(&format!("{path}/tree/a/n{i}"), b"x", &open).await.unwrap();
+    }
+    loop {
+        let moved = [&s_on, &s_cache].iter().all(|s| s.state().is_connected())
+            && blocking(|| {
+                [&s_on, &s_cache].iter().all(|s| ens.node_of(&sid(s)).is_some_and(|n| n != f))
+            });
+        if moved {
+            break;
+        }
+        assert!(t_kill.elapsed() < T, "the sessions on the follower did not move");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    eprintln!("the follower's sessions moved {:?} after the kill", t_kill.elapsed());
+    let after: Vec<_> =
+        [&s_on, &s_cache, &s_off].iter().map(|s| (s.session_id(), s.generation())).collect();
+    assert_eq!(after, ids, "the same sessions");
+
+    // The holder's connection was lost, so (Curator's standard error policy) its hold ended
+    // with the Suspended state and the waiter may take the lock: after it, never beside it.
+    let token0 = g0.token();
+    let (token1, g1) = tokio::time::timeout(T, waiter).await.expect("acquires").unwrap().unwrap();
+    assert!(!g0.is_valid(), "the holder was told before the waiter got the lock");
+    assert!(token1 > token0, "token order: {token1} after {token0}");
+    drop(g0);
+    g1.release().await.unwrap();
+    assert_converged(&cache, &recorder, &writer, false).await;
+    latches.assert_ok();
+    locks.assert_ok();
+    assert!(l0.has_leadership() ^ l1.has_leadership(), "one latch leads");
 }
