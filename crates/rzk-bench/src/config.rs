@@ -69,6 +69,10 @@ pub enum Workload {
     /// expire after `--session-timeout-ms`); latency from the death to the last cache without
     /// it; `--trials` deaths.
     DiscoveryExpiry,
+    /// Session failover on an ensemble: `--sessions` sessions on the whole connect string;
+    /// the member whose process is `--kill-pid` is SIGKILLed; latency from the kill to each
+    /// of its sessions' first read answered again (docs/client.md).
+    SessionFailover,
 }
 
 impl Workload {
@@ -95,6 +99,7 @@ impl Workload {
             Workload::CounterAdd => "counter-add",
             Workload::ConfigPropagation => "config-propagation",
             Workload::DiscoveryExpiry => "discovery-expiry",
+            Workload::SessionFailover => "session-failover",
         }
     }
 }
@@ -158,10 +163,12 @@ pub struct BenchConfig {
     /// Follower watch strategy (handoff: predecessor or herd; handoff-event: predecessor or
     /// race).
     pub strategy: Strategy,
-    /// Session timeout (failover, discovery-expiry).
+    /// Session timeout (failover, discovery-expiry, session-failover).
     pub session_timeout: Duration,
     /// Trials (failover, discovery-expiry).
     pub trials: usize,
+    /// The process of the ensemble member to SIGKILL (session-failover).
+    pub kill_pid: Option<u32>,
     /// Connect over TLS (create, set, get, mixed, churn, populate); `None`: plain TCP.
     pub tls: Option<TlsConfig>,
 }

@@ -18,7 +18,8 @@
 //!   `election` (handoff, selector, failover), `lock` (mutex-handoff, mutex-uncontended,
 //!   semaphore), `queue` (queue-pairs) and `counter` (counter-add) on the window of
 //!   `throughput`; `propagation` (config-propagation: one write to many config caches);
-//!   `discovery` (discovery-expiry); `runner` picks one.
+//!   `discovery` (discovery-expiry); `session_failover` (session-failover: an ensemble
+//!   member killed under many sessions); `runner` picks one.
 //! - [`demo`]: the scenarios of `rzk demo`; [`proxy`]: the one fault-injecting TCP proxy
 //!   (cut, blackhole, heal), which cuts a client off the network for the demo and the failover
 //!   workload, and serves every test suite's network faults through rzk-testkit.
@@ -48,6 +49,7 @@ mod race;
 pub mod raw;
 pub mod report;
 mod runner;
+mod session_failover;
 pub mod stats;
 mod throughput;
 

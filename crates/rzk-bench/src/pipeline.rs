@@ -144,7 +144,8 @@ impl Requests {
             | Workload::QueuePairs
             | Workload::CounterAdd
             | Workload::ConfigPropagation
-            | Workload::DiscoveryExpiry => unreachable!("these have their own loops"),
+            | Workload::DiscoveryExpiry
+            | Workload::SessionFailover => unreachable!("these have their own loops"),
         };
         (req, Pending::Op(now))
     }

@@ -8,6 +8,7 @@ use crate::error::BenchError;
 use crate::report::{LoadReport, Report};
 use crate::{
     counter, discovery, election, fanout, handoff_event, lock, pipeline, propagation, queue, race,
+    session_failover,
 };
 
 /// Runs `cfg`'s workload against the servers of `hosts` (a ZooKeeper connect string) and
@@ -55,6 +56,9 @@ pub async fn run(hosts: &str, cfg: BenchConfig) -> Result<Report, BenchError> {
         }
         Workload::DiscoveryExpiry => {
             return Ok(Report::Election(discovery::expiry(&cfg, hosts).await?))
+        }
+        Workload::SessionFailover => {
+            return Ok(Report::Election(session_failover::run(&cfg, hosts).await?))
         }
         _ => {}
     }

@@ -63,6 +63,9 @@ pub(crate) struct BenchArgs {
     /// Trials (failover).
     #[arg(long, default_value_t = 10)]
     trials: usize,
+    /// The process of the ensemble member to SIGKILL (session-failover).
+    #[arg(long)]
+    kill_pid: Option<u32>,
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
@@ -86,6 +89,7 @@ impl BenchArgs {
             strategy: self.strategy,
             session_timeout: Duration::from_millis(self.session_timeout_ms),
             trials: self.trials,
+            kill_pid: self.kill_pid,
             tls,
         }
     }

@@ -50,6 +50,24 @@ fn bench_reports_every_workload_as_json() {
 }
 
 #[test]
+fn session_failover_kills_the_member_it_is_given_and_times_only_the_moved_sessions() {
+    // A stand-in for an ensemble member: the sessions are on the server, not on it, so none
+    // is moved, and the process is gone.
+    let s = server();
+    let mut member = Command::new("sleep").arg("60").spawn().unwrap();
+    let pid = member.id().to_string();
+    let args = ["bench", "--workload", "session-failover", "--sessions", "3", "--kill-pid", &pid];
+    let o = rzk(&s.connect_string(), &[&args[..], &["--json"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("\"rounds\":0,"), "{}", stdout(&o));
+    let status = member.wait().unwrap();
+    assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(9), "SIGKILLed");
+    let o = rzk(&s.connect_string(), &["bench", "--workload", "session-failover"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--kill-pid"), "{}", stderr(&o));
+}
+
+#[test]
 fn bench_reports_the_election_workloads_as_json() {
     // The workloads bench-curator.py compares with Curator: each must elect, count its
     // errors and print the whole latency summary.
