@@ -16,6 +16,10 @@ use crate::report::ElectionReport;
 
 /// A session disconnected this soon after the kill was on the killed member.
 const MOVED_WITHIN: Duration = Duration::from_secs(1);
+/// How long the sessions serve before the kill: a connection lost younger than rzk-client's
+/// `HEALTHY_AFTER` (1 s) counts as a failed attempt and is retried after a back-off instead of
+/// the reconnect's random pause, and the member of a deployment has served for longer.
+const SETTLE: Duration = Duration::from_secs(2);
 /// How long a moved session may take to be served again before the run fails.
 const SERVED_LIMIT: Duration = Duration::from_secs(60);
 
@@ -30,6 +34,7 @@ pub(crate) async fn run(cfg: &BenchConfig, hosts: &str) -> Result<ElectionReport
         c.check_stat("/").await?;
         clients.push(c);
     }
+    tokio::time::sleep(SETTLE).await;
     let killed = Instant::now();
     let kill = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status();
     let status = kill.map_err(|e| BenchError::stopped(format!("kill {pid}: {e}")))?;

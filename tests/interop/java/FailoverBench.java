@@ -6,7 +6,7 @@
 //
 // SESSIONS sessions on HOSTS (the whole ensemble's connect string, so the client shuffles it
 // as it does for any user), each with a watcher of its connection states. Once all are
-// connected, the member whose process is PID is killed with SIGKILL. A session that sees
+// connected and have served for 2 s, the member whose process is PID is killed with SIGKILL. A session that sees
 // Disconnected within 1 s of the kill was on that member; its sample is the kill to the
 // answer of its first exists("/") after it is SyncConnected again: the time it was not
 // served. The JSON line: p50/p99/max in milliseconds over those sessions, and how many.
@@ -66,6 +66,7 @@ public class FailoverBench {
             p.zk.exists("/", false);
             p.armed = true;
         }
+        Thread.sleep(2000);  // as long as `rzk bench` lets its sessions serve before the kill
         new ProcessBuilder("kill", "-KILL", pid).inheritIO().start().waitFor();
         long killed = System.nanoTime();
         double[] served = new double[probes.size()];
