@@ -95,39 +95,32 @@ impl Endpoint {
         let attempt = handshake(self.transport.as_ref(), &host, &req);
         let limit = attempt_timeout(self.timeout, self.connection_timeout(), self.hosts.len());
         let session = format!("{:#x}", self.session_id);
-        let result = tokio::time::timeout(limit, attempt).await;
-        let outcome = match &result {
-            Ok(Ok((_, resp))) if resp.timeout_ms <= 0 => "expired",
-            Ok(Ok(_)) => "connected",
-            Ok(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => "refused",
-            Ok(Err(_)) => "failed",
-            Err(_) => "timed_out",
-        };
-        telemetry::attempt(outcome);
-        match result {
+        let (outcome, result) = match tokio::time::timeout(limit, attempt).await {
             Ok(Ok((_, resp))) if resp.timeout_ms <= 0 => {
                 tracing::info!(%host, %session, "the server says the session expired");
-                Err(Error::SessionExpired)
+                ("expired", Err(Error::SessionExpired))
             }
             Ok(Ok((io, resp))) => {
                 self.took(&host, &resp);
-                Ok((io, resp))
+                ("connected", Ok((io, resp)))
             }
-            Ok(Err(e)) if outcome == "refused" => {
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
                 tracing::info!(%host, %session, last_zxid, error = %e,
                     "the server closed the connection during the handshake (behind the client's \
                      zxid, read-only or not serving): trying another");
-                Err(Error::ConnectionLoss)
+                ("refused", Err(Error::ConnectionLoss))
             }
             Ok(Err(e)) => {
                 tracing::debug!(%host, %session, error = %e, "connection attempt failed");
-                Err(Error::ConnectionLoss)
+                ("failed", Err(Error::ConnectionLoss))
             }
             Err(_) => {
                 tracing::debug!(%host, %session, ?limit, "connection attempt timed out");
-                Err(Error::ConnectionLoss)
+                ("timed_out", Err(Error::ConnectionLoss))
             }
-        }
+        };
+        telemetry::attempt(outcome);
+        result
     }
 
     /// Takes a handshake's answer: the session's identity on the first, the negotiated
