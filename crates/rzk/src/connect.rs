@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 use rzk_client as zk;
-use rzk_recipes::TlsConfig;
+use rzk_recipes::{Credential, TlsConfig};
 
 use crate::error::CliError;
 
@@ -40,26 +40,13 @@ pub(crate) struct Connect {
     pub auth_file: Option<PathBuf>,
 }
 
-/// One `scheme:credentials`; its `Debug` shows the scheme only.
-#[derive(Clone)]
-pub(crate) struct Credential {
-    scheme: String,
-    secret: Vec<u8>,
-}
-
-impl std::fmt::Debug for Credential {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Credential").field("scheme", &self.scheme).finish_non_exhaustive()
-    }
-}
-
 /// `scheme:credentials`, the scheme a non-empty word.
 fn parse_credential(s: &str) -> Result<Credential, String> {
     match s.split_once(':') {
         Some((scheme, secret))
             if !scheme.is_empty() && scheme.chars().all(|c| c.is_ascii_alphanumeric()) =>
         {
-            Ok(Credential { scheme: scheme.to_owned(), secret: secret.as_bytes().to_vec() })
+            Ok(Credential { scheme: scheme.to_owned(), auth: secret.as_bytes().to_vec() })
         }
         _ => Err("expected scheme:credentials, e.g. digest:user:password".to_owned()),
     }
@@ -115,7 +102,7 @@ impl Connect {
             config = config.with_session_timeout(t);
         }
         for c in self.credentials()? {
-            config = config.with_auth(c.scheme, c.secret);
+            config = config.with_auth(c.scheme, c.auth);
         }
         let tls = self.tls()?;
         if let Some(tls) = &tls {
@@ -138,7 +125,7 @@ impl Connect {
             connector = connector.with_transport(std::sync::Arc::new(tls.clone()));
         }
         for c in self.credentials()? {
-            connector = connector.with_auth(c.scheme, c.secret);
+            connector = connector.with_auth(c.scheme, c.auth);
         }
         let connecting =
             async { connector.connect(&self.hosts).await.map_err(rzk_recipes::Error::from) };
