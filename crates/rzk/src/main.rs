@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod acl;
 mod barrier;
 mod bench;
 mod config;
@@ -74,6 +75,8 @@ enum Command {
     /// Get, set (with --version for compare-and-set) or watch a config node; run a command
     /// on every change with watch --exec.
     Config(config::ConfigArgs),
+    /// Get or set a node's ACL (zkCli's getAcl and setAcl syntax).
+    Acl(acl::AclArgs),
     #[command(flatten)]
     Node(node::NodeCommand),
     /// Runs a command for `rzk elect` or `rzk lock` and stops it when they cannot (internal).
@@ -105,6 +108,7 @@ fn main() -> ExitCode {
             rt.block_on(server::run(*args)).map_err(error::CliError::from)
         }
         Command::Node(cmd) => rt.block_on(node::run(&cli.connect, cmd)),
+        Command::Acl(args) => rt.block_on(acl::run(&cli.connect, args)),
         Command::Leader(args) => rt.block_on(leader::run(&cli.connect, args)),
         Command::Counter(args) => rt.block_on(counter::run(&cli.connect, args)),
         Command::Demo(args) => rt.block_on(demo::run(args)),

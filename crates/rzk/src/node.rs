@@ -90,6 +90,9 @@ pub(crate) struct CreateArgs {
     /// TTL in ms: deleted when unmodified and childless for that long (server needs TTLs on).
     #[arg(short = 't', value_name = "TTL_MS", conflicts_with = "ephemeral")]
     ttl_ms: Option<u64>,
+    /// Its ACL, as `rzk acl set` takes it (default `world:anyone:cdrwa`).
+    #[arg(long, value_parser = crate::acl::parse_acl)]
+    acl: Option<crate::acl::AclList>,
     /// The node.
     path: String,
     /// Its data.
@@ -97,7 +100,7 @@ pub(crate) struct CreateArgs {
     data: String,
 }
 
-fn zk_error(path: &str, e: zk::Error) -> CliError {
+pub(crate) fn zk_error(path: &str, e: zk::Error) -> CliError {
     let msg = match &e {
         zk::Error::NoNode => format!("node {path} does not exist"),
         zk::Error::NodeExists => format!("node {path} already exists"),
@@ -169,7 +172,11 @@ pub(crate) async fn run(connect: &Connect, cmd: NodeCommand) -> Result<(), CliEr
                 (false, true, _) => zk::CreateMode::PersistentSequential,
                 (false, false, _) => zk::CreateMode::Persistent,
             };
-            let mut options = mode.with_acls(zk::Acls::anyone_all());
+            let acls = match &a.acl {
+                Some(list) => zk::Acls::new(&list.0),
+                None => zk::Acls::anyone_all(),
+            };
+            let mut options = mode.with_acls(acls);
             if let Some(ttl) = a.ttl_ms {
                 options = options.with_ttl(Duration::from_millis(ttl));
             }
@@ -220,8 +227,12 @@ pub(crate) async fn run(connect: &Connect, cmd: NodeCommand) -> Result<(), CliEr
                     continue;
                 }
                 if ev.event_type == zk::EventType::Lagged {
-                    // Not a change: the changes since the last line printed were dropped.
-                    eprintln!("fell behind: changes under {} were dropped", ev.path);
+                    // Not a change: changes since the last line printed may be missing.
+                    eprintln!(
+                        "changes under {} may be missing (this reader fell behind, or the \
+                         session reconnected)",
+                        ev.path
+                    );
                     continue;
                 }
                 println!("{:?} {}", ev.event_type, ev.path);

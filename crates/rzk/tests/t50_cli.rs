@@ -140,6 +140,42 @@ fn credentials_from_the_flag_the_environment_and_a_file_reach_an_enforcing_serve
     assert!(stderr(&o).contains("line 2"), "{}", stderr(&o));
 }
 
+#[test]
+fn acls_are_read_set_and_given_at_create_in_zkcli_syntax() {
+    let s = server();
+    let cs = s.connect_string();
+    let ok = |args: &[&str]| {
+        let o = rzk(&cs, args);
+        assert!(o.status.success(), "rzk {args:?}: {}", stderr(&o));
+        stdout(&o)
+    };
+    // Read and admin: not writable, but its ACL may be changed.
+    ok(&["create", "--acl", "world:anyone:ra", "/ro", "x"]);
+    assert_eq!(ok(&["acl", "get", "/ro"]), "world:anyone:ra\naclVersion = 0\n");
+    let o = rzk(&cs, &["set", "/ro", "y"]);
+    assert!(stderr(&o).contains("not authorized"), "{}", stderr(&o));
+    ok(&["acl", "set", "/ro", "world:anyone:cdrwa", "-v", "0"]);
+    ok(&["set", "/ro", "y"]);
+    assert_eq!(ok(&["acl", "get", "/ro"]), "world:anyone:cdrwa\naclVersion = 1\n");
+
+    // Creator-only: the identity that created it reads it, nobody else does.
+    let me = ["--auth", "digest:app:secret"];
+    let o = rzk(&cs, &[&me[..], &["create", "--acl", "auth::cdrwa", "/mine", "m"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = rzk(&cs, &[&me[..], &["get", "/mine"]].concat());
+    assert_eq!(stdout(&o), "m\n", "{}", stderr(&o));
+    let o = rzk(&cs, &["get", "/mine"]);
+    assert!(stderr(&o).contains("not authorized"), "{}", stderr(&o));
+    let acl = stdout(&rzk(&cs, &[&me[..], &["acl", "get", "/mine"]].concat()));
+    assert!(acl.starts_with("digest:app:"), "the creator's digest id: {acl}");
+
+    for bad in ["world:anyone", "world:anyone:x", "nope"] {
+        let o = rzk(&cs, &["acl", "set", "/ro", bad]);
+        assert_eq!(o.status.code(), Some(2), "{bad}");
+        assert!(stderr(&o).contains("scheme:id:perms") || stderr(&o).contains("permission"));
+    }
+}
+
 /// A `rzk elect` process whose command appends "start <id> <token>" to a shared log and,
 /// when terminated, "stop <id>".
 struct Elect {
