@@ -520,3 +520,43 @@ async fn t85c_ensemble_follower_killed_under_latch_lock_and_cache() {
     locks.assert_ok();
     assert!(l0.has_leadership() ^ l1.has_leadership(), "one latch leads");
 }
+
+/// Members bound session timeouts differently: node 1 grants up to 12 s, the others 4 s. A
+/// session on node 1 with T = 10 s moves when node 1 dies, and the member it reaches
+/// renegotiates 4 s, by which the ensemble now expires it: the client's `session_timeout()`
+/// and the lease take it, so the lease ends 4 s after the last acknowledgement, not 10.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t85d_ensemble_renegotiated_timeout_reaches_the_lease() {
+    const SHORT: Duration = Duration::from_secs(4);
+    init_tracing();
+    let _g = serial().await;
+    let mut ens = blocking(|| {
+        Ensemble::start_with(3, |i| {
+            if i == 0 {
+                String::new()
+            } else {
+                "maxSessionTimeout=4000\n".into()
+            }
+        })
+    });
+    let hosts = ens.hosts();
+    let s = session_placed(&ens, &hosts, 0, true).await;
+    let id = s.session_id();
+    assert_eq!(s.negotiated_timeout(), T, "node 1 grants T");
+    let t_kill = Instant::now();
+    blocking(|| ens.kill(0));
+    loop {
+        let moved =
+            s.state().is_connected() && blocking(|| ens.node_of(&sid(&s)).is_some_and(|n| n != 0));
+        if moved && s.negotiated_timeout() == SHORT {
+            break;
+        }
+        assert!(t_kill.elapsed() < T, "not moved and renegotiated: {:?}", s.negotiated_timeout());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(s.session_id(), id, "the same session");
+    assert_eq!(s.client().unwrap().session_timeout(), SHORT);
+    let lease = s.lease();
+    assert_eq!(lease.server_expiry_not_before - lease.last_ack_sent, SHORT, "{lease:?}");
+    assert!(lease.deadline < lease.server_expiry_not_before);
+}

@@ -51,6 +51,13 @@ impl Ensemble {
     /// Starts `n` nodes (`tickTime=200`, sessions up to 12 s) and waits until every one
     /// serves as leader or follower.
     pub fn start(n: usize) -> Ensemble {
+        Ensemble::start_with(n, |_| String::new())
+    }
+
+    /// [`Ensemble::start`] with `extra(i)` appended to node `i`'s zoo.cfg (`key=value` lines,
+    /// each ending in a newline; a key given again overrides the default), for members that
+    /// differ, e.g. in `maxSessionTimeout`.
+    pub fn start_with(n: usize, extra: impl Fn(usize) -> String) -> Ensemble {
         let dir = TempDir::new("rzk-testkit-ensemble");
         let ports = free_ports(3 * n);
         let servers: String = (0..n)
@@ -71,9 +78,10 @@ impl Ensemble {
                     "tickTime=200\ninitLimit=20\nsyncLimit=10\ndataDir={}\nclientPort={}\n\
                      clientPortAddress=127.0.0.1\nmaxClientCnxns=0\nadmin.enableServer=false\n\
                      4lw.commands.whitelist=*\nextendedTypesEnabled=true\n\
-                     maxSessionTimeout=12000\n{servers}",
+                     maxSessionTimeout=12000\n{servers}{}",
                     data.display(),
-                    ports[3 * i]
+                    ports[3 * i],
+                    extra(i)
                 ),
             )
             .expect("zoo.cfg");
