@@ -11,17 +11,13 @@ use std::time::{Duration, Instant};
 use rzk_testkit::ports::free_port;
 use rzk_testkit::proxy::Proxy;
 use rzk_testkit::tempdir::TempDir;
-use support::{in_process as server, rzk, stderr, stdout};
+use support::{in_process as server, rzk, stderr, stdout, stdout_ok};
 
 #[test]
 fn node_commands_and_their_errors() {
     let s = server();
     let cs = s.connect_string();
-    let ok = |args: &[&str]| {
-        let o = rzk(&cs, args);
-        assert!(o.status.success(), "rzk {args:?}: {}", stderr(&o));
-        stdout(&o)
-    };
+    let ok = |args: &[&str]| stdout_ok(&cs, args);
     assert_eq!(ok(&["create", "/app", "v1"]), "Created /app\n");
     assert_eq!(ok(&["create", "-s", "/app/job-", "x"]), "Created /app/job-0000000000\n");
     ok(&["create", "/app/cfg", "a=1"]);
@@ -144,11 +140,7 @@ fn credentials_from_the_flag_the_environment_and_a_file_reach_an_enforcing_serve
 fn acls_are_read_set_and_given_at_create_in_zkcli_syntax() {
     let s = server();
     let cs = s.connect_string();
-    let ok = |args: &[&str]| {
-        let o = rzk(&cs, args);
-        assert!(o.status.success(), "rzk {args:?}: {}", stderr(&o));
-        stdout(&o)
-    };
+    let ok = |args: &[&str]| stdout_ok(&cs, args);
     // Read and admin: not writable, but its ACL may be changed.
     ok(&["create", "--acl", "world:anyone:ra", "/ro", "x"]);
     assert_eq!(ok(&["acl", "get", "/ro"]), "world:anyone:ra\naclVersion = 0\n");
