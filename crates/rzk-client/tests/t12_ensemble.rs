@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use rzk_bench::stats::percentile;
 use rzk_client::{
     Acls, AddWatchMode, Client, CreateMode, Error, EventType, OneshotWatcher, PersistentWatcher,
 };
@@ -103,11 +104,6 @@ async fn assert_watches_fire(writer: &Client, path: &str, watched: Vec<Watched>)
         }
         assert!(lagged >= 1, "told to read again after moving");
     }
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i]
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
