@@ -104,6 +104,8 @@ pub enum Response {
     },
     /// `GetAllChildrenNumberResponse { totalNumber }`.
     Count(i32),
+    /// `SetSASLResponse { token }`: the server's next SASL challenge (empty once it has none).
+    Sasl(Vec<u8>),
     /// `ErrorResponse { err }`: the 4-byte body of an addWatch reply.
     ErrorBody(i32),
     /// `MultiResponse`.
@@ -199,12 +201,15 @@ impl Response {
             }
             GetAllChildrenNumber => Response::Count(r.read_i32()?),
             AddWatch => Response::ErrorBody(r.read_i32()?),
+            // A null token reads as none: ZooKeeper's server writes one when its mechanism
+            // has nothing more to say.
+            Sasl => Response::Sasl(r.read_buffer_opt()?.unwrap_or_default()),
             Multi | MultiRead => Response::Multi(read_multi(r)?),
             WhoAmI => Response::WhoAmI(r.read_vec(8, |r| {
                 Ok(ClientInfo { auth_scheme: r.read_string()?, user: r.read_string()? })
             })?),
             Delete | Ping | Check | CheckWatches | RemoveWatches | Auth | SetWatches
-            | SetWatches2 | CloseSession | Error | DeleteContainer | CreateSession | Sasl => {
+            | SetWatches2 | CloseSession | Error | DeleteContainer | CreateSession => {
                 Response::Empty
             }
         })
@@ -241,6 +246,9 @@ impl Response {
                 w.i32(*n);
             }
             Response::Multi(results) => write_multi(results, w),
+            Response::Sasl(token) => {
+                w.buffer(token);
+            }
             Response::WhoAmI(infos) => {
                 w.i32(infos.len() as i32);
                 for i in infos {
