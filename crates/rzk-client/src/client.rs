@@ -11,6 +11,7 @@ use tokio::sync::{broadcast, mpsc, oneshot, watch, Semaphore};
 use crate::core::{Call, Core, WatchOn, WhileAway};
 use crate::hosts::{Chroot, ConnectString};
 use crate::reconnect::{Backoff, Hosts};
+use crate::sasl::SaslLogin;
 use crate::task::{Command, Endpoint, Task};
 use crate::transport::{Tcp, Transport};
 use crate::types::{SessionId, SessionInfo, SessionState};
@@ -31,6 +32,7 @@ pub struct Connector {
     session_timeout: Duration,
     connection_timeout: Option<Duration>,
     auth: Vec<(String, Vec<u8>)>,
+    sasl: Option<SaslLogin>,
     transport: Arc<dyn Transport>,
     resume: Option<SessionInfo>,
 }
@@ -40,6 +42,7 @@ impl std::fmt::Debug for Connector {
         f.debug_struct("Connector")
             .field("session_timeout", &self.session_timeout)
             .field("connection_timeout", &self.connection_timeout)
+            .field("sasl", &self.sasl)
             .finish_non_exhaustive()
     }
 }
@@ -50,6 +53,7 @@ impl Default for Connector {
             session_timeout: DEFAULT_SESSION_TIMEOUT,
             connection_timeout: None,
             auth: Vec::new(),
+            sasl: None,
             transport: Arc::new(Tcp),
             resume: None,
         }
@@ -78,6 +82,16 @@ impl Connector {
         self
     }
 
+    /// Authenticates every connection with SASL, right after the handshake and before any
+    /// other packet (credentials of [`Connector::with_auth`] included), as ZooKeeper's Java
+    /// client does with a JAAS `Client` section. A refusal ends the session:
+    /// [`Connector::connect`] fails with [`Error::SaslAuthFailed`], and a session refused on
+    /// a reconnect ends in [`SessionState::AuthFailed`].
+    pub fn with_sasl(mut self, login: SaslLogin) -> Self {
+        self.sasl = Some(login);
+        self
+    }
+
     /// Reaches servers through `transport` (TLS, for instance) instead of plain TCP.
     pub fn with_transport(mut self, transport: Arc<dyn Transport>) -> Self {
         self.transport = transport;
@@ -98,7 +112,8 @@ impl Connector {
     /// # Errors
     /// [`Error::BadArguments`] for a bad connect string; [`Error::Timeout`] when no server
     /// answered within the session timeout; [`Error::SessionExpired`] from a server that
-    /// refused the session.
+    /// refused the session; [`Error::SaslAuthFailed`] from a server that refused the SASL
+    /// login (the first refusal ends the attempt: every member has the same users).
     ///
     /// # Cancellation safety
     /// Safe: a connection in progress is dropped with the future.
@@ -117,6 +132,7 @@ impl Connector {
             timeout: self.session_timeout,
             shared_timeout_ms: shared_timeout_ms.clone(),
             backoff: Backoff::new(rng),
+            sasl: self.sasl.clone(),
         };
         let deadline =
             tokio::time::Instant::now() + self.session_timeout.max(endpoint.connection_timeout());
@@ -124,7 +140,9 @@ impl Connector {
             for _ in 0..endpoint.hosts.len() {
                 match endpoint.open(0).await {
                     Ok(ok) => break 'connected ok,
-                    Err(Error::SessionExpired) => return Err(Error::SessionExpired),
+                    Err(e @ (Error::SessionExpired | Error::SaslAuthFailed { .. })) => {
+                        return Err(e)
+                    }
                     Err(_) if tokio::time::Instant::now() >= deadline => {
                         return Err(Error::Timeout)
                     }

@@ -36,6 +36,16 @@ pub enum Error {
     /// `sessionRequireClientSASLAuth`); it closed the connection, and the session is over.
     #[error("the server requires authentication and closed the session")]
     SessionClosedRequireAuth,
+    /// SASL authentication failed: the server refused the credentials, or the exchange could
+    /// not go on (a server with no SASL, a server that could not prove it knows the
+    /// password). The session is over.
+    #[error("SASL {mechanism} authentication failed: {reason}")]
+    SaslAuthFailed {
+        /// `DIGEST-MD5`, or `JAAS` for a login configuration that could not be used.
+        mechanism: &'static str,
+        /// What went wrong, for a person.
+        reason: String,
+    },
     /// The ACL is invalid.
     #[error("invalid ACL")]
     InvalidAcl,
@@ -142,6 +152,7 @@ impl Error {
             Error::SessionExpired
                 | Error::ClientClosed
                 | Error::AuthFailed
+                | Error::SaslAuthFailed { .. }
                 | Error::SessionClosedRequireAuth
                 | Error::SessionMoved
         )

@@ -40,10 +40,12 @@
 mod client;
 mod core;
 mod error;
+mod handshake;
 mod hosts;
 mod multi;
 mod ops;
 mod reconnect;
+mod sasl;
 mod task;
 mod telemetry;
 mod transport;
@@ -55,6 +57,8 @@ pub use client::{Client, Connector, MAX_OUTSTANDING_REQUESTS, STATE_EVENTS_BUFFE
 pub use error::Error;
 pub use multi::{MultiReadResult, MultiReader, MultiWriteError, MultiWriteResult, MultiWriter};
 pub use ops::AuthUser;
+pub use rzk_sasl::Jaas;
+pub use sasl::{SaslLogin, JAAS_CLIENT_SECTION};
 pub use telemetry::{
     CONNECT_ATTEMPTS, DISCONNECTED_DURATION, DISCONNECTS, RECONNECTS, REQUEST_DURATION,
 };

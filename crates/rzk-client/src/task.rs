@@ -10,21 +10,20 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use rzk_proto::jute::Reader;
 use rzk_proto::{split_frame, xid, ConnectRequest, ConnectResponse, Request};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio::time::Instant;
 
 use crate::core::{Call, Core, Frame, WhileAway};
+use crate::handshake::{attempt, Attempt, Io, MAX_FRAME_BYTES};
 use crate::reconnect::{attempt_timeout, Backoff, Hosts};
+use crate::sasl::SaslLogin;
 use crate::telemetry;
-use crate::transport::{Stream, Transport};
+use crate::transport::Transport;
 use crate::types::SessionState;
 use crate::Error;
 
-/// The largest reply or notification accepted; a longer frame drops the connection.
-pub(crate) const MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;
 /// Bytes read from the socket at a time (the buffer grows for a larger frame).
 const READ_CHUNK_BYTES: usize = 64 * 1024;
 /// Bytes of requests gathered before they are written: callers beyond it wait in the
@@ -63,10 +62,9 @@ pub(crate) struct Endpoint {
     /// The negotiated timeout in milliseconds, shared with [`crate::Client::session_timeout`].
     pub shared_timeout_ms: Arc<AtomicU64>,
     pub backoff: Backoff,
+    /// The SASL login every connection runs before anything else, if any.
+    pub sasl: Option<SaslLogin>,
 }
-
-/// A connection with its handshake done.
-pub(crate) type Io = Box<dyn Stream>;
 
 impl Endpoint {
     /// How long a connection may stay silent before it counts as lost: as configured, or two
@@ -81,6 +79,7 @@ impl Endpoint {
     ///
     /// # Errors
     /// [`Error::SessionExpired`] when the server no longer knows the session;
+    /// [`Error::SaslAuthFailed`] when the SASL exchange failed (the session is over);
     /// [`Error::ConnectionLoss`] for anything else (refused, timed out, closed).
     pub async fn open(&mut self, last_zxid: i64) -> Result<(Io, ConnectResponse), Error> {
         let host = self.hosts.next().to_owned();
@@ -92,7 +91,7 @@ impl Endpoint {
             read_only: Some(false),
             ..ConnectRequest::new_session(timeout_ms)
         };
-        let attempt = handshake(self.transport.as_ref(), &host, &req);
+        let attempt = attempt(self.transport.as_ref(), &host, &req, self.sasl.as_ref());
         let limit = attempt_timeout(self.timeout, self.connection_timeout(), self.hosts.len());
         let session = format!("{:#x}", self.session_id);
         let (outcome, result) = match tokio::time::timeout(limit, attempt).await {
@@ -104,13 +103,17 @@ impl Endpoint {
                 self.took(&host, &resp);
                 ("connected", Ok((io, resp)))
             }
-            Ok(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+            Ok(Err(Attempt::Refused(e))) => {
+                tracing::warn!(%host, %session, error = %e, "SASL authentication failed");
+                ("auth_failed", Err(e))
+            }
+            Ok(Err(Attempt::Io(e))) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
                 tracing::info!(%host, %session, last_zxid, error = %e,
                     "the server closed the connection during the handshake (behind the client's \
                      zxid, read-only or not serving): trying another");
                 ("refused", Err(Error::ConnectionLoss))
             }
-            Ok(Err(e)) => {
+            Ok(Err(Attempt::Io(e))) => {
                 tracing::debug!(%host, %session, error = %e, "connection attempt failed");
                 ("failed", Err(Error::ConnectionLoss))
             }
@@ -143,31 +146,6 @@ impl Endpoint {
             .store(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX), Ordering::Release);
         host.clone_into(&mut self.current);
     }
-}
-
-/// One connection's handshake: the ConnectRequest out, the ConnectResponse in. A server that
-/// closes the connection instead of answering reads as [`std::io::ErrorKind::UnexpectedEof`].
-async fn handshake(
-    transport: &dyn Transport,
-    host: &str,
-    req: &ConnectRequest,
-) -> std::io::Result<(Io, ConnectResponse)> {
-    let mut io = transport.open(host).await?;
-    let mut w = rzk_proto::jute::Writer::frame();
-    req.write(&mut w);
-    io.write_all(&w.finish_frame()).await?;
-    io.flush().await?;
-    let mut prefix = [0; 4];
-    io.read_exact(&mut prefix).await?;
-    let len = usize::try_from(i32::from_be_bytes(prefix)).unwrap_or(usize::MAX);
-    if len > MAX_FRAME_BYTES {
-        return Err(std::io::Error::other("handshake reply too long"));
-    }
-    let mut body = vec![0; len];
-    io.read_exact(&mut body).await?;
-    let resp = ConnectResponse::read(&mut Reader::new(&body))
-        .map_err(|e| std::io::Error::other(e.to_string()))?;
-    Ok((io, resp))
 }
 
 /// Why serving one connection ended.
@@ -287,6 +265,9 @@ impl Task {
                 {
                     Ok((io, _)) => return Ok(io),
                     Err(Error::SessionExpired) => return Err((SessionState::Expired, None)),
+                    Err(Error::SaslAuthFailed { .. }) => {
+                        return Err((SessionState::AuthFailed, None))
+                    }
                     Err(_) => {}
                 }
             }

@@ -1,5 +1,7 @@
 //! Server-core settings. Every limit is named and carries its unit.
 
+use std::collections::BTreeMap;
+
 /// How the core behaves. The shell owns socket-level limits (connections per IP, packet size,
 /// outstanding requests); the core owns protocol semantics.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -14,6 +16,12 @@ pub struct Config {
     pub extended_types_enabled: bool,
     /// `user:base64(sha1(user:password))` of the super user, if any.
     pub super_digest: Option<String>,
+    /// The DIGEST-MD5 users SASL authenticates (the JAAS `Server` section's
+    /// `user_NAME="password"` options). Empty: no SASL server, and a sasl packet is answered
+    /// as ZooKeeper answers it without one (no token, which a client takes as a refusal).
+    pub sasl_users: SaslUsers,
+    /// The SASL user that is also `super` (ZooKeeper's `zookeeper.superUser`).
+    pub sasl_super_user: Option<String>,
     /// Authentication schemes of which a connection must hold an id before any request but
     /// `auth` and `sasl` is served (ZooKeeper's `enforce.auth.schemes` with
     /// `enforce.auth.enabled`). Empty serves every connection. Every connection holds its
@@ -61,6 +69,16 @@ pub struct Config {
     pub data_dir: Option<String>,
 }
 
+/// User names and their passwords, which no debug output shows.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct SaslUsers(pub BTreeMap<String, String>);
+
+impl std::fmt::Debug for SaslUsers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.0.keys()).finish()
+    }
+}
+
 impl Config {
     /// Defaults for a tick length: timeouts within [2, 20] ticks, as ZooKeeper.
     pub fn with_tick_ms(tick_ms: u32) -> Config {
@@ -71,6 +89,8 @@ impl Config {
             session_timeout_ms_max: tick.saturating_mul(20),
             extended_types_enabled: false,
             super_digest: None,
+            sasl_users: SaslUsers::default(),
+            sasl_super_user: None,
             enforced_auth_schemes: Vec::new(),
             container_check_interval_ms: 60_000,
             container_reaps_per_check_max: 10_000,

@@ -104,8 +104,9 @@ pub enum Response {
     },
     /// `GetAllChildrenNumberResponse { totalNumber }`.
     Count(i32),
-    /// `SetSASLResponse { token }`: the server's next SASL challenge (empty once it has none).
-    Sasl(Vec<u8>),
+    /// `SetSASLResponse { token }`: the server's next SASL token; `None` for a null one, which
+    /// ZooKeeper sends when it has no SASL server or nothing more to say.
+    Sasl(Option<Vec<u8>>),
     /// `ErrorResponse { err }`: the 4-byte body of an addWatch reply.
     ErrorBody(i32),
     /// `MultiResponse`.
@@ -201,9 +202,7 @@ impl Response {
             }
             GetAllChildrenNumber => Response::Count(r.read_i32()?),
             AddWatch => Response::ErrorBody(r.read_i32()?),
-            // A null token reads as none: ZooKeeper's server writes one when its mechanism
-            // has nothing more to say.
-            Sasl => Response::Sasl(r.read_buffer_opt()?.unwrap_or_default()),
+            Sasl => Response::Sasl(r.read_buffer_opt()?),
             Multi | MultiRead => Response::Multi(read_multi(r)?),
             WhoAmI => Response::WhoAmI(r.read_vec(8, |r| {
                 Ok(ClientInfo { auth_scheme: r.read_string()?, user: r.read_string()? })
@@ -247,7 +246,7 @@ impl Response {
             }
             Response::Multi(results) => write_multi(results, w),
             Response::Sasl(token) => {
-                w.buffer(token);
+                w.buffer_opt(token.as_deref());
             }
             Response::WhoAmI(infos) => {
                 w.i32(infos.len() as i32);

@@ -72,6 +72,17 @@ impl ZooKeeper {
     /// [`ZooKeeper::start`] with `extra` appended to `zoo.cfg` (`key=value` lines, each ending
     /// in a newline), for the keys a test compares rzk's handling of.
     pub fn start_with(dir: &Path, settings: &Settings, extra: &str) -> ZooKeeper {
+        ZooKeeper::start_with_properties(dir, settings, extra, &[])
+    }
+
+    /// [`ZooKeeper::start_with`] with JVM system properties (`-Dkey=value`) too, for the
+    /// settings ZooKeeper reads only there (`java.security.auth.login.config`).
+    pub fn start_with_properties(
+        dir: &Path,
+        settings: &Settings,
+        extra: &str,
+        jvm: &[String],
+    ) -> ZooKeeper {
         let port = free_port();
         let text = format!(
             "tickTime={}\ndataDir={}\nclientPort={port}\nclientPortAddress=127.0.0.1\n\
@@ -81,8 +92,9 @@ impl ZooKeeper {
             dir.join("data").display()
         );
         std::fs::write(dir.join("zoo.cfg"), text).expect("zoo.cfg");
-        let properties =
+        let mut properties =
             vec![format!("-Dznode.container.checkIntervalMs={}", settings.container_check_ms)];
+        properties.extend_from_slice(jvm);
         let mut zk = ZooKeeper { child: None, port, dir: dir.to_path_buf(), properties };
         zk.resume();
         zk

@@ -25,6 +25,7 @@ impl Core {
             sent: 0,
             last_op: "NA",
             output_bytes: 0,
+            sasl: None,
         };
         self.conns.insert(conn, c);
     }

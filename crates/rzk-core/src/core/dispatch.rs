@@ -139,7 +139,7 @@ impl Core {
                 self.send(conn, reply_frame(xid, self.state.last_zxid(), ErrorCode::Ok, None));
             }
             Request::Reconfig { .. } => self.reply(conn, xid, ErrorCode::ReconfigDisabled, None),
-            Request::Sasl { .. } => self.reply(conn, xid, ErrorCode::Unimplemented, None),
+            Request::Sasl { token } => self.sasl(conn, xid, &token),
             Request::Check { .. } => unreachable!("filtered before decoding"),
             Request::GetChildren(pw) => self.get_children(conn, xid, &pw, false),
             Request::GetChildren2(pw) => self.get_children(conn, xid, &pw, true),

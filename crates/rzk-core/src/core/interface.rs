@@ -35,6 +35,9 @@ pub enum CloseReason {
     /// A request other than auth or sasl before the connection authenticated with one of
     /// `Config::enforced_auth_schemes`.
     AuthRequired,
+    /// A SASL exchange failed: a wrong password, an unknown user, a token out of step or
+    /// over its limits.
+    SaslAuthFailed,
     /// An auth packet past `auth_ids_per_connection_max` or `auth_bytes_per_connection_max`.
     TooManyAuthIds,
     /// A watch past `watches_per_connection_max` or `watch_path_bytes_per_connection_max`.
@@ -91,4 +94,6 @@ pub struct Counters {
     pub sessions_expired: u64,
     /// Connections closed because of a protocol violation.
     pub protocol_errors: u64,
+    /// SASL exchanges that failed (each closed its connection).
+    pub sasl_failures: u64,
 }

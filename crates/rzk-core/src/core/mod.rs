@@ -20,7 +20,7 @@
 //! - `commit`: applying a transaction, queueing it for the log, firing watches.
 //! - `connections`: open, closed, the handshake, `receive`.
 //! - `dispatch`: decoding a request and routing it; `writes`, `reads` and
-//!   `connection_requests` (auth, setWatches) answer it; `frames` builds common replies.
+//!   `connection_requests` (auth, setWatches) and `sasl` answer it; `frames` builds common replies.
 //! - `sessions`: session lifetimes; `tick`: expiry and reaping, and when they are next due.
 //! - `monitoring`: what the four-letter words read.
 
@@ -35,6 +35,7 @@ mod outputs;
 mod passwords;
 mod reads;
 mod records;
+mod sasl;
 mod sessions;
 mod tick;
 mod writes;

@@ -3,6 +3,7 @@
 use std::net::SocketAddr;
 
 use rzk_proto::Id;
+use rzk_sasl::DigestMd5Server;
 
 use crate::watches::ConnId;
 
@@ -27,6 +28,8 @@ pub(super) struct Conn {
     pub(super) last_op: &'static str,
     /// Bytes of this connection's frames emitted and not yet polled.
     pub(super) output_bytes: usize,
+    /// The SASL exchange in progress or done, once the connection has sent a sasl packet.
+    pub(super) sasl: Option<DigestMd5Server>,
 }
 
 /// A session that has not ended, attached to a connection or waiting for one.

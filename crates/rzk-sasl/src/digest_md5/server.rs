@@ -16,6 +16,7 @@ pub enum ServerStep {
     Authenticated { token: Vec<u8>, id: String },
 }
 
+#[derive(Clone)]
 enum State {
     Start,
     Challenged,
@@ -23,6 +24,7 @@ enum State {
 }
 
 /// One connection's DIGEST-MD5 exchange as a server, in ZooKeeper's realm `zk-sasl-md5`.
+#[derive(Clone)]
 pub struct DigestMd5Server {
     nonce: String,
     state: State,

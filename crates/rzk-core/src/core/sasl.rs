@@ -1,0 +1,66 @@
+//! The sasl packet: one step of a connection's DIGEST-MD5 exchange, answered as ZooKeeper's
+//! `processSasl` answers it. Success adds the `sasl:<user>` id (and `super` for the
+//! configured super user); any failure answers AuthFailed (-124 when sasl is an enforced
+//! scheme) with no token and closes the connection, never touching another.
+//!
+//! The exchange is bounded in size by rzk-sasl's token limits, in steps by the mechanism
+//! (two packets, then any other fails), and in time by the session: a client that stalls
+//! mid-exchange sends no pings, so its session expires and the connection closes with it.
+
+use rzk_proto::{ErrorCode, Id, Response};
+use rzk_sasl::{DigestMd5Server, ServerStep};
+
+use crate::watches::ConnId;
+
+use super::frames::reply_frame;
+use super::interface::CloseReason;
+use super::Core;
+
+impl Core {
+    /// A sasl packet with `token` on `conn`.
+    pub(super) fn sasl(&mut self, conn: ConnId, xid: i32, token: &[u8]) {
+        if self.config.sasl_users.0.is_empty() {
+            // ZooKeeper with no JAAS `Server` section: OK with a null token, which ends a
+            // Java client's exchange in AuthFailed and leaves the connection as it was.
+            self.send(conn, sasl_reply(xid, ErrorCode::Ok, None));
+            return;
+        }
+        let nonce = self.passwords.sasl_nonce(conn);
+        let users = &self.config.sasl_users.0;
+        let c = self.conns.get_mut(&conn).expect("caller checked");
+        let exchange = c.sasl.get_or_insert_with(|| DigestMd5Server::new(nonce));
+        match exchange.step(token, |user| users.get(user).cloned()) {
+            Ok(ServerStep::Challenge(challenge)) => {
+                self.send(conn, sasl_reply(xid, ErrorCode::Ok, Some(challenge)));
+            }
+            Ok(ServerStep::Authenticated { token, id }) => {
+                let is_super = self.config.sasl_super_user.as_deref() == Some(id.as_str());
+                self.authenticated(conn, Id::new("sasl", id));
+                if is_super {
+                    self.authenticated(conn, Id::new("super", ""));
+                }
+                self.send(conn, sasl_reply(xid, ErrorCode::Ok, Some(token)));
+            }
+            Err(_) => {
+                self.counters.sasl_failures += 1;
+                let required = self.config.enforced_auth_schemes.iter().any(|s| s == "sasl");
+                let err = if required {
+                    ErrorCode::SessionClosedRequireSaslAuth
+                } else {
+                    ErrorCode::AuthFailed
+                };
+                self.send(conn, sasl_reply(xid, err, None));
+                self.close(conn, CloseReason::SaslAuthFailed);
+            }
+        }
+    }
+}
+
+/// A reply to a sasl packet: zxid 0, as ZooKeeper's (the exchange is no transaction), and the
+/// token, if any, as `SetSASLResponse`; an error reply has no body.
+fn sasl_reply(xid: i32, err: ErrorCode, token: Option<Vec<u8>>) -> Vec<u8> {
+    match (err, token) {
+        (ErrorCode::Ok, token) => reply_frame(xid, 0, err, Some(&Response::Sasl(token))),
+        (err, _) => reply_frame(xid, 0, err, None),
+    }
+}
