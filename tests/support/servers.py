@@ -62,6 +62,8 @@ class Server:
         self.kind, self.proc, self.port, self.workdir, self.cmd = kind, proc, port, workdir, cmd
         self.hosts = "127.0.0.1:%d" % port
         self.log_from = 0
+        # The environment it was launched with (None: ours), kept for a relaunch.
+        self.env = None
 
     def four_letter(self, word):
         return four_letter(self.port, word)
@@ -98,7 +100,7 @@ class Server:
         self.log_from = log.tell()
         t0 = time.monotonic()
         self.proc = subprocess.Popen(self.cmd, stdout=log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+                                     start_new_session=True, env=self.env)
         return t0
 
     def restart(self, hard=True):
@@ -125,22 +127,35 @@ class Server:
         self.stop()
 
 
-def _launch(kind, cmd, port, workdir, ready_timeout_s):
+def _launch(kind, cmd, port, workdir, ready_timeout_s, env=None):
     """Runs `cmd` in its own session, its output in workdir/server.log; waits up to
     `ready_timeout_s` for it to serve, or not at all when that is None."""
     log = open(os.path.join(workdir, "server.log"), "w")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                            env=env)
     srv = Server(kind, proc, port, workdir, cmd)
+    srv.env = env
     if ready_timeout_s is not None:
         wait_ready(port, ready_timeout_s, proc, srv.ours)
     return srv
 
 
-def start_zookeeper(tick_ms=2000, extra_cfg=None, port=None, heap="512m", wait=True):
+JAAS_PROPERTY = "java.security.auth.login.config"
+
+
+def _write_jaas(workdir, jaas):
+    path = os.path.join(workdir, "jaas.conf")
+    with open(path, "w") as f:
+        f.write(jaas)
+    return path
+
+
+def start_zookeeper(tick_ms=2000, extra_cfg=None, port=None, heap="512m", wait=True, jaas=None):
     """Apache ZooKeeper 3.8 standalone, with fsync on, as our tests and benchmarks expect.
 
     `heap` is the -Xmx value, or None for the JVM's own default as Debian's zkServer.sh runs it
-    (a quarter of RAM). With `wait=False` it returns as soon as the JVM is launched."""
+    (a quarter of RAM). With `wait=False` it returns as soon as the JVM is launched. `jaas` is
+    the text of a JAAS file, read through java.security.auth.login.config."""
     workdir = tempfile.mkdtemp(prefix="zk-")
     port = port or free_port()
     cfg = {
@@ -157,11 +172,13 @@ def start_zookeeper(tick_ms=2000, extra_cfg=None, port=None, heap="512m", wait=T
     with open(os.path.join(workdir, "zoo.cfg"), "w") as f:
         for k, v in cfg.items():
             f.write("%s=%s\n" % (k, v))
+    props = [("zookeeper.DigestAuthenticationProvider.superDigest", SUPER_DIGEST),
+             ("zookeeper.extendedTypesEnabled", "true"),
+             ("org.slf4j.simpleLogger.defaultLogLevel", "warn")]
+    if jaas is not None:
+        props.append((JAAS_PROPERTY, _write_jaas(workdir, jaas)))
     cmd = java.command("org.apache.zookeeper.server.ZooKeeperServerMain",
-                       [os.path.join(workdir, "zoo.cfg")], heap,
-                       [("zookeeper.DigestAuthenticationProvider.superDigest", SUPER_DIGEST),
-                        ("zookeeper.extendedTypesEnabled", "true"),
-                        ("org.slf4j.simpleLogger.defaultLogLevel", "warn")])
+                       [os.path.join(workdir, "zoo.cfg")], heap, props)
     return _launch("zookeeper", cmd, port, workdir, 60 if wait else None)
 
 
@@ -173,10 +190,12 @@ def rzk_binary():
     return path
 
 
-def start_rzk(tick_ms=2000, extra_args=(), port=None, durable=False, wait=True, extra_cfg=None):
+def start_rzk(tick_ms=2000, extra_args=(), port=None, durable=False, wait=True, extra_cfg=None,
+              jaas=None):
     """rzk server, in memory unless `durable` (then with a data directory, like ZooKeeper).
     `extra_cfg` are zoo.cfg keys, read through `--config` as ZooKeeper reads them from its
-    zoo.cfg. With `wait=False` it returns as soon as the process is launched."""
+    zoo.cfg. With `wait=False` it returns as soon as the process is launched. `jaas` is the
+    text of a JAAS file, named as zkEnv.sh names it to ZooKeeper: in SERVER_JVMFLAGS."""
     workdir = tempfile.mkdtemp(prefix="rzk-")
     port = port or free_port()
     storage = ["--data-dir", os.path.join(workdir, "data")] if durable else ["--in-memory"]
@@ -189,7 +208,11 @@ def start_rzk(tick_ms=2000, extra_args=(), port=None, durable=False, wait=True, 
     cmd = [rzk_binary(), "server", "--port", str(port), "--bind", "127.0.0.1",
            "--tick-ms", str(tick_ms), "--four-letter-words", "*",
            "--super-digest", SUPER_DIGEST, "--extended-types"] + storage + config + list(extra_args)
-    return _launch("rzk", cmd, port, workdir, 30 if wait else None)
+    env = None
+    if jaas is not None:
+        flags = "-Xmx1g -D%s=%s" % (JAAS_PROPERTY, _write_jaas(workdir, jaas))
+        env = dict(os.environ, SERVER_JVMFLAGS=flags)
+    return _launch("rzk", cmd, port, workdir, 30 if wait else None, env)
 
 
 def release_rzk_binary():

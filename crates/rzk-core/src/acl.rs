@@ -136,8 +136,8 @@ fn id_is_valid(id: &Id) -> bool {
         "digest" => id.id.split(':').count() == 2,
         "ip" => ip_is_valid(&id.id),
         "super" => true,
-        // A certificate subject's distinguished name, matched exactly.
-        "x509" => !id.id.is_empty(),
+        // A certificate subject's distinguished name, or a SASL user, matched exactly.
+        "x509" | "sasl" => !id.id.is_empty(),
         _ => false,
     }
 }

@@ -183,3 +183,17 @@ fn an_exchange_stalled_midway_ends_with_its_session() {
     c.tick(Now { mono_ms: 40_001, ..now() });
     assert_eq!(drain(&mut c).1, Some(CloseReason::SessionExpired));
 }
+
+#[test]
+fn a_refusal_carries_a_null_token_as_zookeepers_does() {
+    // The Java client reads the body before it looks at the error: without one it sees a
+    // broken frame and retries, instead of ending in AuthFailed.
+    let mut c = Core::new(config(true), now());
+    open(&mut c, 1);
+    c.receive(1, &sasl(b"x".to_vec()).to_frame(5)[4..], now()).unwrap();
+    c.mark_durable(c.state().last_zxid());
+    let Some(Output::Send { frame, .. }) = c.poll_output() else { panic!("no reply") };
+    let (xid, zxid, err) = (5i32.to_be_bytes(), 0i64.to_be_bytes(), (-124i32).to_be_bytes());
+    let want = [&20i32.to_be_bytes()[..], &xid, &zxid, &err, &(-1i32).to_be_bytes()].concat();
+    assert_eq!(frame, want);
+}

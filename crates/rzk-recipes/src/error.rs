@@ -59,8 +59,12 @@ pub enum Error {
         path: String,
     },
     /// Authentication failed; the session is unusable.
-    #[error("authentication failed")]
-    AuthFailed,
+    #[error("authentication failed: {reason}")]
+    AuthFailed {
+        /// What the server refused, for a person (the SASL mechanism, or that the server
+        /// requires credentials it accepts).
+        reason: String,
+    },
     /// An invalid ACL was given.
     #[error("invalid ACL")]
     InvalidAcl,

@@ -160,7 +160,7 @@ mod curator_queue;
 mod queue_lock;
 pub use curator_queue::{DistributedQueue, ErrorMode};
 pub use rzk_client;
-pub use rzk_client::SessionId;
+pub use rzk_client::{Jaas, SaslLogin, SessionId};
 pub use semaphore::{InterProcessSemaphore, SemaphoreLease, SemaphoreOptions};
 pub use session::{
     ConnectionEvent, ConnectionEvents, ConnectionState, Credential, Lease, Session, SessionConfig,

@@ -34,6 +34,7 @@ pub(crate) fn classify(e: &ZkError) -> Class {
         | Z::NoChildrenForEphemerals
         | Z::BadArguments(_)
         | Z::AuthFailed
+        | Z::SaslAuthFailed { .. }
         | Z::SessionClosedRequireAuth => Class::Fatal,
         _ => Class::Transient,
     }
@@ -64,7 +65,15 @@ impl Error {
             Z::NotEmpty => Error::NotEmpty { path },
             Z::NoChildrenForEphemerals => Error::NoChildrenForEphemerals { path },
             Z::NoAuth => Error::NoAuth { path },
-            Z::AuthFailed | Z::SessionClosedRequireAuth => Error::AuthFailed,
+            Z::AuthFailed => {
+                Error::AuthFailed { reason: "the server rejected the credentials".into() }
+            }
+            Z::SessionClosedRequireAuth => Error::AuthFailed {
+                reason: "the server requires credentials it accepts (enforce.auth or \
+                         sessionRequireClientSASLAuth) and closed the session"
+                    .into(),
+            },
+            e @ Z::SaslAuthFailed { .. } => Error::AuthFailed { reason: e.to_string() },
             Z::InvalidAcl => Error::InvalidAcl,
             Z::NotReadOnly => Error::NotReadOnly,
             Z::Throttled => Error::Throttled,

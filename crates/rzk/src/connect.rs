@@ -38,6 +38,15 @@ pub(crate) struct Connect {
     /// starting with # are skipped), sent as --auth's are.
     #[arg(long, global = true, env = "RZK_AUTH_FILE", value_name = "FILE")]
     pub auth_file: Option<PathBuf>,
+    /// Log every connection in with SASL DIGEST-MD5 first, as the JAAS section --jaas-section
+    /// of this file says (the file a Java client reads through
+    /// `java.security.auth.login.config`; by default the one CLIENT_JVMFLAGS or JVMFLAGS
+    /// names that way, as for zkCli).
+    #[arg(long, global = true, env = "RZK_JAAS", value_name = "FILE")]
+    pub jaas: Option<PathBuf>,
+    /// The JAAS section to log in with (ZooKeeper's `zookeeper.sasl.clientconfig`).
+    #[arg(long, global = true, default_value = rzk_client::JAAS_CLIENT_SECTION, value_name = "NAME")]
+    pub jaas_section: String,
 }
 
 /// `scheme:credentials`, the scheme a non-empty word.
@@ -90,6 +99,18 @@ impl Connect {
         Ok(out)
     }
 
+    /// The SASL login of --jaas (or of the JVM flags' JAAS file), read now.
+    pub(crate) fn sasl(&self) -> Result<Option<zk::SaslLogin>, CliError> {
+        let Some(path) = crate::jaas::locate(self.jaas.as_deref(), crate::jaas::CLIENT_FLAG_VARS)
+        else {
+            return Ok(None);
+        };
+        let jaas = crate::jaas::read(&path).map_err(CliError::usage)?;
+        zk::SaslLogin::from_jaas(&jaas, &self.jaas_section)
+            .map(Some)
+            .map_err(|e| CliError::usage(format!("JAAS file {}: {e}", path.display())))
+    }
+
     /// A managed election session (rzk-recipes), or a clear error once the connect timeout
     /// has passed.
     pub(crate) async fn election_session(
@@ -103,6 +124,9 @@ impl Connect {
         }
         for c in self.credentials()? {
             config = config.with_auth(c.scheme, c.auth);
+        }
+        if let Some(login) = self.sasl()? {
+            config = config.with_sasl(login);
         }
         let tls = self.tls()?;
         if let Some(tls) = &tls {
@@ -126,6 +150,9 @@ impl Connect {
         }
         for c in self.credentials()? {
             connector = connector.with_auth(c.scheme, c.auth);
+        }
+        if let Some(login) = self.sasl()? {
+            connector = connector.with_sasl(login);
         }
         let connecting =
             async { connector.connect(&self.hosts).await.map_err(rzk_recipes::Error::from) };

@@ -15,6 +15,7 @@ mod counter;
 mod demo;
 mod elect;
 mod error;
+mod jaas;
 mod leader;
 mod lock;
 mod lock_status;

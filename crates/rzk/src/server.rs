@@ -68,11 +68,21 @@ pub(crate) struct ServerArgs {
     #[arg(long)]
     super_digest: Option<String>,
     /// Serve only connections authenticated with one of these comma-separated schemes,
-    /// `digest`, `ip` or `x509` (a verified TLS client certificate); any other request first
-    /// gets error -124 and the connection closes (`enforce.auth.enabled=true` with
-    /// `enforce.auth.schemes`).
+    /// `digest`, `ip`, `sasl` (needs --jaas) or `x509` (a verified TLS client certificate);
+    /// any other request first gets error -124 and the connection closes
+    /// (`enforce.auth.enabled=true` with `enforce.auth.schemes`; `sessionRequireClientSASLAuth`
+    /// for sasl alone).
     #[arg(long, value_name = "SCHEMES")]
     enforce_auth_schemes: Option<String>,
+    /// Authenticate SASL DIGEST-MD5 logins against the users of this JAAS file's
+    /// --jaas-section (`user_NAME="password"` options of its DigestLoginModule), the file
+    /// ZooKeeper reads through `java.security.auth.login.config` [default: the one
+    /// SERVER_JVMFLAGS or JVMFLAGS names that way].
+    #[arg(long, env = "RZK_JAAS", value_name = "FILE")]
+    jaas: Option<PathBuf>,
+    /// The JAAS section of the server's users (ZooKeeper's `zookeeper.sasl.serverconfig`).
+    #[arg(long, default_value = "Server", value_name = "NAME")]
+    jaas_section: String,
     /// Serve Prometheus metrics on this port at `/metrics` (`metricsProvider.httpPort` with
     /// ZooKeeper's `PrometheusMetricsProvider`) [default: off; 7000 with that provider].
     #[arg(long)]
@@ -163,6 +173,9 @@ fn build_config(args: ServerArgs) -> anyhow::Result<ServerConfig> {
     anyhow::ensure!(tick_ms > 0, "the tick must be positive");
     let mut config = ServerConfig::new((bind, port).into());
     config.core = rzk_core::Config::with_tick_ms(tick_ms);
+    config.core.sasl_users = sasl_users(&args)?;
+    config.core.sasl_super_user.clone_from(&file.sasl_super_user);
+    let require_sasl = file.require_sasl == Some(true);
     if let Some(ms) = args.min_session_timeout_ms.or(file.min_session_timeout_ms) {
         config.core.session_timeout_ms_min = ms;
     }
@@ -184,6 +197,7 @@ fn build_config(args: ServerArgs) -> anyhow::Result<ServerConfig> {
         Some(list) => zoocfg::enforced_auth_schemes(list).context("--enforce-auth-schemes")?,
         None => file.enforced_auth_schemes.clone().unwrap_or_default(),
     };
+    require_sasl_users(&mut config.core, require_sasl)?;
     if !config.core.enforced_auth_schemes.is_empty() {
         tracing::info!(
             "enforcing authentication: a connection is served once it authenticates with {}",
@@ -229,6 +243,42 @@ fn build_config(args: ServerArgs) -> anyhow::Result<ServerConfig> {
 }
 
 /// The AdminServer: the flags over zoo.cfg; off unless one of them asks for it.
+/// The DIGEST-MD5 users of the JAAS file, if one is given.
+fn sasl_users(args: &ServerArgs) -> anyhow::Result<rzk_core::config::SaslUsers> {
+    let Some(path) = crate::jaas::locate(args.jaas.as_deref(), crate::jaas::SERVER_FLAG_VARS)
+    else {
+        return Ok(rzk_core::config::SaslUsers::default());
+    };
+    let jaas = crate::jaas::read(&path).map_err(anyhow::Error::msg)?;
+    let users = jaas
+        .server_digest_users(&args.jaas_section)
+        .with_context(|| format!("JAAS file {}", path.display()))?;
+    anyhow::ensure!(
+        !users.is_empty(),
+        "JAAS file {}: the {} section's DigestLoginModule lists no user_NAME=\"password\"",
+        path.display(),
+        args.jaas_section
+    );
+    tracing::info!(users = users.len(), file = %path.display(), "SASL DIGEST-MD5 logins on");
+    Ok(rzk_core::config::SaslUsers(users))
+}
+
+/// Adds sasl to the enforced schemes for `sessionRequireClientSASLAuth`, and refuses to
+/// enforce it with no users to log in, which would turn every client away.
+fn require_sasl_users(core: &mut rzk_core::Config, require_sasl: bool) -> anyhow::Result<()> {
+    let enforced = |core: &rzk_core::Config| core.enforced_auth_schemes.iter().any(|s| s == "sasl");
+    if require_sasl && !enforced(core) {
+        core.enforced_auth_schemes.push("sasl".into());
+    }
+    anyhow::ensure!(
+        !enforced(core) || !core.sasl_users.0.is_empty(),
+        "refusing to enforce the sasl scheme with no SASL users, which would turn every client \
+         away: give a JAAS file with --jaas (or -Djava.security.auth.login.config= in \
+         SERVER_JVMFLAGS) whose Server section lists DIGEST-MD5 users"
+    );
+    Ok(())
+}
+
 fn admin_config(args: &ServerArgs, file: &zoocfg::ZooCfg) -> Option<rzk_server::AdminConfig> {
     let from_file = file.admin();
     if from_file.is_none() && args.admin_port.is_none() {

@@ -63,6 +63,10 @@ pub(crate) struct ZooCfg {
     dynamic_config_file: Option<String>,
     enforce_auth_enabled: Option<bool>,
     enforce_auth_schemes: Option<String>,
+    /// `sessionRequireClientSASLAuth`: serve only connections that logged in with SASL.
+    pub require_sasl: Option<bool>,
+    /// `superUser`: the SASL user that is also super.
+    pub sasl_super_user: Option<String>,
     /// The static file's text as read, for the AdminServer's `initial_configuration`.
     pub text: Option<String>,
 }
@@ -216,8 +220,11 @@ fn apply(cfg: &mut ZooCfg, f: &str, l: usize, key: &str, v: &str) -> anyhow::Res
         }
         "enforce.auth.enabled" => cfg.enforce_auth_enabled = Some(parse_bool(f, l, key, v)?),
         "enforce.auth.schemes" => cfg.enforce_auth_schemes = Some(v.to_string()),
-        // `true` is refused before this: rzk has no SASL.
-        "sessionRequireClientSASLAuth" => _ = parse_bool(f, l, key, v)?,
+        "sessionRequireClientSASLAuth" => cfg.require_sasl = Some(parse_bool(f, l, key, v)?),
+        "superUser" => cfg.sasl_super_user = Some(v.to_string()),
+        // The SASL provider is built in; naming it is what makes `sasl:` ACLs match in
+        // ZooKeeper, and changes nothing here.
+        k if k.starts_with("authProvider.") && v == SASL_PROVIDER => {}
         _ => {
             return tls::apply(&mut cfg.tls_keys, k, v)
                 .map_err(|e| anyhow::anyhow!("{f}:{l}: bad value {v:?} for {key}: {e}"))
@@ -304,23 +311,22 @@ impl ZooCfg {
     }
 }
 
-/// The authentication schemes rzk can enforce (ZooKeeper's built-in providers, and x509 for
-/// connections on the secure port with a verified certificate).
-const ENFORCEABLE_SCHEMES: &[&str] = &["digest", "ip", "x509"];
+/// The authentication schemes rzk can enforce (ZooKeeper's built-in providers, sasl for
+/// DIGEST-MD5 users of a JAAS file, and x509 for connections on the secure port with a
+/// verified certificate).
+const ENFORCEABLE_SCHEMES: &[&str] = &["digest", "ip", "sasl", "x509"];
+/// ZooKeeper's SASL provider, as `authProvider.N` names it.
+pub(crate) const SASL_PROVIDER: &str =
+    "org.apache.zookeeper.server.auth.SASLAuthenticationProvider";
 
 /// A comma list of schemes to enforce, checked as ZooKeeper checks `enforce.auth.schemes` at
-/// start-up: each must be a scheme the server can authenticate, and `sasl` is not one in rzk.
+/// start-up: each must be a scheme the server can authenticate (sasl also needs users, which
+/// the server checks once it has read the JAAS file).
 pub(crate) fn enforced_auth_schemes(list: &str) -> anyhow::Result<Vec<String>> {
     let schemes: Vec<String> =
         list.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
     anyhow::ensure!(!schemes.is_empty(), "enforce.auth.schemes must name at least one scheme");
     for scheme in &schemes {
-        if scheme == "sasl" {
-            bail!(
-                "refusing to enforce the sasl scheme: rzk has no SASL, so no client could \
-                 authenticate with it; enforce digest instead, or run Apache ZooKeeper for SASL"
-            );
-        }
         anyhow::ensure!(
             ENFORCEABLE_SCHEMES.contains(&scheme.as_str()),
             "authentication scheme {scheme:?} is not available (rzk has {})",
@@ -405,11 +411,7 @@ mod tests {
 
     #[test]
     fn unsafe_keys_are_refused_and_typos_get_a_hint() {
-        for text in [
-            "ssl.crl=true\n",
-            "sessionRequireClientSASLAuth=true\n",
-            "client.portUnification=true\n",
-        ] {
+        for text in ["ssl.crl=true\n", "client.portUnification=true\n"] {
             let key = text.split('=').next().unwrap();
             let err = parse("zoo.cfg", text).unwrap_err().to_string();
             assert!(err.contains(key) && err.contains("refusing"), "{err}");
@@ -469,7 +471,6 @@ mod tests {
         for (schemes, needle) in [
             ("", "must be configured"),
             ("enforce.auth.schemes=,\n", "at least one"),
-            ("enforce.auth.schemes=digest,sasl\n", "no SASL"),
             ("enforce.auth.schemes=kerberos\n", "\"kerberos\" is not available"),
         ] {
             let err = format!("{:#}", parse("zoo.cfg", &format!("{on}{schemes}")).unwrap_err());
@@ -477,8 +478,12 @@ mod tests {
         }
         let off = parse("zoo.cfg", "enforce.auth.enabled=false\nenforce.auth.schemes=sasl\n");
         assert_eq!(off.unwrap().enforced_auth_schemes, None, "ZooKeeper ignores them too");
-        let err = parse("zoo.cfg", "sessionRequireClientSASLAuth=true\n").unwrap_err();
-        assert!(err.to_string().contains("no SASL"), "{err}");
+        let sasl = parse("zoo.cfg", &format!("{on}enforce.auth.schemes=digest,sasl\n")).unwrap();
+        assert_eq!(sasl.enforced_auth_schemes, Some(vec!["digest".into(), "sasl".into()]));
+        let text = format!("sessionRequireClientSASLAuth=true\nauthProvider.1={SASL_PROVIDER}\n");
+        let cfg = parse("zoo.cfg", &format!("{text}superUser=admin\n")).unwrap();
+        assert_eq!((cfg.require_sasl, cfg.sasl_super_user.as_deref()), (Some(true), Some("admin")));
+        assert!(cfg.ignored.is_empty() && cfg.unknown.is_empty(), "{cfg:?}");
     }
 
     #[test]

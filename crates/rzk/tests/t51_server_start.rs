@@ -158,3 +158,37 @@ fn the_admin_server_runs_when_zoo_cfg_or_a_flag_asks() {
     let log = log_until_serving(&["--config", silent.to_str().unwrap()]);
     assert!(log.contains("AdminServer off") && !log.contains("AdminServer on"), "{log}");
 }
+
+#[test]
+fn sasl_is_enforced_only_with_users_to_log_in() {
+    let require = zoo_cfg("sasl", "sessionRequireClientSASLAuth=true\n");
+    let require = require.to_str().unwrap();
+    let o = refused(&["--config", require]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("refusing to enforce the sasl scheme with no SASL users"), "{err}");
+    let bad =
+        zoo_cfg("jaas-bad", "Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule\n");
+    let o = refused(&["--config", require, "--jaas", bad.to_str().unwrap()]);
+    assert!(stderr(&o).contains("JAAS line 3"), "{}", stderr(&o));
+    let good = zoo_cfg(
+        "jaas",
+        "Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n  \
+         user_bob=\"bob-secret\";\n};\n",
+    );
+    // Found where zkEnv.sh names it, as ZooKeeper finds it.
+    let flags = format!("-Xmx1g -Djava.security.auth.login.config={}", good.display());
+    let mut child = server(&["--config", require])
+        .env("SERVER_JVMFLAGS", flags)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let log: Vec<String> =
+        lines.by_ref().map(Result::unwrap).take_while(|l| !l.contains("serving on")).collect();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let log = log.join("\n");
+    assert!(log.contains("SASL DIGEST-MD5 logins on") && log.contains("users=1"), "{log}");
+    assert!(log.contains("enforcing authentication") && log.contains("sasl"), "{log}");
+}

@@ -7,12 +7,12 @@
 //! (two packets, then any other fails), and in time by the session: a client that stalls
 //! mid-exchange sends no pings, so its session expires and the connection closes with it.
 
-use rzk_proto::{ErrorCode, Id, Response};
+use rzk_proto::jute::Writer;
+use rzk_proto::{ErrorCode, Id, ReplyHeader, Response};
 use rzk_sasl::{DigestMd5Server, ServerStep};
 
 use crate::watches::ConnId;
 
-use super::frames::reply_frame;
 use super::interface::CloseReason;
 use super::Core;
 
@@ -56,11 +56,13 @@ impl Core {
     }
 }
 
-/// A reply to a sasl packet: zxid 0, as ZooKeeper's (the exchange is no transaction), and the
-/// token, if any, as `SetSASLResponse`; an error reply has no body.
+/// A reply to a sasl packet: zxid 0, as ZooKeeper's (the exchange is no transaction), and
+/// `SetSASLResponse` with the token, if any. An error reply has the body too, with a null
+/// token, unlike any other: the Java client reads one before it looks at the error, and
+/// without it sees a broken frame (connection loss and a retry) instead of AuthFailed.
 fn sasl_reply(xid: i32, err: ErrorCode, token: Option<Vec<u8>>) -> Vec<u8> {
-    match (err, token) {
-        (ErrorCode::Ok, token) => reply_frame(xid, 0, err, Some(&Response::Sasl(token))),
-        (err, _) => reply_frame(xid, 0, err, None),
-    }
+    let mut w = Writer::frame();
+    ReplyHeader { xid, zxid: 0, err: err.as_i32() }.write(&mut w);
+    Response::Sasl(token).write(&mut w);
+    w.finish_frame()
 }

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use rzk_client::SaslLogin;
+
 use crate::tls::TlsConfig;
 
 /// How to connect, and the timing of the lease (docs/election.md §2.1, §2.2).
@@ -33,6 +35,8 @@ pub struct SessionConfig {
     /// Credentials sent on every connection of every session, the ones rebuilt after an
     /// expiry included, before any request (Curator's `authorization`, kazoo's `auth_data`).
     pub auth: Vec<Credential>,
+    /// The SASL login every connection of every session runs first, if any.
+    pub sasl: Option<SaslLogin>,
 }
 
 /// One credential: a scheme and its scheme-specific bytes (`digest`, `user:password`).
@@ -64,6 +68,7 @@ impl SessionConfig {
             simulate_expiry: true,
             tls: None,
             auth: Vec::new(),
+            sasl: None,
         }
     }
 
@@ -107,6 +112,14 @@ impl SessionConfig {
     /// "user:password")`, sent before anything else on every connection of every session.
     pub fn with_auth(mut self, scheme: impl Into<String>, auth: impl Into<Vec<u8>>) -> Self {
         self.auth.push(Credential { scheme: scheme.into(), auth: auth.into() });
+        self
+    }
+
+    /// Authenticates every connection of every session with SASL (DIGEST-MD5, from a JAAS
+    /// `Client` section with [`SaslLogin::from_jaas`]) before anything else; a refusal is
+    /// [`crate::Error::AuthFailed`], naming the mechanism.
+    pub fn with_sasl(mut self, login: SaslLogin) -> Self {
+        self.sasl = Some(login);
         self
     }
 

@@ -34,6 +34,9 @@ pub(super) async fn connect_client(config: &SessionConfig) -> Result<Client, cra
     for cred in &config.auth {
         c = c.with_auth(cred.scheme.clone(), cred.auth.clone());
     }
+    if let Some(login) = &config.sasl {
+        c = c.with_sasl(login.clone());
+    }
     match &config.tls {
         None => Ok(c.connect(&config.hosts).await?),
         Some(tls) => Ok(c.with_transport(Arc::new(tls.clone())).connect(&config.hosts).await?),

@@ -36,6 +36,7 @@ pub(crate) const HONOURED: &[&str] = &[
     "enforce.auth.enabled",
     "enforce.auth.schemes",
     "sessionRequireClientSASLAuth",
+    "superUser",
     "metricsProvider.className",
     "metricsProvider.httpPort",
     "metricsProvider.httpHost",
@@ -47,8 +48,7 @@ pub(crate) const HONOURED: &[&str] = &[
 
 const QUORUM: &str = "not used by a single-node server";
 const TLS: &str = "a TLS setting of ZooKeeper's Java server; rzk has no counterpart";
-const SASL: &str = "a SASL or Kerberos setting; rzk has no SASL (the digest and ip schemes are \
-                    built in)";
+const SASL: &str = "a Kerberos setting; rzk server authenticates SASL with DIGEST-MD5 only";
 const THROTTLE: &str = "rzk has no request or connection throttler; its flow control bounds \
                         what each connection may queue";
 const JVM: &str = "an internal of ZooKeeper's Java server; rzk has no counterpart";
@@ -122,8 +122,12 @@ const IGNORED: &[(&str, Ignored)] = &[
     ("netty.server.outstandingHandshake.limit", Ignored::NotApplicable(TLS)),
     ("netty.server.earlyDropSecureConnectionHandshakes", Ignored::NotApplicable(TLS)),
     ("X509AuthenticationProvider.superUser", Ignored::NotApplicable(TLS)),
-    ("superUser", Ignored::NotApplicable(SASL)),
-    ("allowSaslFailedClients", Ignored::NotApplicable(SASL)),
+    (
+        "allowSaslFailedClients",
+        Ignored::NotSupported(
+            "rzk closes the connection of a failed SASL exchange, as ZooKeeper does by default",
+        ),
+    ),
     ("requireClientAuthScheme", Ignored::NotApplicable(SASL)),
     ("kerberos.removeHostFromPrincipal", Ignored::NotApplicable(SASL)),
     ("kerberos.removeRealmFromPrincipal", Ignored::NotApplicable(SASL)),
@@ -261,7 +265,8 @@ fn family(key: &str) -> Option<Ignored> {
     }
     if key.starts_with("authProvider.") {
         return Some(Ignored::NotSupported(
-            "rzk loads no authentication providers; digest, ip and x509 are built in",
+            "rzk loads no authentication providers; digest, ip, sasl (DIGEST-MD5) and x509 are \
+             built in",
         ));
     }
     if key.starts_with("admin.") {
@@ -298,11 +303,6 @@ pub(crate) fn refusal(key: &str, value: &str) -> Option<&'static str> {
         "client.portUnification" if on => Some(
             "rzk serves TLS on secureClientPort only: the client port cannot accept TLS \
              connections",
-        ),
-        "sessionRequireClientSASLAuth" if on => Some(
-            "rzk has no SASL, so no client could ever authenticate as this setting requires; \
-             use enforce.auth.enabled=true with enforce.auth.schemes=digest, or run Apache \
-             ZooKeeper for SASL",
         ),
         "DigestAuthenticationProvider.digestAlg"
             if !matches!(value.to_ascii_uppercase().as_str(), "SHA1" | "SHA-1") =>
@@ -368,8 +368,7 @@ mod tests {
         assert_eq!(ignored("ssl.quorum.keyStore.location"), Some(Ignored::NotApplicable(QUORUM)));
         assert_eq!(ignored("ssl.keyStore.nonsense"), None);
         assert!(matches!(ignored("admin.idleTimeout"), Some(Ignored::NotApplicable(_))));
-        assert!(refusal("sessionRequireClientSASLAuth", "true").is_some());
-        assert!(refusal("sessionRequireClientSASLAuth", "false").is_none());
+        assert!(refusal("sessionRequireClientSASLAuth", "true").is_none(), "served since SASL");
         assert!(refusal("secureClientPort", "2281").is_none(), "served since TLS");
         assert!(refusal("DigestAuthenticationProvider.digestAlg", "SHA-256").is_some());
         assert!(refusal("DigestAuthenticationProvider.digestAlg", "SHA1").is_none());
