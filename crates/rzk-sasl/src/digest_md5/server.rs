@@ -49,7 +49,8 @@ impl DigestMd5Server {
     /// # Errors
     /// [`SaslError::BadCredentials`] for an unknown user or a wrong password;
     /// [`SaslError::Malformed`], [`SaslError::Unsupported`] or [`SaslError::OutOfStep`] for a
-    /// token that does not follow RFC 2831 as ZooKeeper uses it. After an error the exchange
+    /// token that does not follow RFC 2831 as ZooKeeper uses it (a first token is ignored,
+    /// whatever it holds). After an error the exchange
     /// is over.
     pub fn step(
         &mut self,
@@ -57,21 +58,19 @@ impl DigestMd5Server {
         password_of: impl FnOnce(&str) -> Option<String>,
     ) -> Result<ServerStep, SaslError> {
         match std::mem::replace(&mut self.state, State::Done) {
-            State::Start if token.is_empty() => {
+            // A first token is ignored, as Java's DIGEST-MD5 server ignores it: the mechanism
+            // has no initial response (subsequent authentication is not offered).
+            State::Start => {
                 self.state = State::Challenged;
                 Ok(ServerStep::Challenge(
                     Writer::default()
                         .quoted("realm", SERVER_NAME)
                         .quoted("nonce", &self.nonce)
-                        .quoted("qop", "auth")
                         .token("charset", "utf-8")
                         .token("algorithm", "md5-sess")
                         .finish(),
                 ))
             }
-            State::Start => Err(SaslError::Unsupported(
-                "an initial response (DIGEST-MD5's subsequent authentication)".into(),
-            )),
             State::Challenged => self.verify(token, password_of),
             State::Done => Err(SaslError::OutOfStep("a token after the exchange ended")),
         }

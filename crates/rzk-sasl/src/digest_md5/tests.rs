@@ -35,11 +35,12 @@ fn a_wrong_password_or_user_is_bad_credentials() {
 
 #[test]
 fn the_challenge_is_the_one_a_java_server_sends() {
+    // ZooKeeper 3.8's, as rzk-server's t23 read it; a first token, if any, is ignored.
     let mut server = DigestMd5Server::new("n0nce".into());
-    let ServerStep::Challenge(c) = server.step(b"", users).unwrap() else { panic!() };
+    let ServerStep::Challenge(c) = server.step(b"ignored", users).unwrap() else { panic!() };
     assert_eq!(
         String::from_utf8(c).unwrap(),
-        r#"realm="zk-sasl-md5",nonce="n0nce",qop="auth",charset=utf-8,algorithm=md5-sess"#
+        r#"realm="zk-sasl-md5",nonce="n0nce",charset=utf-8,algorithm=md5-sess"#
     );
 }
 
@@ -98,6 +99,4 @@ fn a_server_refuses_a_response_that_does_not_fit_its_challenge() {
         assert!(e.contains(says), "{from}: {e}");
         assert!(matches!(server.step(b"", users), Err(SaslError::OutOfStep(_))));
     }
-    let mut server = DigestMd5Server::new("n".into());
-    assert!(matches!(server.step(b"x", users), Err(SaslError::Unsupported(_))));
 }
