@@ -12,6 +12,13 @@
 #   libservlet-api-java     the servlet API ZooKeeper's Jetty AdminServer needs, which the tests
 #                           compare rzk's AdminServer with (zookeeper pulls it in via jetty9)
 #   openssl                 the command that makes the TLS tests' certificates at run time
+#   python3-pure-sasl       the SASL kazoo's sasl_options use (tests/interop/sasl_suite.py)
+#   krb5-kdc, krb5-admin-server
+#                           MIT Kerberos's KDC, kdb5_util and kadmin.local: the Kerberos tests'
+#                           realm on loopback (rzk-testkit's kerberos.rs)
+#   libkrb5-dev, libclang-dev
+#                           the GSS-API headers and the libclang that build rzk's optional
+#                           `gssapi` feature (its bindings are generated at build time)
 # Idempotent: when every package is already installed it does not touch apt at all.
 # Run as root (or as a user with sudo).
 set -euo pipefail
@@ -21,6 +28,7 @@ PKGS=(zookeeper libcurator-recipes-java python3-kazoo default-jdk-headless zooke
 PKGS+=(prometheus)
 PKGS+=(libcurator-discovery-java) # curator-x-discovery 5.4 (pulls Jackson), discovery interop
 PKGS+=(openssl)
+PKGS+=(python3-pure-sasl krb5-kdc krb5-admin-server libkrb5-dev libclang-dev)
 
 installed() {
     # Read whole, not piped into `grep -q`: under pipefail, grep's early exit gives dpkg a
@@ -59,14 +67,14 @@ for f in /usr/share/zookeeper/bin/zkCli.sh "${jars[@]}" \
         fail=1
     fi
 done
-for cmd in java javac stdbuf prometheus; do
+for cmd in java javac stdbuf prometheus /usr/sbin/krb5kdc /usr/sbin/kdb5_util /usr/sbin/kadmin.local; do
     if ! command -v "$cmd" >/dev/null; then
         echo "install-deps: $cmd not on PATH" >&2
         fail=1
     fi
 done
-if ! /usr/bin/python3 -c 'import kazoo.client' 2>/dev/null; then
-    echo "install-deps: /usr/bin/python3 cannot import kazoo" >&2
+if ! /usr/bin/python3 -c 'import kazoo.client, puresasl' 2>/dev/null; then
+    echo "install-deps: /usr/bin/python3 cannot import kazoo and puresasl" >&2
     fail=1
 fi
 exit "$fail"

@@ -6,10 +6,11 @@
 #
 # Steps, each of which must pass:
 #   1. Debian packages for the real-client suites (Apache ZooKeeper 3.8, Curator 5.4, kazoo,
-#      Prometheus);
+#      Prometheus, MIT Kerberos);
 #   2. rustfmt, clippy -D warnings;
 #   3. cargo test: codec golden bytes, core unit tests, the zookeeper-client tour and the
-#      bad-input/limit tests against in-process servers;
+#      bad-input/limit tests against in-process servers; then, with the `gssapi` feature, the
+#      Kerberos tests against ZooKeeper in an MIT realm on loopback;
 #   4. the README's set-up and quickstart commands, run verbatim in a fresh clone of HEAD
 #      (scripts/readme-commands.py; the README's server needs port 2181 free);
 #   5. interop suites with unmodified clients (kazoo, zkCli, Curator, C client) against rzk and,
@@ -41,12 +42,19 @@ scripts/install-deps.sh
 
 step "format and lints"
 cargo fmt --all -- --check
-cargo clippy --workspace --all-targets -- -D warnings
+# With Kerberos built in, so the `gssapi` code is linted too.
+cargo clippy --workspace --all-targets --features rzk/gssapi -- -D warnings
 
 step "cargo test"
 # Also builds every binary the later steps run (target/debug/rzk): a separate `cargo build`
 # would compile the workspace again, without the dev-dependencies' features.
 cargo test --workspace --no-fail-fast
+
+step "Kerberos: rzk-client and the CLI on a Kerberized ZooKeeper, an MIT KDC on loopback"
+# The `gssapi` feature is off by default (building it needs libkrb5-dev and libclang), so its
+# tests are built and run here with it.
+cargo test -p rzk-client --features gssapi --test t15_kerberos
+cargo test -p rzk --features gssapi --test t60_kerberos_cli
 
 step "README commands, verbatim, in a fresh clone"
 /usr/bin/python3 -m scripts.readme-commands

@@ -48,21 +48,61 @@ pub(crate) async fn attempt(
     let resp = ConnectResponse::read(&mut Reader::new(&body))
         .map_err(|e| std::io::Error::other(e.to_string()))?;
     if let (Some(login), true) = (sasl, resp.timeout_ms > 0) {
-        let mut cnonce = [0; 16];
-        getrandom::getrandom(&mut cnonce).map_err(|e| std::io::Error::other(e.to_string()))?;
-        let mut exchange = login.start(cnonce);
-        let mut next = Some(exchange.first());
-        while let Some(frame) = next {
-            io.write_all(&frame).await?;
-            io.flush().await?;
-            let reply = read_frame(&mut io).await?;
-            next = exchange.on_reply(&reply).map_err(|e| match e {
-                Error::Protocol(p) => Attempt::Io(std::io::Error::other(p)),
-                e => Attempt::Refused(e),
-            })?;
-        }
+        authenticate(&mut io, login, host).await?;
     }
     Ok((io, resp))
+}
+
+/// Runs a SASL exchange on `io` to the end.
+async fn authenticate(io: &mut Io, login: &SaslLogin, host: &str) -> Result<(), Attempt> {
+    let mut cnonce = [0; 16];
+    getrandom::getrandom(&mut cnonce).map_err(|e| std::io::Error::other(e.to_string()))?;
+    let blocks = login.blocks();
+    let (login, host) = (login.clone(), host_name(host).to_owned());
+    let (mut exchange, mut next) = off_thread(blocks, move || {
+        let mut exchange = login.start(&host, cnonce)?;
+        let first = exchange.first()?;
+        Ok((exchange, first))
+    })
+    .await?
+    .map_err(Attempt::Refused)?;
+    loop {
+        io.write_all(&next).await?;
+        io.flush().await?;
+        let reply = read_frame(io).await?;
+        let (back, outcome) = off_thread(blocks, move || {
+            let outcome = exchange.on_reply(&reply);
+            (exchange, outcome)
+        })
+        .await?;
+        exchange = back;
+        match outcome {
+            Ok(Some(frame)) => next = frame,
+            Ok(None) => return Ok(()),
+            Err(Error::Protocol(p)) => return Err(Attempt::Io(std::io::Error::other(p))),
+            Err(e) => return Err(Attempt::Refused(e)),
+        }
+    }
+}
+
+/// Runs `f` here, or on tokio's blocking threads when it may block (a GSS-API call can wait
+/// for the KDC). Dropped midway, the blocking call finishes and its result is discarded.
+async fn off_thread<T: Send + 'static>(
+    blocks: bool,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, Attempt> {
+    if !blocks {
+        return Ok(f());
+    }
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Attempt::Io(std::io::Error::other(format!("the SASL step failed: {e}"))))
+}
+
+/// The host of `host:port` (`[v6]:port` too), as a server principal names it.
+fn host_name(host: &str) -> &str {
+    let name = host.rsplit_once(':').map_or(host, |(name, _port)| name);
+    name.trim_start_matches('[').trim_end_matches(']')
 }
 
 /// One frame's body.

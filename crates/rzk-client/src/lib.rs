@@ -40,6 +40,8 @@
 mod client;
 mod core;
 mod error;
+#[cfg(feature = "gssapi")]
+mod gssapi;
 mod handshake;
 mod hosts;
 mod multi;
@@ -58,7 +60,7 @@ pub use error::Error;
 pub use multi::{MultiReadResult, MultiReader, MultiWriteError, MultiWriteResult, MultiWriter};
 pub use ops::AuthUser;
 pub use rzk_sasl::Jaas;
-pub use sasl::{SaslLogin, JAAS_CLIENT_SECTION};
+pub use sasl::{SaslLogin, DEFAULT_SASL_SERVICE, JAAS_CLIENT_SECTION};
 pub use telemetry::{
     CONNECT_ATTEMPTS, DISCONNECTED_DURATION, DISCONNECTS, RECONNECTS, REQUEST_DURATION,
 };

@@ -23,7 +23,23 @@ pub struct SaslLogin(Login);
 #[derive(Clone, PartialEq, Eq)]
 enum Login {
     DigestMd5 { username: String, password: String },
+    Gssapi(Kerberos),
 }
+
+/// A Kerberos login: whose credentials, and which server principal to ask a ticket for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Kerberos {
+    principal: Option<String>,
+    /// `zookeeper.sasl.client.username`: the service part of the server's principal.
+    service: String,
+    /// `zookeeper.server.principal`: the server's whole principal, instead of
+    /// `service@<connect-string host>`.
+    server_principal: Option<String>,
+}
+
+/// The service ZooKeeper's servers run as unless told otherwise
+/// (`zookeeper.sasl.client.username`).
+pub const DEFAULT_SASL_SERVICE: &str = "zookeeper";
 
 impl std::fmt::Debug for SaslLogin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -33,6 +49,11 @@ impl std::fmt::Debug for SaslLogin {
                 .field("mechanism", &"DIGEST-MD5")
                 .field("username", username)
                 .finish_non_exhaustive(),
+            Login::Gssapi(k) => f
+                .debug_struct("SaslLogin")
+                .field("mechanism", &"GSSAPI")
+                .field("kerberos", k)
+                .finish(),
         }
     }
 }
@@ -44,53 +65,134 @@ impl SaslLogin {
         SaslLogin(Login::DigestMd5 { username: username.into(), password: password.into() })
     }
 
+    /// GSSAPI (Kerberos) with the credentials the system's Kerberos library finds: the ticket
+    /// cache (`KRB5CCNAME`, as after `kinit`) or the client keytab (`KRB5_CLIENT_KTNAME`),
+    /// for `principal` if given. The server's principal is `zookeeper/<host>`, the host of the
+    /// connect string as krb5.conf canonicalises it, unless [`SaslLogin::with_service`] or
+    /// [`SaslLogin::with_server_principal`] say otherwise. Needs the `gssapi` feature; without
+    /// it every connection fails with [`Error::SaslAuthFailed`] saying so.
+    pub fn gssapi(principal: Option<String>) -> SaslLogin {
+        SaslLogin(Login::Gssapi(Kerberos {
+            principal,
+            service: DEFAULT_SASL_SERVICE.to_owned(),
+            server_principal: None,
+        }))
+    }
+
+    /// The service part of the server's principal (`zookeeper.sasl.client.username`); GSSAPI
+    /// only.
+    pub fn with_service(mut self, service: impl Into<String>) -> SaslLogin {
+        if let Login::Gssapi(k) = &mut self.0 {
+            k.service = service.into();
+        }
+        self
+    }
+
+    /// The server's whole principal (`zookeeper.server.principal`, e.g.
+    /// `zookeeper/zk1.example.com@EXAMPLE.COM`), for every host; GSSAPI only.
+    pub fn with_server_principal(mut self, principal: impl Into<String>) -> SaslLogin {
+        if let Login::Gssapi(k) = &mut self.0 {
+            k.server_principal = Some(principal.into());
+        }
+        self
+    }
+
     /// The login of JAAS section `section` ([`JAAS_CLIENT_SECTION`] for ZooKeeper's default),
-    /// the file a Java client reads through `java.security.auth.login.config`.
+    /// the file a Java client reads through `java.security.auth.login.config`. A Kerberos
+    /// section's principal is taken; its keytab is not, since the Kerberos library reads a
+    /// client keytab only from `KRB5_CLIENT_KTNAME` (the rzk CLI sets that from the section).
     ///
     /// # Errors
-    /// [`Error::SaslAuthFailed`] when the section is missing or unusable, and for a Kerberos
-    /// section: rzk-client does not speak GSSAPI yet.
+    /// [`Error::SaslAuthFailed`] when the section is missing or unusable.
     pub fn from_jaas(jaas: &Jaas, section: &str) -> Result<SaslLogin, Error> {
-        match jaas.client_login(section).map_err(|e| failed("JAAS", &e))? {
+        match jaas.client_login(section).map_err(|e| failed("JAAS", &e.to_string()))? {
             ClientLogin::Digest { username, password } => {
                 Ok(SaslLogin::digest_md5(username, password))
             }
-            ClientLogin::Kerberos { .. } => Err(Error::SaslAuthFailed {
-                mechanism: "GSSAPI",
-                reason: format!(
-                    "the JAAS `{section}` section logs in with Kerberos, which rzk-client does \
-                     not speak yet; use a DIGEST-MD5 section"
-                ),
-            }),
+            ClientLogin::Kerberos { principal, .. } => Ok(SaslLogin::gssapi(principal)),
         }
+    }
+
+    /// Whether its exchange's steps may block the thread (GSSAPI's reach the KDC).
+    pub(crate) fn blocks(&self) -> bool {
+        matches!(self.0, Login::Gssapi(_))
     }
 
     /// The mechanism's IANA name.
     pub fn mechanism(&self) -> &'static str {
         match self.0 {
             Login::DigestMd5 { .. } => "DIGEST-MD5",
+            Login::Gssapi(_) => "GSSAPI",
         }
     }
 
-    /// A fresh exchange for one connection; `cnonce` is 16 fresh random bytes.
-    pub(crate) fn start(&self, cnonce: [u8; 16]) -> Exchange {
-        let hex: String = cnonce.iter().map(|b| format!("{b:02x}")).collect();
+    /// A fresh exchange for one connection to `host` (the connect string's, without its
+    /// port); `cnonce` is 16 fresh random bytes. GSSAPI's may block: it acquires credentials.
+    ///
+    /// # Errors
+    /// [`Error::SaslAuthFailed`] when GSSAPI has no credentials or was not built in.
+    pub(crate) fn start(&self, host: &str, cnonce: [u8; 16]) -> Result<Exchange, Error> {
+        let name = self.mechanism();
         let mechanism = match &self.0 {
             Login::DigestMd5 { username, password } => {
-                DigestMd5Client::new(username, password, hex)
+                let hex: String = cnonce.iter().map(|b| format!("{b:02x}")).collect();
+                Mechanism::DigestMd5(DigestMd5Client::new(username, password, hex))
             }
+            Login::Gssapi(k) => kerberos(k, host).map_err(|e| failed(name, &e))?,
         };
-        Exchange { mechanism, name: self.mechanism(), xid: 0, steps: 0 }
+        Ok(Exchange { mechanism, name, xid: 0, steps: 0 })
     }
 }
 
-fn failed(mechanism: &'static str, e: &SaslError) -> Error {
-    Error::SaslAuthFailed { mechanism, reason: e.to_string() }
+#[cfg(feature = "gssapi")]
+fn kerberos(k: &Kerberos, host: &str) -> Result<Mechanism, String> {
+    use crate::gssapi::{GssapiClient, Target};
+    let target = match &k.server_principal {
+        Some(p) => Target::Principal(p),
+        None => Target::Service { service: &k.service, host },
+    };
+    GssapiClient::new(k.principal.as_deref(), &target).map(Mechanism::Gssapi)
+}
+
+#[cfg(not(feature = "gssapi"))]
+fn kerberos(_: &Kerberos, _: &str) -> Result<Mechanism, String> {
+    Err("this build has no Kerberos: rebuild with the `gssapi` feature (it needs libkrb5-dev \
+         and libclang)"
+        .into())
+}
+
+fn failed(mechanism: &'static str, reason: &str) -> Error {
+    Error::SaslAuthFailed { mechanism, reason: reason.to_owned() }
+}
+
+/// The mechanism an exchange runs.
+enum Mechanism {
+    DigestMd5(DigestMd5Client),
+    #[cfg(feature = "gssapi")]
+    Gssapi(crate::gssapi::GssapiClient),
+}
+
+impl Mechanism {
+    fn initial(&mut self) -> Result<Vec<u8>, String> {
+        match self {
+            Mechanism::DigestMd5(m) => Ok(m.initial()),
+            #[cfg(feature = "gssapi")]
+            Mechanism::Gssapi(m) => m.initial(),
+        }
+    }
+
+    fn step(&mut self, token: Option<&[u8]>) -> Result<ClientStep, String> {
+        match self {
+            Mechanism::DigestMd5(m) => m.step(token).map_err(|e: SaslError| e.to_string()),
+            #[cfg(feature = "gssapi")]
+            Mechanism::Gssapi(m) => m.step(token),
+        }
+    }
 }
 
 /// One connection's exchange: the frames to send, and what each reply means.
 pub(crate) struct Exchange {
-    mechanism: DigestMd5Client,
+    mechanism: Mechanism,
     name: &'static str,
     /// The exchange's own xids count from 1, as kazoo's do: the server only echoes them, and
     /// the session's requests, which follow the exchange, are numbered apart.
@@ -100,9 +202,12 @@ pub(crate) struct Exchange {
 
 impl Exchange {
     /// The first frame (its length prefix included).
-    pub fn first(&mut self) -> Vec<u8> {
-        let token = self.mechanism.initial();
-        self.frame(token)
+    ///
+    /// # Errors
+    /// [`Error::SaslAuthFailed`] when the mechanism cannot start.
+    pub fn first(&mut self) -> Result<Vec<u8>, Error> {
+        let token = self.mechanism.initial().map_err(|e| failed(self.name, &e))?;
+        Ok(self.frame(token))
     }
 
     fn frame(&mut self, token: Vec<u8>) -> Vec<u8> {

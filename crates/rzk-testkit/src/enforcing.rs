@@ -96,6 +96,33 @@ impl EnforcingServer {
         EnforcingServer { running, _dir: dir }
     }
 
+    /// Starts Apache ZooKeeper requiring SASL with Kerberos: its principal
+    /// `zookeeper/localhost` in `kdc`'s realm, from a keytab, as ZooKeeper's docs configure
+    /// it (rzk server has no GSSAPI).
+    ///
+    /// # Panics
+    /// When the server cannot start.
+    pub fn start_kerberos(kdc: &crate::kerberos::Kdc) -> EnforcingServer {
+        let dir = TempDir::new("rzk-testkit-kerberos");
+        let principal = format!("zookeeper/localhost@{}", crate::kerberos::REALM);
+        let keytab = kdc.add_principal("zookeeper/localhost");
+        let jaas = dir.path().join("jaas.conf");
+        let section = format!(
+            "Server {{\n  com.sun.security.auth.module.Krb5LoginModule required\n    \
+             useKeyTab=true keyTab=\"{}\" storeKey=true useTicketCache=false\n    \
+             doNotPrompt=true principal=\"{principal}\";\n}};\n",
+            keytab.display()
+        );
+        std::fs::write(&jaas, section).expect("jaas.conf");
+        let settings = Settings { tick_ms: TICK_MS, container_check_ms: 60_000 };
+        let jvm = [
+            format!("-Djava.security.auth.login.config={}", jaas.display()),
+            format!("-Djava.security.krb5.conf={}", kdc.krb5_conf().display()),
+        ];
+        let zk = ZooKeeper::start_with_properties(dir.path(), &settings, REQUIRE_SASL, &jvm);
+        EnforcingServer { running: Running::ZooKeeper(zk), _dir: dir }
+    }
+
     /// The connect string.
     pub fn hosts(&self) -> String {
         match &self.running {

@@ -1,7 +1,7 @@
 //! Test scaffolding shared by every rzk test suite, and only by tests: each crate lists it
 //! under `[dev-dependencies]`. The raw ZooKeeper client (rzk-bench's, re-exported), free
 //! ports, temporary directories, a fault-injecting TCP proxy, four-letter words, Apache
-//! ZooKeeper 3.8 (one server, one that enforces authentication, or an ensemble) and other Java processes on the Debian jars named
+//! ZooKeeper 3.8 (one server, one that enforces authentication, or an ensemble), an MIT Kerberos KDC, and other Java processes on the Debian jars named
 //! in `tests/support/java-classpath.txt`, the lines a child process prints, misbehaving HTTP
 //! clients, and waiting with a deadline.
 #![forbid(unsafe_code)]
@@ -12,6 +12,7 @@ pub mod ensemble;
 pub mod four_letter;
 pub mod http_abuse;
 pub mod java;
+pub mod kerberos;
 pub mod lines;
 pub mod ports;
 pub mod proxy;

@@ -35,6 +35,39 @@ fn property(flags: &str, name: &str) -> Option<String> {
         .map(|v| v.trim_matches(|c| c == '"' || c == '\'').to_owned())
 }
 
+/// Sets what the Kerberos library reads only from the environment, each variable only when
+/// unset, from the JAAS `section` of `path` and the client's JVM flags: `KRB5_CONFIG` from
+/// `-Djava.security.krb5.conf=`; from a Krb5LoginModule with `useKeyTab=true`, its keytab as
+/// `KRB5_CLIENT_KTNAME`; and with `useTicketCache=false` a private in-memory ticket cache, so
+/// that a login leaves the user's cache alone, as Java's does.
+///
+/// It must run before any thread starts: the environment is the process's. A file that
+/// cannot be read is left for the command to report when it connects.
+pub(crate) fn prepare_kerberos(path: Option<&Path>, section: &str) {
+    let set = |name: &str, value: &std::ffi::OsStr| {
+        if std::env::var_os(name).is_none() {
+            std::env::set_var(name, value);
+        }
+    };
+    let flags: Vec<String> =
+        CLIENT_FLAG_VARS.iter().filter_map(|v| std::env::var(v).ok()).collect();
+    if let Some(conf) = flags.iter().find_map(|f| property(f, "java.security.krb5.conf")) {
+        set("KRB5_CONFIG", conf.as_ref());
+    }
+    let Some(path) = locate(path, CLIENT_FLAG_VARS) else { return };
+    let Ok(jaas) = read(&path) else { return };
+    if let Ok(rzk_sasl::ClientLogin::Kerberos { keytab, use_ticket_cache, .. }) =
+        jaas.client_login(section)
+    {
+        if let Some(keytab) = keytab {
+            set("KRB5_CLIENT_KTNAME", keytab.as_ref());
+        }
+        if !use_ticket_cache {
+            set("KRB5CCNAME", "MEMORY:rzk".as_ref());
+        }
+    }
+}
+
 /// Reads and parses `path`.
 ///
 /// # Errors

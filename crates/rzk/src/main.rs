@@ -91,6 +91,10 @@ fn main() -> ExitCode {
         // Synchronous: it needs no runtime, and starts the command sooner without one.
         return watchdog::run(args);
     }
+    if !matches!(cli.command, Command::Server(_)) {
+        // Before the runtime's threads exist: it sets environment variables.
+        jaas::prepare_kerberos(cli.connect.jaas.as_deref(), &cli.connect.jaas_section);
+    }
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     if let Command::Server(args) = &cli.command {
         if let Some(n) = args.io_threads {
