@@ -45,6 +45,16 @@ enum AclCommand {
 #[derive(Debug, Clone)]
 pub(crate) struct AclList(pub Vec<zk::Acl>);
 
+/// The ACL of the nodes a command's recipe creates: `--acl`, or ZooKeeper's open default.
+/// The recipes keep it for their lifetime as `'static`, so a given list is leaked, once per
+/// process.
+pub(crate) fn recipe_acls(acl: Option<&AclList>) -> zk::Acls<'static> {
+    match acl {
+        None => zk::Acls::anyone_all(),
+        Some(AclList(list)) => zk::Acls::new(Box::leak(list.clone().into_boxed_slice())),
+    }
+}
+
 /// `scheme:id:perms[,scheme:id:perms...]`.
 pub(crate) fn parse_acl(s: &str) -> Result<AclList, String> {
     let entries: Vec<&str> = s.split(',').map(str::trim).filter(|e| !e.is_empty()).collect();

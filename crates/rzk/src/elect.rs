@@ -81,22 +81,24 @@ async fn join(
     budget: Duration,
 ) -> Result<Contender, CliError> {
     let err = |e: rzk_recipes::Error| CliError::usage(format!("cannot join {}: {e}", a.path));
+    let acls = crate::acl::recipe_acls(a.session.acl.as_ref());
     Ok(match a.recipe {
         Recipe::Latch => {
-            let opts = LatchOptions::default().with_id(id).with_stop_budget(budget);
+            let opts = LatchOptions::default().with_id(id).with_stop_budget(budget).with_acls(acls);
             let latch = LeaderLatch::new(session, &a.path, opts).map_err(err)?;
             latch.start().await.map_err(err)?;
             Contender::Latch(latch)
         }
         Recipe::Selector => {
-            let opts = SelectorOptions::default().with_id(id).with_stop_budget(budget);
+            let opts =
+                SelectorOptions::default().with_id(id).with_stop_budget(budget).with_acls(acls);
             let sel = LeaderSelector::new(session, &a.path, opts).map_err(err)?;
             sel.start(|_leadership| std::future::pending::<Result<(), rzk_recipes::BoxError>>())
                 .map_err(err)?;
             Contender::Selector(sel)
         }
         Recipe::Race => {
-            let opts = RaceOptions::default().with_id(id).with_stop_budget(budget);
+            let opts = RaceOptions::default().with_id(id).with_stop_budget(budget).with_acls(acls);
             let race = RaceElection::new(session, &a.path, opts).map_err(err)?;
             race.start().await.map_err(err)?;
             Contender::Race(race)

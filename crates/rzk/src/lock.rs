@@ -115,7 +115,8 @@ impl Handle {
         budget: Duration,
     ) -> Result<Handle, CliError> {
         let bad = |e: rzk_recipes::Error| CliError::usage(format!("{}: {e}", a.path));
-        let opts = MutexOptions::default().with_stop_budget(budget);
+        let acls = crate::acl::recipe_acls(a.session.acl.as_ref());
+        let opts = MutexOptions::default().with_stop_budget(budget).with_acls(acls);
         Ok(if let Some(n) = a.semaphore {
             let opts: SemaphoreOptions = opts;
             Handle::Semaphore(InterProcessSemaphore::new(session, &a.path, n, opts).map_err(bad)?)

@@ -49,6 +49,10 @@ pub(crate) struct RegisterArgs {
     /// Requested session timeout; the server may clamp it.
     #[arg(long, default_value_t = 10_000)]
     session_timeout_ms: u64,
+    /// The ACL of the nodes this command creates (the instance, and the registry's paths if
+    /// missing), in zkCli's syntax [default: world:anyone:cdrwa].
+    #[arg(long, value_parser = crate::acl::parse_acl)]
+    acl: Option<crate::acl::AclList>,
     /// The command and its arguments (none: stay registered until SIGINT or SIGTERM).
     #[arg(last = true)]
     command: Vec<String>,
@@ -75,7 +79,9 @@ pub(crate) async fn run(connect: &Connect, a: RegisterArgs) -> Result<u8, CliErr
     let timeout = Duration::from_millis(a.session_timeout_ms);
     let session = connect.election_session(Some(timeout)).await?;
     let bad = |e: rzk_recipes::Error| CliError::usage(format!("{}: {e}", a.base_path));
-    let discovery = ServiceDiscovery::<Value>::new(&session, &a.base_path).map_err(bad)?;
+    let acls = crate::acl::recipe_acls(a.acl.as_ref());
+    let discovery =
+        ServiceDiscovery::<Value>::with_acls(&session, &a.base_path, acls).map_err(bad)?;
     let mut stop_signals = StopSignals::new()?;
     let path = tokio::select! {
         p = discovery.register(&instance) => p.map_err(bad)?,

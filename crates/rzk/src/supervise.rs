@@ -49,6 +49,10 @@ pub(crate) struct SessionFlags {
     /// Time between SIGTERM and SIGKILL when the term is lost (clamped, see the docs).
     #[arg(long, default_value_t = 2_000)]
     grace_ms: u64,
+    /// The ACL of every node this command creates, in zkCli's syntax (`auth::cdrwa`: only
+    /// this command's own identities, from --auth or --jaas) [default: world:anyone:cdrwa].
+    #[arg(long, value_parser = crate::acl::parse_acl)]
+    pub acl: Option<crate::acl::AclList>,
     #[command(flatten)]
     metrics: MetricsFlags,
 }

@@ -42,6 +42,7 @@ both_servers! {
     semaphore_status => status_of_a_semaphore_lists_the_lease_holders_then_the_queue;
     read_write_status => status_of_a_read_write_lock_lists_readers_and_writers;
     release_failed => a_release_that_fails_after_the_command_exits_5;
+    creator_only_acl => a_creator_only_lock_keeps_another_identity_out;
 }
 
 /// A file name of its own under the temporary directory, for this process and call.
@@ -391,4 +392,24 @@ fn a_release_that_fails_after_the_command_exits_5(kind: Kind) {
         rt.block_on(raw.list_children("/l/release")).unwrap().is_empty().then_some(())
     });
     let _ = std::fs::remove_file(&go);
+}
+
+fn a_creator_only_lock_keeps_another_identity_out(kind: Kind) {
+    let s = Server::start(kind);
+    let cs = s.hosts();
+    let log = tmp("acl-log");
+    let alice = ["--auth", "digest:alice:pw", "--acl", "auth::cdrwa", "/acl/lock"];
+    let held = lock(&cs, &alice, HOLD, &log, "acl-holder");
+    let (_, token) = wait_for("the holder", HOLD_LIMIT, || holder(&held.pids));
+    let bob = ["--auth", "digest:bob:pw", "--timeout-ms", "300", "/acl/lock", "--", "true"];
+    let o = rzk(&cs, &bob).stderr(Stdio::piped()).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "bob, another identity: {err}");
+    assert!(err.contains("not authorized"), "{err}");
+    drop(held);
+    let again = [&alice[..], &["--", "sh", "-c", "echo $RZK_FENCING_TOKEN"]].concat();
+    let o = rzk(&cs, &again).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "alice again");
+    let next: u64 = String::from_utf8_lossy(&o.stdout).trim().parse().unwrap();
+    assert!(next > token, "{next} after {token}");
 }
