@@ -1,13 +1,14 @@
-//! Credentials in the library (`SessionConfig::with_auth`) on servers that enforce digest
-//! authentication (rzk's `enforced_auth_schemes`; ZooKeeper 3.8's `enforce.auth.enabled`): a
-//! LeaderLatch leads on a session with credentials, and leads again on the session the
-//! manager rebuilds after an expiry, which sends them too. A session without credentials ends
-//! in `Failed` at once instead of reconnecting.
+//! Credentials in the library (`SessionConfig::with_auth`, `with_sasl`) on servers that enforce
+//! digest or SASL authentication (rzk's `enforced_auth_schemes`; ZooKeeper 3.8's
+//! `enforce.auth.enabled`, `sessionRequireClientSASLAuth`): a LeaderLatch leads on a session
+//! with credentials, and leads again on the session the manager rebuilds after an expiry,
+//! which sends them too (the SASL exchange runs again). A session without credentials ends in
+//! `Failed` at once instead of reconnecting.
 
 use std::time::{Duration, Instant};
 
-use rzk_client::Client;
-use rzk_recipes::{ConnectionState, LatchOptions, LeaderLatch, Session, SessionConfig};
+use rzk_client::{Client, Connector};
+use rzk_recipes::{ConnectionState, LatchOptions, LeaderLatch, SaslLogin, Session, SessionConfig};
 use rzk_testkit::enforcing::EnforcingServer;
 use rzk_testkit::proxy::Proxy;
 use rzk_testkit::Kind;
@@ -16,6 +17,36 @@ const T: Duration = Duration::from_secs(4);
 const LIMIT: Duration = Duration::from_secs(30);
 const CREDENTIAL: &[u8] = b"app:secret";
 
+/// How the session authenticates.
+#[derive(Debug, Clone, Copy)]
+enum Login {
+    Digest,
+    Sasl,
+}
+
+impl Login {
+    fn server(self, kind: Kind) -> EnforcingServer {
+        match self {
+            Login::Digest => EnforcingServer::start(kind),
+            Login::Sasl => EnforcingServer::start_sasl(kind, &[("app", "secret")]),
+        }
+    }
+
+    fn config(self, c: SessionConfig) -> SessionConfig {
+        match self {
+            Login::Digest => c.with_auth("digest", CREDENTIAL),
+            Login::Sasl => c.with_sasl(SaslLogin::digest_md5("app", "secret")),
+        }
+    }
+
+    fn connector(self, c: Connector) -> Connector {
+        match self {
+            Login::Digest => c.with_auth("digest", CREDENTIAL),
+            Login::Sasl => c.with_sasl(SaslLogin::digest_md5("app", "secret")),
+        }
+    }
+}
+
 async fn leads(latch: &LeaderLatch) {
     let l = tokio::time::timeout(LIMIT, latch.await_leadership()).await.expect("leads in time");
     l.expect("leadership");
@@ -23,12 +54,13 @@ async fn leads(latch: &LeaderLatch) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rebuilt_session_sends_the_credentials_too() {
-    for kind in [Kind::Rzk, Kind::ZooKeeper] {
-        let server = tokio::task::block_in_place(|| EnforcingServer::start(kind));
+    for (login, kind) in [Login::Digest, Login::Sasl]
+        .into_iter()
+        .flat_map(|l| [(l, Kind::Rzk), (l, Kind::ZooKeeper)])
+    {
+        let server = tokio::task::block_in_place(|| login.server(kind));
         let proxy = Proxy::start(server.hosts());
-        let config = SessionConfig::new(proxy.hosts())
-            .with_session_timeout(T)
-            .with_auth("digest", CREDENTIAL);
+        let config = login.config(SessionConfig::new(proxy.hosts()).with_session_timeout(T));
         assert!(!format!("{config:?}").contains("secret"), "Debug keeps the secret");
         let s = Session::connect(config).await.unwrap();
         let latch = LeaderLatch::new(&s, "/t89/latch", LatchOptions::default()).unwrap();
@@ -40,22 +72,18 @@ async fn a_rebuilt_session_sends_the_credentials_too() {
         // authenticate before the latch can join again.
         let info = s.session_info().expect("session info");
         proxy.cut();
-        let other = Client::connector()
-            .with_session(info)
-            .with_auth("digest", CREDENTIAL)
-            .connect(&server.hosts())
-            .await
-            .unwrap();
+        let connector = login.connector(Client::connector().with_session(info));
+        let other = connector.connect(&server.hosts()).await.unwrap();
         other.close().await;
         proxy.heal();
         let deadline = Instant::now() + LIMIT;
         while s.generation() < 2 {
-            assert!(Instant::now() < deadline, "{kind:?}: no new session");
+            assert!(Instant::now() < deadline, "{login:?} {kind:?}: no new session");
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         leads(&latch).await;
-        assert_eq!(s.generation(), 2, "{kind:?}");
-        assert!(s.state().is_connected(), "{kind:?}: {:?}", s.state());
+        assert_eq!(s.generation(), 2, "{login:?} {kind:?}");
+        assert!(s.state().is_connected(), "{login:?} {kind:?}: {:?}", s.state());
         latch.close().await.unwrap();
         s.close().await;
     }
