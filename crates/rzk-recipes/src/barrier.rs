@@ -4,6 +4,8 @@ use std::time::{Duration, Instant};
 
 use rzk_client::{Acls, CreateMode};
 
+use crate::acl_provider::NodeAcls;
+
 use crate::naming;
 use crate::ops;
 use crate::session::Session;
@@ -35,7 +37,7 @@ use crate::Error;
 pub struct DistributedBarrier {
     session: Session,
     path: String,
-    acls: Acls<'static>,
+    acls: NodeAcls,
 }
 
 impl std::fmt::Debug for DistributedBarrier {
@@ -54,13 +56,14 @@ impl DistributedBarrier {
         Ok(DistributedBarrier {
             session: session.clone(),
             path: path.to_string(),
-            acls: Acls::anyone_all(),
+            acls: NodeAcls::new(session, None),
         })
     }
 
-    /// The same barrier, creating its nodes with `acls` (default: open to anyone).
+    /// The same barrier, creating its nodes with `acls` (default: the session's
+    /// [`crate::AclProvider`]).
     pub fn with_acls(self, acls: Acls<'static>) -> Self {
-        DistributedBarrier { acls, ..self }
+        DistributedBarrier { acls: self.acls.clone().given(acls), ..self }
     }
 
     /// The barrier path.
@@ -80,7 +83,8 @@ impl DistributedBarrier {
         loop {
             let client = ops::client(&self.session).await?;
             let (mode, parents) = (CreateMode::Persistent, CreateMode::Persistent);
-            match ops::create_with_parents(&client, &self.path, &[], mode, parents, self.acls).await
+            match ops::create_with_parents(&client, &self.path, &[], mode, parents, &self.acls)
+                .await
             {
                 Ok(_) | Err(ZkError::NodeExists) => return Ok(()),
                 Err(e) => ops::pause_or_fail(e, &self.path).await?,

@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use rzk_client::{Acls, Client, Stat};
 
+use crate::acl_provider::NodeAcls;
+
 use crate::naming;
 use crate::ops;
 use crate::session::Session;
@@ -74,7 +76,7 @@ pub struct DistributedAtomicLong {
     session: Session,
     path: String,
     retry: RetryPolicy,
-    acls: Acls<'static>,
+    acls: NodeAcls,
 }
 
 /// The size of a `DistributedAtomicLong` value.
@@ -90,13 +92,15 @@ impl DistributedAtomicLong {
         if retry.max_attempts == 0 {
             return Err(Error::BadArguments("a retry policy of 0 attempts".into()));
         }
-        let (session, path, acls) = (session.clone(), path.to_string(), Acls::anyone_all());
+        let (path, acls) = (path.to_string(), NodeAcls::new(session, None));
+        let session = session.clone();
         Ok(DistributedAtomicLong { session, path, retry, acls })
     }
 
-    /// The same counter, creating its node with `acls` (default: open to anyone).
+    /// The same counter, creating its node with `acls` (default: the session's
+    /// [`crate::AclProvider`]).
     pub fn with_acls(mut self, acls: Acls<'static>) -> Self {
-        self.acls = acls;
+        self.acls = self.acls.given(acls);
         self
     }
 
@@ -203,7 +207,7 @@ impl DistributedAtomicLong {
         let data = value.to_be_bytes();
         let result = match read {
             Some(stat) => client.set_data(&self.path, &data, Some(stat.version)).await.map(drop),
-            None => ops::create_in_containers(client, &self.path, &data, self.acls).await,
+            None => ops::create_in_containers(client, &self.path, &data, &self.acls).await,
         };
         match result {
             Ok(()) => Ok(true),

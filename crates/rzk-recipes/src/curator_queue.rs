@@ -418,7 +418,8 @@ impl DistributedQueue {
         name: &str,
     ) -> Result<Attempt, Error> {
         let path = naming::child_path(lock_path, name);
-        let options = CreateMode::Ephemeral.with_acls(self.queue.acls());
+        let acl = self.queue.acls().at(&path);
+        let options = CreateMode::Ephemeral.with_acls(acl.acls());
         let lock = loop {
             // Armed before the create is sent: if this future is dropped while the create is
             // in flight, or its reply is lost, a lock it made is deleted in the background.
@@ -518,7 +519,8 @@ impl DistributedQueue {
             let result = if settled == Settled::Requeued {
                 let mut multi = client.new_multi_writer();
                 multi.add_delete(&path, None).map_err(|e| Error::from_zk(e, &path))?;
-                let sequential = CreateMode::PersistentSequential.with_acls(self.queue.acls());
+                let acl = self.queue.acls().at(&tail);
+                let sequential = CreateMode::PersistentSequential.with_acls(acl.acls());
                 multi
                     .add_create(&tail, &locked.data, &sequential)
                     .map_err(|e| Error::from_zk(e, &tail))?;

@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 
 use rzk_client::{Acls, Client, CreateMode};
 
+use crate::acl_provider::NodeAcls;
+
 use crate::naming;
 use crate::ops::{self, StateWatch};
 use crate::session::Session;
@@ -46,7 +48,7 @@ pub struct DistributedDoubleBarrier {
     path: String,
     ready: String,
     members: usize,
-    acls: Acls<'static>,
+    acls: NodeAcls,
     /// Our member node, once an enter has created (or sent the create of) it.
     ours: Arc<Mutex<Option<Member>>>,
 }
@@ -84,14 +86,15 @@ impl DistributedDoubleBarrier {
             path: path.to_string(),
             ready: naming::child_path(path, READY),
             members,
-            acls: Acls::anyone_all(),
+            acls: NodeAcls::new(session, None),
             ours: Arc::default(),
         })
     }
 
-    /// The same barrier, creating its nodes with `acls` (default: open to anyone).
+    /// The same barrier, creating its nodes with `acls` (default: the session's
+    /// [`crate::AclProvider`]).
     pub fn with_acls(self, acls: Acls<'static>) -> Self {
-        DistributedDoubleBarrier { acls, ..self }
+        DistributedDoubleBarrier { acls: self.acls.clone().given(acls), ..self }
     }
 
     /// The barrier path.
@@ -186,8 +189,9 @@ impl DistributedDoubleBarrier {
                 }
             };
             if members >= self.members {
+                let ready_acl = self.acls.at(&self.ready);
                 match client
-                    .create(&self.ready, &[], &CreateMode::Persistent.with_acls(self.acls))
+                    .create(&self.ready, &[], &CreateMode::Persistent.with_acls(ready_acl.acls()))
                     .await
                 {
                     Ok(_) | Err(ZkError::NodeExists) => {
@@ -225,7 +229,7 @@ impl DistributedDoubleBarrier {
         };
         let (mode, parents) = (CreateMode::Ephemeral, CreateMode::Container);
         let created =
-            match ops::create_with_parents(client, &path, &[], mode, parents, self.acls).await {
+            match ops::create_with_parents(client, &path, &[], mode, parents, &self.acls).await {
                 Ok(_) => true,
                 // Our earlier create was applied if this session owns the node.
                 Err(ZkError::NodeExists) => match client.check_stat(&path).await {

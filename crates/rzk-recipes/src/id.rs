@@ -6,6 +6,8 @@
 use std::ops::Range;
 
 use rzk_client::{Acls, Client, CreateMode};
+
+use crate::acl_provider::NodeAcls;
 use tokio::sync::OnceCell;
 
 use crate::naming;
@@ -48,7 +50,7 @@ pub struct IdGenerator {
     session: Session,
     path: String,
     batch: u64,
-    acls: Acls<'static>,
+    acls: NodeAcls,
     /// Set once the path is known to exist with our batch size.
     checked: std::sync::Arc<OnceCell<()>>,
 }
@@ -75,14 +77,15 @@ impl IdGenerator {
             session: session.clone(),
             path: path.to_string(),
             batch,
-            acls: Acls::anyone_all(),
+            acls: NodeAcls::new(session, None),
             checked: Default::default(),
         })
     }
 
-    /// The same generator, creating its nodes with `acls` (default: open to anyone).
+    /// The same generator, creating its nodes with `acls` (default: the session's
+    /// [`crate::AclProvider`]).
     pub fn with_acls(mut self, acls: Acls<'static>) -> Self {
-        self.acls = acls;
+        self.acls = self.acls.given(acls);
         self
     }
 
@@ -114,7 +117,8 @@ impl IdGenerator {
     /// Safe for uniqueness: a dropped call at most skips numbers, and may leave its node.
     pub async fn next_batch(&self) -> Result<Range<u64>, Error> {
         let prefix = naming::child_path(&self.path, ID_PREFIX);
-        let options = CreateMode::PersistentSequential.with_acls(self.acls);
+        let acl = self.acls.at(&prefix);
+        let options = CreateMode::PersistentSequential.with_acls(acl.acls());
         loop {
             let client = ops::client(&self.session).await?;
             self.checked.get_or_try_init(|| self.ensure_path(&client)).await?;
@@ -139,11 +143,12 @@ impl IdGenerator {
 
     /// Creates the path (PERSISTENT, its batch size as data) and checks its batch size.
     async fn ensure_path(&self, client: &Client) -> Result<(), Error> {
-        let persistent = CreateMode::Persistent.with_acls(self.acls);
+        let acl = self.acls.at(&self.path);
+        let persistent = CreateMode::Persistent.with_acls(acl.acls());
         loop {
             let parent = naming::parent_of(&self.path);
             if parent != "/" {
-                match client.mkdir(parent, &persistent).await {
+                match ops::mkdirs(client, parent, CreateMode::Persistent, &self.acls).await {
                     Ok(()) | Err(ZkError::NodeExists) => {}
                     Err(e) => {
                         ops::pause_or_fail(e, parent).await?;

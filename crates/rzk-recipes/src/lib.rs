@@ -160,6 +160,8 @@ mod curator_queue;
 mod queue_lock;
 pub use curator_queue::{DistributedQueue, ErrorMode};
 pub use rzk_client;
+mod acl_provider;
+pub use acl_provider::{AclProvider, CreatorOnlyAclProvider, OpenAclProvider};
 pub use rzk_client::{Jaas, SaslLogin, SessionId};
 pub use semaphore::{InterProcessSemaphore, SemaphoreLease, SemaphoreOptions};
 pub use session::{

@@ -5,8 +5,9 @@
 
 use std::time::Duration;
 
-use rzk_client::{Acls, Client, CreateMode};
+use rzk_client::{Client, CreateMode};
 
+use crate::acl_provider::NodeAcls;
 use crate::naming;
 use crate::session::Session;
 use crate::zk_error::{classify, Class, ZkError};
@@ -55,7 +56,7 @@ pub(crate) async fn create_in_containers(
     client: &Client,
     path: &str,
     data: &[u8],
-    acls: Acls<'_>,
+    acls: &NodeAcls,
 ) -> Result<(), ZkError> {
     create_with_parents(client, path, data, CreateMode::Persistent, CreateMode::Container, acls)
         .await
@@ -65,21 +66,20 @@ pub(crate) async fn create_in_containers(
 /// Creates `path` with `data` in `mode`, its missing parents in `parents` mode (Curator's
 /// `creatingParentsIfNeeded` for PERSISTENT, `creatingParentContainersIfNeeded` for CONTAINER);
 /// returns the path created (with its sequence number for a sequential `mode`) and its stat.
+/// Each node gets the ACL `acls` names for its own path.
 pub(crate) async fn create_with_parents(
     client: &Client,
     path: &str,
     data: &[u8],
     mode: CreateMode,
     parents: CreateMode,
-    acls: Acls<'_>,
+    acls: &NodeAcls,
 ) -> Result<(String, rzk_client::Stat), ZkError> {
-    let options = mode.with_acls(acls);
+    let acl = acls.at(path);
+    let options = mode.with_acls(acl.acls());
     let created = match client.create(path, data, &options).await {
         Err(ZkError::NoNode) => {
-            match client.mkdir(naming::parent_of(path), &parents.with_acls(acls)).await {
-                Ok(()) | Err(ZkError::NodeExists) => {}
-                Err(e) => return Err(e),
-            }
+            mkdirs(client, naming::parent_of(path), parents, acls).await?;
             client.create(path, data, &options).await
         }
         other => other,
@@ -89,6 +89,41 @@ pub(crate) async fn create_with_parents(
         matches!(mode, CreateMode::PersistentSequential | CreateMode::EphemeralSequential);
     let created_path = if sequential { format!("{path}{sequence}") } else { path.to_string() };
     Ok((created_path, stat))
+}
+
+/// Creates `path` and its missing ancestors in `mode` (persistent or container), each with
+/// the ACL `acls` names for its own path, as Curator's `ZKPaths.mkdirs` asks its ACL provider
+/// for each: up from `path` to the first that exists, then down. One that another client
+/// creates meanwhile counts as made.
+pub(crate) async fn mkdirs(
+    client: &Client,
+    path: &str,
+    mode: CreateMode,
+    acls: &NodeAcls,
+) -> Result<(), ZkError> {
+    let create = |p: &str| {
+        let acl = acls.at(p);
+        client.create(p, &[], &mode.with_acls(acl.acls()))
+    };
+    let mut missing: Vec<&str> = Vec::new();
+    let mut at = path;
+    loop {
+        match create(at).await {
+            Ok(_) | Err(ZkError::NodeExists) => break,
+            Err(ZkError::NoNode) if at != "/" => {
+                missing.push(at);
+                at = naming::parent_of(at);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    while let Some(p) = missing.pop() {
+        match create(p).await {
+            Ok(_) | Err(ZkError::NodeExists) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// The session's state, subscribed before an operation whose watch [`woken_before`] awaits.

@@ -59,8 +59,8 @@ pub struct ElectionOptions {
     /// The watch strategy.
     pub strategy: WatchStrategy,
     /// ACLs of the nodes created (the participant node and missing containers). Default
-    /// `anyone_all`, as Curator.
-    pub acls: Acls<'static>,
+    /// `None`: the session's [`crate::AclProvider`] names one for each path, as Curator's.
+    pub acls: Option<Acls<'static>>,
     /// The time the application needs to stop acting; `lost()` resolves this long before the
     /// lease deadline. Default `T/5`.
     pub stop_budget: Option<Duration>,
@@ -75,7 +75,7 @@ impl ElectionOptions {
             close_mode: CloseMode::Silent,
             policy: ConnectionPolicy::default(),
             strategy: WatchStrategy::default(),
-            acls: Acls::anyone_all(),
+            acls: None,
             stop_budget: None,
             close_timeout: None,
         }
@@ -213,9 +213,9 @@ macro_rules! shared_setters {
                 self
             }
 
-            /// Sets the ACLs of created nodes.
+            /// Sets the ACLs of created nodes, instead of the session's ACL provider's.
             pub fn with_acls(mut self, acls: Acls<'static>) -> Self {
-                self.acls = acls;
+                self.acls = Some(acls);
                 self
             }
 

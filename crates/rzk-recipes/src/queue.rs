@@ -8,6 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rzk_client::{Acls, Client, CreateMode, OneshotWatcher};
+
+use crate::acl_provider::NodeAcls;
 use tokio::sync::{oneshot, RwLock};
 
 use crate::naming;
@@ -82,7 +84,7 @@ pub struct SimpleDistributedQueue {
 struct Inner {
     session: Session,
     path: String,
-    acls: Acls<'static>,
+    acls: NodeAcls,
     layout: Layout,
     /// Items this handle removed for a take that was dropped before it could return them:
     /// the next take of this handle returns them first.
@@ -99,7 +101,7 @@ struct Inner {
 }
 
 impl Inner {
-    fn new(session: Session, path: String, acls: Acls<'static>, layout: Layout) -> Arc<Inner> {
+    fn new(session: Session, path: String, acls: NodeAcls, layout: Layout) -> Arc<Inner> {
         Arc::new(Inner {
             session,
             path,
@@ -193,20 +195,23 @@ impl SimpleDistributedQueue {
         layout: Layout,
     ) -> Result<Self, Error> {
         naming::validate_path(path)?;
-        let inner = Inner::new(session.clone(), path.to_string(), Acls::anyone_all(), layout);
+        let acls = NodeAcls::new(session, None);
+        let inner = Inner::new(session.clone(), path.to_string(), acls, layout);
         Ok(SimpleDistributedQueue { inner })
     }
 
-    /// The same queue, creating its nodes with `acls` (default: open to anyone).
+    /// The same queue, creating its nodes with `acls` (default: the session's
+    /// [`crate::AclProvider`]).
     pub fn with_acls(self, acls: Acls<'static>) -> Self {
         let inner = &self.inner;
-        let inner = Inner::new(inner.session.clone(), inner.path.clone(), acls, inner.layout);
+        let given = inner.acls.clone().given(acls);
+        let inner = Inner::new(inner.session.clone(), inner.path.clone(), given, inner.layout);
         SimpleDistributedQueue { inner }
     }
 
     /// The ACLs its nodes are created with.
-    pub(crate) fn acls(&self) -> Acls<'static> {
-        self.inner.acls
+    pub(crate) fn acls(&self) -> &NodeAcls {
+        &self.inner.acls
     }
 
     /// The session it works on.
@@ -273,7 +278,8 @@ impl SimpleDistributedQueue {
     pub async fn offer(&self, item: &[u8]) -> Result<String, Error> {
         let inner = &self.inner;
         let prefix = naming::child_path(&inner.path, inner.layout.prefix);
-        let options = CreateMode::PersistentSequential.with_acls(inner.acls);
+        let acl = inner.acls.at(&prefix);
+        let options = CreateMode::PersistentSequential.with_acls(acl.acls());
         loop {
             let client = ops::client(&inner.session).await?;
             match client.create(&prefix, item, &options).await {
@@ -530,7 +536,7 @@ impl SimpleDistributedQueue {
 
     /// Creates the queue path in the layout's mode, its missing parents as containers.
     pub(crate) async fn ensure_path(&self, client: &Client) -> Result<(), Error> {
-        ensure_node(client, &self.inner.path, self.inner.layout.path_mode, self.inner.acls).await
+        ensure_node(client, &self.inner.path, self.inner.layout.path_mode, &self.inner.acls).await
     }
 }
 
@@ -542,7 +548,8 @@ impl Drop for Inner {
             return;
         }
         // Items removed for takes that never returned them: queued again rather than lost.
-        let inner = Inner::new(self.session.clone(), self.path.clone(), self.acls, self.layout);
+        let acls = self.acls.clone();
+        let inner = Inner::new(self.session.clone(), self.path.clone(), acls, self.layout);
         let queue = SimpleDistributedQueue { inner };
         runtime.spawn(async move {
             for item in items {
@@ -571,10 +578,10 @@ pub(crate) async fn ensure_node(
     client: &Client,
     path: &str,
     mode: CreateMode,
-    acls: Acls<'_>,
+    acls: &NodeAcls,
 ) -> Result<(), Error> {
     let created = match mode {
-        CreateMode::Container => client.mkdir(path, &mode.with_acls(acls)).await,
+        CreateMode::Container => ops::mkdirs(client, path, mode, acls).await,
         _ => ops::create_with_parents(client, path, &[], mode, CreateMode::Container, acls)
             .await
             .map(drop),

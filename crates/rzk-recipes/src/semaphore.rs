@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use rzk_client::{Client, CreateMode, EventType};
 
+use crate::acl_provider::NodeAcls;
 use crate::control::{CloseFlags, Lifecycle};
 use crate::issuer::{HeldNode, Issuer};
 use crate::leadership::Leadership;
@@ -71,6 +72,8 @@ pub struct InterProcessSemaphore {
 
 struct Inner {
     session: Session,
+    /// The ACL of each node it creates.
+    acls: NodeAcls,
     path: String,
     leases: String,
     max_leases: u32,
@@ -132,6 +135,7 @@ impl InterProcessSemaphore {
         let mutex = InterProcessMutex::new(session, &locks, options.clone())?;
         let leases = naming::child_path(path, LEASES);
         let inner = Inner {
+            acls: NodeAcls::new(session, options.acls),
             session: session.clone(),
             path: path.to_string(),
             reaper: Reaper::spawn(session, leases.clone()),
@@ -313,7 +317,8 @@ impl InterProcessSemaphore {
     ) -> Result<Option<(String, i64)>, Error> {
         let inner = &self.inner;
         let prefix = naming::create_path(&inner.leases, uuid, naming::LEASE);
-        let options = CreateMode::EphemeralSequential.with_acls(inner.options.acls);
+        let acl = inner.acls.at(&prefix);
+        let options = CreateMode::EphemeralSequential.with_acls(acl.acls());
         let data = inner.options.id.as_bytes();
         loop {
             let sent = Instant::now();
@@ -324,8 +329,8 @@ impl InterProcessSemaphore {
                 }
                 Err(ZkError::NoNode) => {
                     // Containers, so that an unused semaphore does not stay behind.
-                    let containers = CreateMode::Container.with_acls(inner.options.acls);
-                    match client.mkdir(&inner.leases, &containers).await {
+                    let containers = CreateMode::Container;
+                    match crate::ops::mkdirs(client, &inner.leases, containers, &inner.acls).await {
                         Ok(()) | Err(ZkError::NodeExists) => {}
                         Err(e) => return fatal_or_retry(e, &inner.leases).map(|_| None),
                     }

@@ -2,6 +2,8 @@
 //! read with its version, set with a version check, watched for changes.
 
 use rzk_client::{Acls, Client, EventType};
+
+use crate::acl_provider::NodeAcls;
 use tokio::sync::mpsc;
 
 use crate::naming;
@@ -47,7 +49,7 @@ pub struct SharedCount {
     session: Session,
     path: String,
     seed: i32,
-    acls: Acls<'static>,
+    acls: NodeAcls,
 }
 
 impl SharedCount {
@@ -57,13 +59,15 @@ impl SharedCount {
     /// [`Error::BadArguments`] for a bad path.
     pub fn new(session: &Session, path: &str, seed: i32) -> Result<Self, Error> {
         naming::validate_path(path)?;
-        let (session, path, acls) = (session.clone(), path.to_string(), Acls::anyone_all());
+        let (path, acls) = (path.to_string(), NodeAcls::new(session, None));
+        let session = session.clone();
         Ok(SharedCount { session, path, seed, acls })
     }
 
-    /// The same count, creating its node with `acls` (default: open to anyone).
+    /// The same count, creating its node with `acls` (default: the session's
+    /// [`crate::AclProvider`]).
     pub fn with_acls(mut self, acls: Acls<'static>) -> Self {
-        self.acls = acls;
+        self.acls = self.acls.given(acls);
         self
     }
 
@@ -134,7 +138,7 @@ impl SharedCount {
     /// Creates the node with the seed, and its missing parents as containers.
     async fn create_seed(&self, client: &Client) -> Result<(), Error> {
         let seed = self.seed.to_be_bytes();
-        match ops::create_in_containers(client, &self.path, &seed, self.acls).await {
+        match ops::create_in_containers(client, &self.path, &seed, &self.acls).await {
             Ok(()) | Err(ZkError::NodeExists) => Ok(()),
             Err(e) => ops::pause_or_fail(e, &self.path).await,
         }

@@ -6,6 +6,8 @@ use std::task::{Context, Poll};
 use futures_core::Stream;
 use rzk_client::{Acls, CreateMode};
 
+use crate::acl_provider::NodeAcls;
+
 use super::event::{CacheEvent, CacheEvents, CacheItem, CachedNode};
 use super::options::CacheOptions;
 use super::tree::TreeCache;
@@ -44,7 +46,7 @@ pub struct NodeCache {
     cache: TreeCache,
     session: Session,
     retry: RetryPolicy,
-    acls: Acls<'static>,
+    acls: NodeAcls,
 }
 
 impl NodeCache {
@@ -76,7 +78,7 @@ impl NodeCache {
             cache: TreeCache::new(session, path, options)?,
             session: session.clone(),
             retry: RetryPolicy::default(),
-            acls: Acls::anyone_all(),
+            acls: NodeAcls::new(session, None),
         })
     }
 
@@ -87,7 +89,7 @@ impl NodeCache {
 
     /// The same cache, creating the node (and missing parents) with `acls`.
     pub fn with_acls(self, acls: Acls<'static>) -> Self {
-        NodeCache { acls, ..self }
+        NodeCache { acls: self.acls.clone().given(acls), ..self }
     }
 
     /// The node's path.
@@ -215,7 +217,7 @@ impl NodeCache {
         data: &[u8],
     ) -> Result<rzk_client::Stat, ZkError> {
         let mode = CreateMode::Persistent;
-        ops::create_with_parents(client, self.path(), data, mode, mode, self.acls)
+        ops::create_with_parents(client, self.path(), data, mode, mode, &self.acls)
             .await
             .map(|(_, stat)| stat)
     }

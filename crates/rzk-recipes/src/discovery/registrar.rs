@@ -13,6 +13,7 @@ use std::sync::{Arc, Weak};
 use rzk_client::{Acls, Client, CreateMode, Stat};
 use tokio::sync::{oneshot, Mutex};
 
+use crate::acl_provider::NodeAcls;
 use crate::naming;
 use crate::ops;
 use crate::session::{Session, Snapshot};
@@ -51,7 +52,7 @@ impl Entry {
 
 struct Shared {
     session: Session,
-    acls: Acls<'static>,
+    acls: NodeAcls,
     entries: Mutex<BTreeMap<String, Entry>>,
 }
 
@@ -63,7 +64,8 @@ pub(crate) struct Registrar {
 }
 
 impl Registrar {
-    pub fn new(session: &Session, acls: Acls<'static>) -> Registrar {
+    pub fn new(session: &Session, acls: Option<Acls<'static>>) -> Registrar {
+        let acls = NodeAcls::new(session, acls);
         let shared = Arc::new(Shared { session: session.clone(), acls, entries: Mutex::default() });
         let (stop, stopped) = oneshot::channel();
         tokio::spawn(follow(Arc::downgrade(&shared), session.subscribe(), stopped));
@@ -182,7 +184,7 @@ impl Shared {
                 &entry.data,
                 entry.mode,
                 parents,
-                self.acls,
+                &self.acls,
             )
             .await;
             match created {

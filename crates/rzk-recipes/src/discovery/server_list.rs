@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use rzk_client::{Acls, CreateMode};
+use rzk_client::CreateMode;
 
 use super::query::{self, MalformedInstance};
 use super::registrar::{Entry, Registrar};
@@ -65,14 +65,15 @@ impl std::fmt::Debug for ServerList {
 }
 
 impl ServerList {
-    /// The servers under `parent` (nothing is written before a registration).
+    /// The servers under `parent`, their nodes created with the ACLs of the session's
+    /// [`crate::AclProvider`] (nothing is written before a registration).
     ///
     /// # Errors
     /// [`Error::BadArguments`] for a bad path.
     pub fn new(session: &Session, parent: &str) -> Result<Self, Error> {
         naming::validate_path(parent)?;
         Ok(ServerList {
-            registrar: Registrar::new(session, Acls::anyone_all()),
+            registrar: Registrar::new(session, None),
             parent: parent.to_string(),
             next_key: AtomicU64::new(0),
         })

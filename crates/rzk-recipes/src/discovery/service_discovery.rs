@@ -69,12 +69,13 @@ impl<T> std::fmt::Debug for ServiceDiscovery<T> {
 }
 
 impl<T: Serialize + DeserializeOwned> ServiceDiscovery<T> {
-    /// A registry at `base_path`, with open ACLs (nothing is written before a registration).
+    /// A registry at `base_path`, its nodes created with the ACLs of the session's
+    /// [`crate::AclProvider`] (nothing is written before a registration).
     ///
     /// # Errors
     /// [`Error::BadArguments`] for a bad path.
     pub fn new(session: &Session, base_path: &str) -> Result<Self, Error> {
-        Self::with_acls(session, base_path, Acls::anyone_all())
+        Self::with_registrar(session, base_path, None)
     }
 
     /// A registry whose nodes are created with `acls`.
@@ -85,6 +86,14 @@ impl<T: Serialize + DeserializeOwned> ServiceDiscovery<T> {
         session: &Session,
         base_path: &str,
         acls: Acls<'static>,
+    ) -> Result<Self, Error> {
+        Self::with_registrar(session, base_path, Some(acls))
+    }
+
+    fn with_registrar(
+        session: &Session,
+        base_path: &str,
+        acls: Option<Acls<'static>>,
     ) -> Result<Self, Error> {
         naming::validate_path(base_path)?;
         Ok(ServiceDiscovery {

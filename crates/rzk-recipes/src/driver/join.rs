@@ -57,7 +57,8 @@ impl Driver {
         beside: Option<String>,
     ) -> Result<(OwnNode, Option<(i64, i64)>), Stop> {
         let prefix = naming::create_path(self.path(), uuid, self.shared.rule.lock);
-        let options = CreateMode::EphemeralSequential.with_acls(self.options.acls);
+        let acl = self.acls.at(&prefix);
+        let options = CreateMode::EphemeralSequential.with_acls(acl.acls());
         let data = self.options.id.clone().into_bytes();
         let mut beside = beside.and_then(|node| self.beside_sequence(node));
         let mut after_loss = false;
@@ -72,7 +73,7 @@ impl Driver {
             let created = match &beside {
                 Some((node, seq)) => {
                     let path = format!("{prefix}{seq}");
-                    let plain = CreateMode::Ephemeral.with_acls(self.options.acls);
+                    let plain = CreateMode::Ephemeral.with_acls(acl.acls());
                     let fut = create_beside(client, node, &path, &data, &plain);
                     let r = self.wait_op(generation, fut).await?;
                     r.map(|stat| (stat, path, seq.parse().unwrap_or(-1)))
@@ -128,8 +129,11 @@ impl Driver {
         path: String,
         what: &str,
     ) -> Result<(), Stop> {
-        let containers = CreateMode::Container.with_acls(self.options.acls);
-        match self.wait_op(generation, client.mkdir(&path, &containers)).await? {
+        let (made, acls) = (path.clone(), self.acls.clone());
+        let client = client.clone();
+        let mkdirs =
+            async move { crate::ops::mkdirs(&client, &made, CreateMode::Container, &acls).await };
+        match self.wait_op(generation, mkdirs).await? {
             Ok(()) => {
                 self.shared.emit(ElectionEvent::ParentRecreated { path });
                 Ok(())

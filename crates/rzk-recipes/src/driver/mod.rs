@@ -27,6 +27,7 @@ use rzk_client::{Client, OneshotWatcher, SessionId};
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
+use crate::acl_provider::NodeAcls;
 use crate::control::{BoxError, Command, Lifecycle, Task};
 use crate::loss::LossReason;
 use crate::mailbox::{Inbox, Mailbox};
@@ -154,6 +155,8 @@ pub(crate) struct Driver {
     cmd_rx: Inbox,
     cmd_tx: Mailbox,
     options: ElectionOptions,
+    /// The ACL of each node it creates.
+    acls: NodeAcls,
     rejoin_after_step_down: bool,
     /// The race election's epoch node; `None` for a queue recipe.
     race_epoch: Option<String>,
@@ -206,6 +209,7 @@ impl Driver {
         let session = shared.session.clone();
         Driver {
             snap: session.subscribe(),
+            acls: NodeAcls::new(&session, config.options.acls),
             session,
             shared,
             cmd_rx,

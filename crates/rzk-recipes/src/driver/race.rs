@@ -82,7 +82,8 @@ impl Driver {
         let path = self.path().to_string();
         let epoch = self.epoch_path();
         let data = self.options.id.clone().into_bytes();
-        let ephemeral = CreateMode::Ephemeral.with_acls(self.options.acls);
+        let acl = self.acls.at(&path);
+        let ephemeral = CreateMode::Ephemeral.with_acls(acl.acls());
         MetricCells::inc(&self.shared.metrics.creates);
         let sent = Instant::now();
         let won = async {
@@ -392,7 +393,8 @@ impl Driver {
     /// Creates the epoch node (PERSISTENT: its version must outlive every candidate).
     async fn create_epoch(&mut self, client: &Client, generation: u64) -> Result<(), Stop> {
         let epoch = self.epoch_path();
-        let persistent = CreateMode::Persistent.with_acls(self.options.acls);
+        let acl = self.acls.at(&epoch);
+        let persistent = CreateMode::Persistent.with_acls(acl.acls());
         match self.wait_op(generation, client.create(&epoch, b"", &persistent)).await? {
             Ok(_) | Err(ZkError::NodeExists) => Ok(()),
             Err(ZkError::NoNode) => self.create_race_parent(client, generation).await,

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use rzk_client::SaslLogin;
 
+use crate::acl_provider::{AclProvider, SharedProvider};
 use crate::tls::TlsConfig;
 
 /// How to connect, and the timing of the lease (docs/election.md §2.1, §2.2).
@@ -37,6 +38,9 @@ pub struct SessionConfig {
     pub auth: Vec<Credential>,
     /// The SASL login every connection of every session runs first, if any.
     pub sasl: Option<SaslLogin>,
+    /// The ACL of the nodes the recipes create, unless a recipe is given its own: Curator's
+    /// `ACLProvider`. Default [`crate::OpenAclProvider`].
+    pub(crate) acl_provider: SharedProvider,
 }
 
 /// One credential: a scheme and its scheme-specific bytes (`digest`, `user:password`).
@@ -69,6 +73,7 @@ impl SessionConfig {
             tls: None,
             auth: Vec::new(),
             sasl: None,
+            acl_provider: SharedProvider::default(),
         }
     }
 
@@ -120,6 +125,14 @@ impl SessionConfig {
     /// [`crate::Error::AuthFailed`], naming the mechanism.
     pub fn with_sasl(mut self, login: SaslLogin) -> Self {
         self.sasl = Some(login);
+        self
+    }
+
+    /// Names the ACL of every node the recipes create, by its path, unless a recipe is given
+    /// its own with `with_acls` (Curator's `aclProvider`): [`crate::CreatorOnlyAclProvider`]
+    /// keeps every other identity out of this application's locks and elections.
+    pub fn with_acl_provider(mut self, provider: impl AclProvider) -> Self {
+        self.acl_provider = SharedProvider(std::sync::Arc::new(provider));
         self
     }
 

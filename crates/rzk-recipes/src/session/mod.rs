@@ -115,6 +115,11 @@ impl Session {
         &self.inner.shared
     }
 
+    /// The provider of the ACLs the recipes create nodes with.
+    pub(crate) fn acl_provider(&self) -> crate::acl_provider::SharedProvider {
+        self.inner.shared.config.acl_provider.clone()
+    }
+
     pub(crate) fn subscribe(&self) -> watch::Receiver<Snapshot> {
         self.inner.shared.snap.subscribe()
     }
