@@ -3,7 +3,9 @@
 //! `SessionConfig::with_tls` elect, and leadership passes to the second with a larger token
 //! when the first closes. Nothing here installs a rustls crypto provider: the sessions must
 //! choose one themselves although two are compiled in. A session that does not trust the
-//! server's CA fails within its connect timeout, and `TlsConfig::probe` says why.
+//! server's CA fails within its connect timeout, and `TlsConfig::probe` says why. On a
+//! secure port that also requires SASL, a DIGEST-MD5 login over TLS is served as both its
+//! certificate's `x509` id and its `sasl` user, and a wrong password is refused.
 
 mod support;
 
@@ -24,6 +26,7 @@ const TICK_MS: u32 = 500;
 both_servers! {
     t28_handoff => a_latch_election_over_tls_hands_leadership_over;
     t28_untrusted => a_session_that_does_not_trust_the_server_fails_and_the_probe_says_why;
+    t28_sasl_over_tls => a_sasl_login_over_tls_is_served_as_both_identities;
 }
 
 fn start(kind: Kind) -> SecureServer {
@@ -77,4 +80,26 @@ async fn a_session_that_does_not_trust_the_server_fails_and_the_probe_says_why(k
     }
     // The trusted configuration passes the same probe: the probe can tell them apart.
     client_tls(&s, s.certs().ca()).probe(&s.secure_hosts()).await.expect("a trusted probe");
+}
+
+async fn a_sasl_login_over_tls_is_served_as_both_identities(kind: Kind) {
+    let s = SecureServer::start_with(kind, TICK_MS, &[("app", "app-secret")]);
+    let tls = client_tls(&s, s.certs().ca());
+    let config = |password: &str| {
+        SessionConfig::new(s.secure_hosts())
+            .with_session_timeout(T)
+            .with_connect_timeout(WAIT)
+            .with_tls(tls.clone())
+            .with_sasl(rzk_recipes::SaslLogin::digest_md5("app", password))
+    };
+    let session = Session::connect(config("app-secret")).await.unwrap();
+    let client = session.client().expect("connected");
+    let who = client.list_auth_users().await.unwrap();
+    let schemes: Vec<&str> = who.iter().map(|u| u.scheme.as_str()).collect();
+    assert!(schemes.contains(&"x509") && schemes.contains(&"sasl"), "{kind:?}: {who:?}");
+    session.close().await;
+    let started = Instant::now();
+    let refused = Session::connect(config("wrong")).await.unwrap_err();
+    assert!(matches!(refused, Error::AuthFailed { .. }), "{kind:?}: {refused:?}");
+    assert!(started.elapsed() < Duration::from_secs(2), "{kind:?}: {:?}", started.elapsed());
 }

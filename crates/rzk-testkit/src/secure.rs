@@ -33,6 +33,15 @@ impl SecureServer {
     /// # Panics
     /// If the server cannot start: a test that needs it cannot run without it.
     pub fn start(kind: Kind, tick_ms: u32) -> SecureServer {
+        SecureServer::start_with(kind, tick_ms, &[])
+    }
+
+    /// [`SecureServer::start`], requiring SASL DIGEST-MD5 with `users` (name, password) too,
+    /// as [`crate::enforcing::EnforcingServer::start_sasl`] does; none: no SASL.
+    ///
+    /// # Panics
+    /// If the server cannot start.
+    pub fn start_with(kind: Kind, tick_ms: u32, users: &[(&str, &str)]) -> SecureServer {
         let certs = Certs::generate();
         let secure_port = free_port();
         let running = match kind {
@@ -44,9 +53,17 @@ impl SecureServer {
                     certs.server_key(),
                     Some(certs.ca()),
                 );
+                let users: std::collections::BTreeMap<String, String> =
+                    users.iter().map(|(u, p)| ((*u).to_owned(), (*p).to_owned())).collect();
                 let server = rzk_server::TestServer::builder()
                     .tick_ms(tick_ms)
-                    .config(|c| c.tls = Some(tls))
+                    .config(move |c| {
+                        c.tls = Some(tls);
+                        if !users.is_empty() {
+                            c.core.sasl_users = rzk_core::config::SaslUsers(users);
+                            c.core.enforced_auth_schemes = vec!["sasl".into()];
+                        }
+                    })
                     .start()
                     .expect("start rzk with a secure port");
                 Running::Rzk(Box::new(server))
@@ -54,8 +71,15 @@ impl SecureServer {
             Kind::ZooKeeper => {
                 let dir = TempDir::new("rzk-tls-zk");
                 let settings = Settings { tick_ms, container_check_ms: 500 };
-                let zk =
-                    ZooKeeper::start_with(dir.path(), &settings, &zoo_cfg(&certs, secure_port));
+                let mut cfg = zoo_cfg(&certs, secure_port);
+                let mut jvm = Vec::new();
+                if !users.is_empty() {
+                    let jaas = dir.path().join("jaas.conf");
+                    std::fs::write(&jaas, crate::enforcing::server_jaas(users)).expect("jaas");
+                    jvm.push(format!("-Djava.security.auth.login.config={}", jaas.display()));
+                    cfg.push_str(crate::enforcing::REQUIRE_SASL);
+                }
+                let zk = ZooKeeper::start_with_properties(dir.path(), &settings, &cfg, &jvm);
                 Running::ZooKeeper { zk, _dir: dir }
             }
         };
