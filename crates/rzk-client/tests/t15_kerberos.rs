@@ -3,7 +3,8 @@
 //! of `zookeeper/localhost`), in a realm of Debian's MIT KDC on loopback: a session logged in
 //! from a client keytab is served as `sasl:bob@RZK.TEST`, resumes across a restart with its
 //! watch (the exchange runs again), and keeps its node from another principal; a keytab whose
-//! key has changed, or no credentials at all, fail at once with the reason.
+//! key has changed, an unknown principal, or a ticket that has expired fail at once with the
+//! reason.
 //!
 //! One test in its own binary: the Kerberos library reads its configuration and credentials
 //! from the environment, which the test sets between phases with no runtime running.
@@ -18,6 +19,8 @@ use rzk_testkit::wait::within;
 const LIMIT: Duration = Duration::from_secs(30);
 /// How soon bad credentials must be reported: one exchange, not a round of retries.
 const REFUSAL_MAX: Duration = Duration::from_secs(2);
+/// The lifetime of carol's tickets, in seconds.
+const TICKET_LIFE_S: u32 = 3;
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
@@ -85,6 +88,25 @@ fn kerberos_sessions_are_served_as_their_principal_and_bad_credentials_fail_clea
         assert_eq!(c.get_data("/bob").await, Err(Error::NoAuth), "eve is kept out");
         c.close().await;
     });
+    drop(rt);
+
+    // carol's tickets last 3 s: one taken from her keytab into a cache serves, then expires,
+    // and with no keytab left to renew it the login fails.
+    let carol = kdc.add_principal("carol");
+    kdc.set_max_life("carol", TICKET_LIFE_S);
+    credentials(&kdc, &carol, "carol.ccache");
+    let login = || SaslLogin::gssapi(Some(format!("carol@{REALM}")));
+    let rt = runtime();
+    rt.block_on(async {
+        let c = within(LIMIT, "carol", connector(login()).connect(&hosts)).await.unwrap();
+        c.close().await;
+    });
+    std::env::set_var("KRB5_CLIENT_KTNAME", kdc.dir().join("no-such.keytab"));
+    std::thread::sleep(Duration::from_secs(u64::from(TICKET_LIFE_S) + 1));
+    let err = rt.block_on(connector(login()).connect(&hosts)).unwrap_err();
+    eprintln!("an expired ticket: {err}");
+    assert!(matches!(&err, Error::SaslAuthFailed { mechanism: "GSSAPI", .. }), "{err:?}");
+    assert!(err.to_string().contains("xpired"), "{err}");
     drop(rt);
 
     // bob's key changes: the keytab the client has is stale.

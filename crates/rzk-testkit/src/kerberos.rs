@@ -90,6 +90,11 @@ impl Kdc {
         self.admin(&format!("ktadd -k {} {principal}", keytab.display()));
     }
 
+    /// Caps the lifetime of `principal`'s tickets, so that a test can watch one expire.
+    pub fn set_max_life(&self, principal: &str, seconds: u32) {
+        self.admin(&format!("modprinc -maxlife \"{seconds} seconds\" {principal}"));
+    }
+
     fn admin(&self, query: &str) {
         self.run("/usr/sbin/kadmin.local", &["-r", REALM, "-q", query]);
     }
