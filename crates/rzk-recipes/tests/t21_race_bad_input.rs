@@ -81,11 +81,16 @@ async fn foreign_holder(kind: Kind) {
     let (_, epoch) = raw.get_data(&r.epoch_path()).await.unwrap();
     let (version, mzxid) = (epoch.version, epoch.mzxid);
     assert_eq!((version, mzxid), (1, l.token().0), "the epoch was created and moved");
-    let mut saw_elected = false;
-    while let Some(e) = events.try_recv() {
-        saw_elected |= matches!(e, ElectionEvent::Elected { .. });
-    }
-    assert!(saw_elected);
+    // The term is visible (await_leadership returns) a moment before its event is emitted.
+    let elected = async {
+        while let Some(e) = events.recv().await {
+            if matches!(e, ElectionEvent::Elected { .. }) {
+                return true;
+            }
+        }
+        false
+    };
+    assert!(tokio::time::timeout(WITHIN, elected).await.unwrap_or(false), "no Elected event");
     r.close().await.unwrap();
     checker.assert_ok();
 }
