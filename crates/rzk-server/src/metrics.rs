@@ -47,6 +47,11 @@ fn exposition(inner: &Inner) -> String {
             "Connections closed for a protocol violation",
             counters.protocol_errors,
         ),
+        (
+            "rzk_sasl_auth_failures",
+            "SASL exchanges that failed (each closed its connection)",
+            counters.sasl_failures,
+        ),
     ];
     for (name, help, value) in own {
         let counter: Counter = Counter::default();

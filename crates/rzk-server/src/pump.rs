@@ -34,7 +34,12 @@ impl Inner {
             let (conn, frame, close) = match out {
                 Output::Send { conn, frame } => (conn, frame, false),
                 Output::Close { conn, reason } => {
-                    tracing::debug!(conn, ?reason, "closing connection");
+                    if reason == rzk_core::CloseReason::SaslAuthFailed {
+                        // As ZooKeeper warns of each; rzk_sasl_auth_failures_total counts them.
+                        tracing::warn!(conn, "SASL authentication failed; closing the connection");
+                    } else {
+                        tracing::debug!(conn, ?reason, "closing connection");
+                    }
                     (conn, Vec::new(), true)
                 }
             };

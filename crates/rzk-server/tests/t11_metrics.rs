@@ -93,6 +93,7 @@ async fn a_scrape_reports_zookeeper_names_with_the_values_mntr_reports() {
     assert!(after["approximate_data_size"] >= before["approximate_data_size"] + (N * 10) as f64);
     assert!(after["packets_received"] >= (N + 2) as f64, "{after:?}");
     assert_eq!(after["rzk_sessions_expired_total"], 0.0);
+    assert_eq!(after["rzk_sasl_auth_failures_total"], 0.0);
     for name in ["outstanding_requests", "packets_sent", "uptime", "rzk_protocol_errors_total"] {
         assert!(after.contains_key(name), "{name} missing: {after:?}");
     }
@@ -191,4 +192,18 @@ async fn bad_http_on_the_metrics_port_is_bounded_and_the_client_port_keeps_servi
         async move { drop(client.get_data("/").await.unwrap()) }
     };
     assert_bounded_while_serving(metrics, HTTP_LIMITS, "/metrics", read).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_sasl_logins_are_counted() {
+    let users = [("bob".to_owned(), "bob-secret".to_owned())].into_iter().collect();
+    let builder = TestServer::builder()
+        .config(move |c| c.core.sasl_users = rzk_core::config::SaslUsers(users));
+    let (server, metrics) = server_on(builder);
+    for password in ["wrong", "also wrong", "bob-secret"] {
+        let sasl = zk::SaslOptions::digest_md5("bob", password);
+        let _ = zk::Client::connector().with_sasl(sasl).connect(&server.connect_string()).await;
+    }
+    let after = tokio::task::spawn_blocking(move || get(metrics, "/metrics")).await.unwrap();
+    assert_eq!(samples(&after)["rzk_sasl_auth_failures_total"], 2.0);
 }
