@@ -7,8 +7,8 @@ use clap::{Args, Subcommand};
 use rzk_client as zk;
 
 use crate::connect::Connect;
+use crate::error::zk_error;
 use crate::error::CliError;
-use crate::node::zk_error;
 
 /// The most entries one ACL may have here (rzk server's `acl_entries_max`, which ZooKeeper's
 /// clients never come near).

@@ -2,6 +2,8 @@
 
 use std::process::ExitCode;
 
+use rzk_client as zk;
+
 /// An error that ends the command, with the exit status it maps to.
 #[derive(Debug)]
 pub(crate) struct CliError {
@@ -49,6 +51,31 @@ fn one_line(e: &anyhow::Error) -> String {
         line.push_str(&text);
     }
     line
+}
+
+/// A node operation's error on `path`, as a command reports it: what the user can mend is a
+/// usage error (exit 2), the rest a runtime one.
+pub(crate) fn zk_error(path: &str, e: zk::Error) -> CliError {
+    let msg = match &e {
+        zk::Error::NoNode => format!("node {path} does not exist"),
+        zk::Error::NodeExists => format!("node {path} already exists"),
+        zk::Error::NotEmpty => format!("node {path} has children (use delete -r)"),
+        zk::Error::BadVersion => format!("node {path} is not at the expected version"),
+        zk::Error::NoAuth => format!("not authorized for {path}"),
+        zk::Error::NoChildrenForEphemerals => {
+            format!("{path}: ephemeral nodes cannot have children")
+        }
+        zk::Error::InvalidAcl => format!("{path}: invalid ACL"),
+        zk::Error::SessionClosedRequireAuth | zk::Error::AuthFailed => {
+            format!("{path}: the server requires credentials it accepts (--auth, --auth-file): {e}")
+        }
+        zk::Error::BadArguments(why) => format!("bad path {path:?}: {why}"),
+        zk::Error::Unimplemented => {
+            format!("{path}: the server does not support this (TTL nodes need extended types)")
+        }
+        _ => return CliError::runtime(format!("{path}: {e}")),
+    };
+    CliError::usage(msg)
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use clap::{Args, Subcommand};
 use rzk_client as zk;
 
 use crate::connect::Connect;
-use crate::error::CliError;
+use crate::error::{zk_error, CliError};
 
 /// A node command.
 #[derive(Debug, Subcommand)]
@@ -98,29 +98,6 @@ pub(crate) struct CreateArgs {
     /// Its data.
     #[arg(default_value = "")]
     data: String,
-}
-
-pub(crate) fn zk_error(path: &str, e: zk::Error) -> CliError {
-    let msg = match &e {
-        zk::Error::NoNode => format!("node {path} does not exist"),
-        zk::Error::NodeExists => format!("node {path} already exists"),
-        zk::Error::NotEmpty => format!("node {path} has children (use delete -r)"),
-        zk::Error::BadVersion => format!("node {path} is not at the expected version"),
-        zk::Error::NoAuth => format!("not authorized for {path}"),
-        zk::Error::NoChildrenForEphemerals => {
-            format!("{path}: ephemeral nodes cannot have children")
-        }
-        zk::Error::InvalidAcl => format!("{path}: invalid ACL"),
-        zk::Error::SessionClosedRequireAuth | zk::Error::AuthFailed => {
-            format!("{path}: the server requires credentials it accepts (--auth, --auth-file): {e}")
-        }
-        zk::Error::BadArguments(why) => format!("bad path {path:?}: {why}"),
-        zk::Error::Unimplemented => {
-            format!("{path}: the server does not support this (TTL nodes need extended types)")
-        }
-        _ => return CliError::runtime(format!("{path}: {e}")),
-    };
-    CliError::usage(msg)
 }
 
 fn print_stat(s: &zk::Stat) {
