@@ -171,6 +171,14 @@ fn sasl_is_enforced_only_with_users_to_log_in() {
         zoo_cfg("jaas-bad", "Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule\n");
     let o = refused(&["--config", require, "--jaas", bad.to_str().unwrap()]);
     assert!(stderr(&o).contains("JAAS line 3"), "{}", stderr(&o));
+    let kerberos = zoo_cfg(
+        "jaas-krb5",
+        "Server {\n  com.sun.security.auth.module.Krb5LoginModule required\n  \
+         useKeyTab=true keyTab=\"/etc/zk.keytab\" principal=\"zookeeper/h@R\";\n};\n",
+    );
+    let o = refused(&["--config", require, "--jaas", kerberos.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("DIGEST-MD5 only (no Kerberos)"), "{}", stderr(&o));
     let good = zoo_cfg(
         "jaas",
         "Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n  \
