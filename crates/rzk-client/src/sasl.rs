@@ -254,3 +254,62 @@ impl Exchange {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use rzk_proto::jute::Writer;
+
+    use super::*;
+
+    /// A reply frame body: header, then a SetSASLResponse token (`None`: null).
+    fn reply(xid: i32, err: i32, token: Option<&[u8]>) -> Vec<u8> {
+        let mut w = Writer::new();
+        ReplyHeader { xid, zxid: 0, err }.write(&mut w);
+        w.buffer_opt(token);
+        w.into_inner()
+    }
+
+    fn exchange() -> Exchange {
+        SaslLogin::digest_md5("bob", "pw").start("127.0.0.1", [7; 16]).unwrap()
+    }
+
+    const CHALLENGE: &[u8] = br#"realm="zk-sasl-md5",nonce="n",charset=utf-8,algorithm=md5-sess"#;
+
+    #[test]
+    fn each_packet_has_the_next_xid_and_an_answer_of_another_is_out_of_step() {
+        let mut x = exchange();
+        let first = x.first().unwrap();
+        assert_eq!(first[4..8], 1i32.to_be_bytes(), "xid 1");
+        let second = x.on_reply(&reply(1, 0, Some(CHALLENGE))).unwrap().expect("a response");
+        assert_eq!(second[4..8], 2i32.to_be_bytes(), "xid 2");
+        assert!(matches!(x.on_reply(&reply(5, 0, None)), Err(Error::Protocol(_))));
+    }
+
+    #[test]
+    fn a_refusal_or_a_null_challenge_ends_the_session_with_the_reason() {
+        let mut x = exchange();
+        x.first().unwrap();
+        let err = x.on_reply(&reply(1, -124, None)).unwrap_err();
+        assert!(err.is_terminal(), "{err:?}");
+        assert!(err.to_string().contains("requires SASL"), "{err}");
+        let mut x = exchange();
+        x.first().unwrap();
+        let err = x.on_reply(&reply(1, 0, None)).unwrap_err();
+        assert!(matches!(&err, Error::SaslAuthFailed { mechanism: "DIGEST-MD5", .. }), "{err:?}");
+        assert!(err.to_string().contains("is SASL configured"), "{err}");
+    }
+
+    #[test]
+    fn a_debug_print_keeps_the_password() {
+        let login = SaslLogin::digest_md5("bob", "hunter2");
+        assert!(!format!("{login:?}").contains("hunter2"));
+        assert_eq!(login.mechanism(), "DIGEST-MD5");
+    }
+
+    #[cfg(not(feature = "gssapi"))]
+    #[test]
+    fn kerberos_without_the_feature_says_how_to_get_it() {
+        let err = SaslLogin::gssapi(None).start("h", [0; 16]).err().expect("refused");
+        assert!(err.to_string().contains("`gssapi` feature"), "{err}");
+    }
+}
