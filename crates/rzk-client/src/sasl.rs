@@ -135,8 +135,8 @@ impl SaslLogin {
         let name = self.mechanism();
         let mechanism = match &self.0 {
             Login::DigestMd5 { username, password } => {
-                let hex: String = cnonce.iter().map(|b| format!("{b:02x}")).collect();
-                Mechanism::DigestMd5(DigestMd5Client::new(username, password, hex))
+                let cnonce = rzk_sasl::hex(&cnonce);
+                Mechanism::DigestMd5(DigestMd5Client::new(username, password, cnonce))
             }
             Login::Gssapi(k) => kerberos(k, host).map_err(|e| failed(name, &e))?,
         };

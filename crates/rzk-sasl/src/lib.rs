@@ -9,7 +9,7 @@ mod error;
 mod jaas;
 
 pub use digest_md5::{
-    DigestMd5Client, DigestMd5Server, ServerStep, DIGEST_URI, SERVER_NAME, SERVICE,
+    hex, DigestMd5Client, DigestMd5Server, ServerStep, DIGEST_URI, SERVER_NAME, SERVICE,
 };
 pub use directives::{DIRECTIVES_MAX, TOKEN_BYTES_MAX};
 pub use error::SaslError;

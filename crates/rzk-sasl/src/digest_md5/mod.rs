@@ -12,7 +12,7 @@ mod sums;
 
 pub use client::DigestMd5Client;
 pub use server::{DigestMd5Server, ServerStep};
-pub use sums::{DIGEST_URI, SERVER_NAME, SERVICE};
+pub use sums::{hex, DIGEST_URI, SERVER_NAME, SERVICE};
 
 #[cfg(test)]
 mod tests;

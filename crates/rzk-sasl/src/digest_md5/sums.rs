@@ -64,8 +64,8 @@ fn encoded(s: &str) -> Vec<u8> {
     }
 }
 
-/// Lower-case hex, as RFC 2831 writes every hash.
-pub(crate) fn hex(bytes: &[u8]) -> String {
+/// Lower-case hex, as RFC 2831 writes every hash (and a client writes its cnonce).
+pub fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write;
     bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
         let _ = write!(s, "{b:02x}");
