@@ -8,7 +8,7 @@ use std::time::Duration;
 use rzk_proto::Response;
 use tokio::sync::{broadcast, mpsc, oneshot, watch, Semaphore};
 
-use crate::core::{Call, Core, WatchOn, WhileAway};
+use crate::core::{Call, Core, WatchOn, Watching, WhileAway};
 use crate::hosts::{Chroot, ConnectString};
 use crate::reconnect::{Backoff, Hosts};
 use crate::sasl::SaslLogin;
@@ -191,6 +191,11 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// The session task's channel, held weakly: what a watcher reports its drop on.
+    pub(crate) fn task(&self) -> mpsc::WeakUnboundedSender<Command> {
+        self.cmd.downgrade()
+    }
+
     /// The error for a request on a session that has ended, if it has.
     fn ended(&self) -> Option<Error> {
         Error::ended_in(crate::watcher::now(&self.state))
@@ -273,14 +278,14 @@ impl Client {
         request: Result<rzk_proto::Request, Error>,
         watch: Option<WatchOn>,
     ) -> impl Future<Output = Result<Response, Error>> + Send + 'static {
-        self.submit_with(request, watch, WhileAway::Defer)
+        self.submit_with(request, watch.map(Watching::Set), WhileAway::Defer)
     }
 
     /// [`Client::submit`], with what to do with the request while disconnected.
     pub(crate) fn submit_with(
         &self,
         request: Result<rzk_proto::Request, Error>,
-        watch: Option<WatchOn>,
+        watch: Option<Watching>,
         away: WhileAway,
     ) -> impl Future<Output = Result<Response, Error>> + Send + 'static {
         let shared = self.shared.clone();
@@ -349,7 +354,7 @@ impl Client {
 fn send(
     shared: &Shared,
     request: rzk_proto::Request,
-    watch: Option<WatchOn>,
+    watch: Option<Watching>,
     permit: Option<tokio::sync::OwnedSemaphorePermit>,
     away: WhileAway,
 ) -> oneshot::Receiver<Result<Response, Error>> {

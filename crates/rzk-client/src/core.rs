@@ -11,7 +11,7 @@ use tokio::sync::{oneshot, OwnedSemaphorePermit};
 use tokio::time::Instant;
 
 use crate::hosts::Chroot;
-use crate::types::{EventType, SessionState};
+use crate::types::{EventType, SessionState, WatcherType};
 use crate::watches::{Kind, Sink, Watches};
 use crate::Error;
 
@@ -28,6 +28,25 @@ pub(crate) struct WatchOn {
     pub sink: Sink,
 }
 
+/// Watches to remove once the server's answer says they were removed
+/// ([`Client::remove_watches`](crate::Client::remove_watches)).
+pub(crate) struct WatchOff {
+    /// The server's path.
+    pub path: String,
+    /// The caller's, which the removal events name.
+    pub client_path: String,
+    pub which: WatcherType,
+    /// Remove them here whatever the server answers, or without asking it when the session
+    /// has no connection (the Java client's `local`).
+    pub local: bool,
+}
+
+/// What a request does to the watch table.
+pub(crate) enum Watching {
+    Set(WatchOn),
+    Remove(WatchOff),
+}
+
 /// What the session task does with a request that reaches it while the session has no
 /// connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,7 +61,7 @@ pub(crate) enum WhileAway {
 /// A request from a caller.
 pub(crate) struct Call {
     pub request: Request,
-    pub watch: Option<WatchOn>,
+    pub watch: Option<Watching>,
     pub reply: oneshot::Sender<Result<Response, Error>>,
     /// Held until the reply: the bound on requests outstanding.
     pub permit: Option<OwnedSemaphorePermit>,
@@ -52,7 +71,9 @@ pub(crate) struct Call {
 struct Pending {
     xid: i32,
     op: OpCode,
-    watch: Option<WatchOn>,
+    watch: Option<Watching>,
+    /// For a local removal: whether waiters were removed here when it was sent.
+    removed_here: bool,
     reply: oneshot::Sender<Result<Response, Error>>,
     _permit: Option<OwnedSemaphorePermit>,
     sent: Instant,
@@ -100,14 +121,63 @@ impl Core {
         self.xid
     }
 
-    /// Appends `call`'s frame to `out` and remembers it.
+    /// Appends `call`'s frame to `out` and remembers it. A local removal takes its watches
+    /// out of the table now, so no event reaches them after the caller asked.
     pub fn send(&mut self, call: Call, out: &mut Vec<u8>) {
         let xid = self.next_xid();
         let op = call.request.op_code();
         out.extend_from_slice(&call.request.to_frame(xid));
         let Call { watch, reply, permit, .. } = call;
+        let removed_here = match &watch {
+            Some(Watching::Remove(off)) if off.local => self.remove_here(off),
+            _ => false,
+        };
         let sent = Instant::now();
-        self.pending.push_back(Pending { xid, op, watch, reply, _permit: permit, sent });
+        let pending = Pending { xid, op, watch, removed_here, reply, _permit: permit, sent };
+        self.pending.push_back(pending);
+    }
+
+    fn remove_here(&mut self, off: &WatchOff) -> bool {
+        self.watches.remove(&off.path, off.which, &off.client_path)
+    }
+
+    /// A local removal made while the session has no connection: the table's waiters go,
+    /// and the server's watches are left to the next `SetWatches`, which no longer names
+    /// them. Answers the call.
+    pub fn remove_unsent(&mut self, call: Call) {
+        let removed = match &call.watch {
+            Some(Watching::Remove(off)) => self.remove_here(off),
+            _ => false,
+        };
+        let _ = call.reply.send(if removed { Ok(Response::Empty) } else { Err(Error::NoWatcher) });
+    }
+
+    /// A persistent watcher's handle at `path` was dropped: when no waiter of any kind is
+    /// left there and no request is about to set one, the server's watch is removed too, so
+    /// it stops sending events nobody reads.
+    pub fn dropped(&mut self, path: &str, out: &mut Vec<u8>) {
+        if self.watches.forget(path) {
+            self.unwatch_orphan(path.to_owned(), out);
+        }
+    }
+
+    /// Removes on the server the watches of the paths whose last waiter was found gone
+    /// while delivering events.
+    pub fn remove_orphans(&mut self, out: &mut Vec<u8>) {
+        for path in self.watches.take_orphans() {
+            self.unwatch_orphan(path, out);
+        }
+    }
+
+    fn unwatch_orphan(&mut self, path: String, out: &mut Vec<u8>) {
+        let setting = |p: &Pending| matches!(&p.watch, Some(Watching::Set(w)) if w.path == path);
+        if self.pending.iter().any(setting) {
+            return;
+        }
+        let (reply, _) = oneshot::channel();
+        let request = Request::RemoveWatches { path, watch_type: WatcherType::Any.wire() };
+        let call = Call { request, watch: None, reply, permit: None, away: WhileAway::Fail };
+        self.send(call, out);
     }
 
     /// Appends an auth packet; `waiter` hears the server's answer. The credentials are
@@ -216,16 +286,27 @@ impl Core {
             Some(e) => Err(e),
             None => Response::read(p.op, &mut r).map_err(protocol),
         };
-        if let Some(w) = p.watch {
-            let kind = match (&result, w.kind) {
-                (Ok(_), k) => Some(k),
-                (Err(Error::NoNode), Kind::Data) if p.op == OpCode::Exists => Some(Kind::Exist),
-                _ => None,
-            };
-            if let Some(kind) = kind {
-                self.watches.add(w.path, kind, w.sink);
+        let result = match p.watch {
+            Some(Watching::Set(w)) => {
+                let kind = match (&result, w.kind) {
+                    (Ok(_), k) => Some(k),
+                    (Err(Error::NoNode), Kind::Data) if p.op == OpCode::Exists => Some(Kind::Exist),
+                    _ => None,
+                };
+                if let Some(kind) = kind {
+                    self.watches.add(w.path, kind, w.sink);
+                }
+                result
             }
-        }
+            // As the Java client: a local removal succeeds if it removed waiters here,
+            // whatever the server said; otherwise the table follows the server's answer.
+            Some(Watching::Remove(off)) if off.local && p.removed_here => Ok(Response::Empty),
+            Some(Watching::Remove(off)) if !off.local && result.is_ok() => {
+                self.remove_here(&off);
+                result
+            }
+            _ => result,
+        };
         let closed = p.op == OpCode::CloseSession;
         let _ = p.reply.send(result);
         Ok(if closed { Frame::Closed } else { Frame::Done })

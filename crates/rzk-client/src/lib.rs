@@ -67,6 +67,6 @@ pub use telemetry::{
 pub use transport::{OpenFuture, Stream, Tcp, Transport};
 pub use types::{
     Acl, Acls, AddWatchMode, AuthId, CreateMode, CreateOptions, CreateSequence, EventType,
-    Permission, SessionId, SessionInfo, SessionState, Stat, WatchedEvent,
+    Permission, SessionId, SessionInfo, SessionState, Stat, WatchedEvent, WatcherType,
 };
 pub use watcher::{OneshotWatcher, PersistentWatcher, StateWatcher, PERSISTENT_WATCH_BACKLOG};

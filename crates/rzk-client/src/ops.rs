@@ -17,8 +17,8 @@ use std::future::Future;
 use rzk_proto::{CreateOp, CreateRequest, PathWatch, Request, Response};
 use tokio::sync::oneshot;
 
-use crate::core::WatchOn;
-use crate::types::{Acl, AddWatchMode, CreateOptions, CreateSequence, Stat};
+use crate::core::{WatchOff, WatchOn, Watching, WhileAway};
+use crate::types::{Acl, AddWatchMode, CreateOptions, CreateSequence, Stat, WatcherType};
 use crate::watcher::{OneshotWatcher, PersistentWatcher, PERSISTENT_WATCH_BACKLOG};
 use crate::watches::{Backlog, Kind, Sink};
 use crate::{Client, Error};
@@ -414,9 +414,70 @@ impl Client {
             Ok((r, on)) => (Ok(r), Some(on)),
             Err(e) => (Err(e), None),
         };
+        let server_path = on.as_ref().map(|w| w.path.clone()).unwrap_or_default();
         let fut = self.submit(req, on);
-        let w = PersistentWatcher { rx, state: self.shared.state.clone(), ended: None };
+        let w = PersistentWatcher {
+            rx,
+            state: self.shared.state.clone(),
+            ended: None,
+            task: self.shared.task(),
+            server_path,
+        };
         async move { fut.await.map(|_| w) }
+    }
+
+    /// Removes this session's watches of `which` at `path`, here and on the server
+    /// (ZooKeeper's `removeAllWatches` with `local = false`). Each removed watcher gets a
+    /// removal event ([`EventType::DataWatchRemoved`](crate::EventType::DataWatchRemoved),
+    /// `ChildWatchRemoved` or `PersistentWatchRemoved`) and nothing after it. The kinds
+    /// follow the Java client 3.8: [`WatcherType::Any`] is the one that removes persistent
+    /// watches. On ZooKeeper 3.8 a `Data` removal also takes the server's side of a
+    /// persistent watch on the same path, which the Java client does not notice either:
+    /// remove with `Any` where both are set.
+    ///
+    /// [`Error::NoWatcher`] when the server has no such watch (nothing is removed here
+    /// then); [`Error::ConnectionLoss`] when the connection failed first.
+    pub fn remove_watches(
+        &self,
+        path: &str,
+        which: WatcherType,
+    ) -> impl Future<Output = Result<(), Error>> + Send + 'static {
+        self.unwatch(path, which, false)
+    }
+
+    /// Removes this session's watches of `which` at `path` here whatever the server says,
+    /// and at once when the session has no connection (ZooKeeper's `removeAllWatches` with
+    /// `local = true`); a connected session asks the server to remove its watches too.
+    /// A watch left on the server fires once more into nothing, and is not set again on
+    /// a reconnect.
+    ///
+    /// [`Error::NoWatcher`] when there was no such watch here and the server removed none.
+    pub fn remove_watches_locally(
+        &self,
+        path: &str,
+        which: WatcherType,
+    ) -> impl Future<Output = Result<(), Error>> + Send + 'static {
+        self.unwatch(path, which, true)
+    }
+
+    fn unwatch(
+        &self,
+        path: &str,
+        which: WatcherType,
+        local: bool,
+    ) -> impl Future<Output = Result<(), Error>> + Send + 'static {
+        let call = self.server_path(path).map(|server| {
+            let request = Request::RemoveWatches { path: server.clone(), watch_type: which.wire() };
+            let client_path = path.to_owned();
+            let off = WatchOff { path: server, client_path, which, local };
+            (request, Watching::Remove(off))
+        });
+        let (request, watch) = match call {
+            Ok((r, w)) => (Ok(r), Some(w)),
+            Err(e) => (Err(e), None),
+        };
+        let fut = self.submit_with(request, watch, WhileAway::Defer);
+        async move { fut.await.map(drop) }
     }
 
     /// Who the session is authenticated as (ZooKeeper's `whoAmI`).

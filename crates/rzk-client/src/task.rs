@@ -15,7 +15,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio::time::Instant;
 
-use crate::core::{Call, Core, Frame, WhileAway};
+use crate::core::{Call, Core, Frame, Watching, WhileAway};
 use crate::handshake::{attempt, Attempt, Io, MAX_FRAME_BYTES};
 use crate::reconnect::{attempt_timeout, Backoff, Hosts};
 use crate::sasl::SaslLogin;
@@ -41,8 +41,15 @@ const CLOSE_WAIT_MAX: Duration = Duration::from_secs(3);
 /// What callers send the task.
 pub(crate) enum Command {
     Call(Call),
-    Auth { scheme: String, auth: Vec<u8>, reply: oneshot::Sender<Result<(), Error>> },
+    Auth {
+        scheme: String,
+        auth: Vec<u8>,
+        reply: oneshot::Sender<Result<(), Error>>,
+    },
     Close(Option<oneshot::Sender<()>>),
+    /// A persistent watcher's handle at this server path was dropped. One per watcher, so
+    /// these are bounded by the watchers the caller held.
+    Dropped(String),
 }
 
 /// The session's identity and the servers it may resume on.
@@ -238,6 +245,7 @@ impl Task {
             Command::Call(call) => self.core.send(call, out),
             Command::Auth { scheme, auth, reply } => self.core.auth(scheme, auth, Some(reply), out),
             Command::Close(done) => return Some(Outcome::Closed(done)),
+            Command::Dropped(path) => self.core.dropped(&path, out),
         }
         None
     }
@@ -255,11 +263,13 @@ impl Task {
         let mut pause = self.endpoint.backoff.before_reconnect(served, self.endpoint.timeout);
         loop {
             let sleep = tokio::time::sleep(pause);
-            while_away(&mut self.cmd, &mut self.deferred, sleep).await.map_err(closed)?;
+            while_away(&mut self.cmd, &mut self.deferred, &mut self.core, sleep)
+                .await
+                .map_err(closed)?;
             for _ in 0..self.endpoint.hosts.len() {
                 self.fail_stale_deferred();
                 let attempt = self.endpoint.open(self.core.last_zxid);
-                match while_away(&mut self.cmd, &mut self.deferred, attempt)
+                match while_away(&mut self.cmd, &mut self.deferred, &mut self.core, attempt)
                     .await
                     .map_err(closed)?
                 {
@@ -318,7 +328,9 @@ impl Task {
                     };
                     filled += n;
                     last_read = Instant::now();
-                    match self.frames(&mut rbuf, &mut filled) {
+                    let read = self.frames(&mut rbuf, &mut filled);
+                    self.core.remove_orphans(&mut out);
+                    match read {
                         Ok(None) => {}
                         Ok(Some(Frame::Closed)) => {
                             return Outcome::Closed(closing.and_then(|(done, _)| done));
@@ -435,11 +447,13 @@ async fn write_or_flush(wr: &mut tokio::io::WriteHalf<Io>, out: &[u8]) -> std::i
 }
 
 /// Waits for `fut` while disconnected: requests made meanwhile wait for the next
-/// connection, or fail at once if their caller asked so ([`WhileAway::Fail`]). `Err`: a
-/// close was asked (or every handle is gone), with the close to answer.
+/// connection, or fail at once if their caller asked so ([`WhileAway::Fail`]); a local watch
+/// removal is done at once, and a dropped watcher needs nothing (the next `SetWatches` leaves
+/// it out). `Err`: a close was asked (or every handle is gone), with the close to answer.
 async fn while_away<T>(
     cmd: &mut mpsc::UnboundedReceiver<Command>,
     deferred: &mut Vec<(Instant, Command)>,
+    core: &mut Core,
     fut: impl Future<Output = T>,
 ) -> Result<T, Option<oneshot::Sender<()>>> {
     tokio::pin!(fut);
@@ -452,6 +466,12 @@ async fn while_away<T>(
                 Some(Command::Call(c)) if c.away == WhileAway::Fail => {
                     let _ = c.reply.send(Err(Error::ConnectionLoss));
                 }
+                Some(Command::Call(c))
+                    if matches!(&c.watch, Some(Watching::Remove(off)) if off.local) =>
+                {
+                    core.remove_unsent(c);
+                }
+                Some(Command::Dropped(_)) => {}
                 Some(c) => deferred.push((Instant::now(), c)),
             },
         }
@@ -469,6 +489,6 @@ fn fail(c: Command, e: &Error) {
         Command::Close(Some(done)) => {
             let _ = done.send(());
         }
-        Command::Close(None) => {}
+        Command::Close(None) | Command::Dropped(_) => {}
     }
 }

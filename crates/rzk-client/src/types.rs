@@ -94,6 +94,52 @@ pub enum EventType {
     /// persistent-watch event of the disconnection. The event names the watched path. Only a
     /// [`PersistentWatcher`](crate::PersistentWatcher) delivers it.
     Lagged,
+    /// The one-shot getData or exists watch was removed by
+    /// [`Client::remove_watches`](crate::Client::remove_watches); it will not fire.
+    DataWatchRemoved,
+    /// The one-shot getChildren watch was removed by
+    /// [`Client::remove_watches`](crate::Client::remove_watches); it will not fire.
+    ChildWatchRemoved,
+    /// The persistent watch was removed by
+    /// [`Client::remove_watches`](crate::Client::remove_watches) with [`WatcherType::Any`]:
+    /// no event follows.
+    PersistentWatchRemoved,
+}
+
+impl EventType {
+    /// Whether the event is a watch's last: the session ended or the watch was removed.
+    pub fn ends_watch(self) -> bool {
+        matches!(
+            self,
+            EventType::Session
+                | EventType::DataWatchRemoved
+                | EventType::ChildWatchRemoved
+                | EventType::PersistentWatchRemoved
+        )
+    }
+}
+
+/// Which watches [`Client::remove_watches`](crate::Client::remove_watches) removes, as
+/// ZooKeeper 3.8's `WatcherType` names them on the wire.
+#[derive(Debug, Copy, Clone, PartialEq, Eq, Hash)]
+pub enum WatcherType {
+    /// The one-shot watches getChildren set.
+    Children,
+    /// The one-shot watches getData and exists set.
+    Data,
+    /// Every watch on the path, persistent and persistent recursive ones included.
+    Any,
+}
+
+impl WatcherType {
+    /// The value of `RemoveWatchesRequest.type`.
+    pub(crate) fn wire(self) -> i32 {
+        match self {
+            WatcherType::Children => 1,
+            WatcherType::Data => 2,
+            WatcherType::Any => 3,
+        }
+    }
 }
 
 impl EventType {

@@ -2,6 +2,7 @@
 
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
+use crate::task::Command;
 use crate::types::{SessionState, WatchedEvent};
 
 /// The events a [`PersistentWatcher`] holds unread, the
@@ -22,7 +23,10 @@ impl OneshotWatcher {
     /// Waits for the event.
     ///
     /// An [`EventType::Session`](crate::EventType::Session) event says the session ended
-    /// (expired, closed, failed authentication) before the watch fired.
+    /// (expired, closed, failed authentication) before the watch fired; a
+    /// [`DataWatchRemoved`](crate::EventType::DataWatchRemoved) or
+    /// [`ChildWatchRemoved`](crate::EventType::ChildWatchRemoved) event, that
+    /// [`Client::remove_watches`](crate::Client::remove_watches) removed it.
     ///
     /// # Cancellation safety
     /// Dropping the future drops the watcher, whose event is then lost.
@@ -37,16 +41,26 @@ impl OneshotWatcher {
 /// A persistent watch ([`Client::watch`](crate::Client::watch)): every event until removed or
 /// the session ends, with an [`EventType::Lagged`](crate::EventType::Lagged) event where the
 /// reader fell [`PERSISTENT_WATCH_BACKLOG`] events behind.
+///
+/// Dropping the last handle watching a path removes the server's watch there (removeWatches),
+/// unless a one-shot watch on the path or a request setting one is still waiting: a ZooKeeper
+/// 3.8 server keeps one watch per session and path, which the removal would take from it.
 #[derive(Debug)]
 pub struct PersistentWatcher {
     pub(crate) rx: mpsc::Receiver<WatchedEvent>,
     pub(crate) state: watch::Receiver<SessionState>,
     pub(crate) ended: Option<WatchedEvent>,
+    /// The session task, weakly (a watcher does not keep the session open), and the server's
+    /// path, to report the drop.
+    pub(crate) task: mpsc::WeakUnboundedSender<Command>,
+    pub(crate) server_path: String,
 }
 
 impl PersistentWatcher {
     /// The next event; after the session ends, an
-    /// [`EventType::Session`](crate::EventType::Session) event every time.
+    /// [`EventType::Session`](crate::EventType::Session) event every time, and after
+    /// [`Client::remove_watches`](crate::Client::remove_watches) removed the watch, an
+    /// [`EventType::PersistentWatchRemoved`](crate::EventType::PersistentWatchRemoved) one.
     ///
     /// # Cancellation safety
     /// Safe: an event is taken only when the future completes.
@@ -58,10 +72,23 @@ impl PersistentWatcher {
             Some(ev) => ev,
             None => WatchedEvent::session(terminal(&self.state)),
         };
-        if ev.event_type == crate::EventType::Session {
+        if ev.event_type.ends_watch() {
             self.ended = Some(ev.clone());
         }
         ev
+    }
+}
+
+impl Drop for PersistentWatcher {
+    fn drop(&mut self) {
+        // Closed before the report is sent, so that the session task, which may read it
+        // before this handle's fields are dropped, finds the watcher gone.
+        self.rx.close();
+        if self.ended.is_none() {
+            if let Some(task) = self.task.upgrade() {
+                let _ = task.send(Command::Dropped(std::mem::take(&mut self.server_path)));
+            }
+        }
     }
 }
 

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use tokio::sync::{mpsc, oneshot};
 
-use crate::types::{AddWatchMode, EventType, SessionState, WatchedEvent};
+use crate::types::{AddWatchMode, EventType, SessionState, WatchedEvent, WatcherType};
 
 /// What a watch was set by, which decides the events it fires on and how a reconnect
 /// re-registers it.
@@ -127,7 +127,15 @@ impl Backlog {
 #[derive(Default)]
 pub(crate) struct Watches {
     sinks: HashMap<(String, Kind), Vec<Sink>>,
+    /// Paths whose last persistent watcher was found gone while an event was delivered, for
+    /// the session task to remove on the server. At most one entry per watched path, and
+    /// emptied after every read.
+    orphans: Vec<String>,
 }
+
+/// Every kind of watch, in the order [`Watches::remove`] tells their waiters.
+const KINDS: [Kind; 5] =
+    [Kind::Child, Kind::Data, Kind::Exist, Kind::Persistent, Kind::PersistentRecursive];
 
 impl Watches {
     /// Adds a waiter, pruning the ones whose handles were dropped.
@@ -150,7 +158,7 @@ impl Watches {
             EventType::NodeCreated | EventType::NodeDataChanged => &[Kind::Data, Kind::Exist],
             EventType::NodeDeleted => &[Kind::Data, Kind::Exist, Kind::Child],
             EventType::NodeChildrenChanged => &[Kind::Child],
-            EventType::Session | EventType::Lagged => &[],
+            _ => &[],
         };
         for kind in once {
             for sink in self.sinks.remove(&(path.to_owned(), *kind)).into_iter().flatten() {
@@ -182,8 +190,77 @@ impl Watches {
             });
             if v.is_empty() {
                 self.sinks.remove(key);
+                if !self.watching(&key.0) {
+                    self.orphans.push(key.0.clone());
+                }
             }
         }
+    }
+
+    /// Removes the watches of `which` at `path` (the server's), telling each waiter with a
+    /// removal event naming `client_path`; whether a live one was there. The kinds are the
+    /// Java client 3.8's: `Children` is getChildren's, `Data` getData's and exists', `Any`
+    /// all of them, persistent ones included.
+    pub fn remove(&mut self, path: &str, which: WatcherType, client_path: &str) -> bool {
+        let kinds: &[Kind] = match which {
+            WatcherType::Children => &[Kind::Child],
+            WatcherType::Data => &[Kind::Data, Kind::Exist],
+            WatcherType::Any => &KINDS,
+        };
+        let mut removed = false;
+        for kind in kinds {
+            let event_type = match kind {
+                Kind::Child => EventType::ChildWatchRemoved,
+                Kind::Data | Kind::Exist => EventType::DataWatchRemoved,
+                Kind::Persistent | Kind::PersistentRecursive => EventType::PersistentWatchRemoved,
+            };
+            let ev = WatchedEvent {
+                event_type,
+                session_state: SessionState::SyncConnected,
+                path: client_path.to_owned(),
+                zxid: -1,
+            };
+            for sink in self.sinks.remove(&(path.to_owned(), *kind)).into_iter().flatten() {
+                removed |= !sink.is_closed();
+                // A persistent watch's backlog keeps a slot for its end, which this is.
+                sink.deliver(&ev);
+            }
+        }
+        removed
+    }
+
+    /// Whether a waiter of any kind is registered at `path` (the server's). On a ZooKeeper
+    /// 3.8 server one session has one watch per path and table whatever the kinds, so a
+    /// path's watch may be removed there only when no kind is left here.
+    pub fn watching(&self, path: &str) -> bool {
+        KINDS.iter().any(|k| self.sinks.contains_key(&(path.to_owned(), *k)))
+    }
+
+    /// Forgets the waiters at `path` whose handles were dropped; true when it forgot one and
+    /// no waiter of any kind is left there (so that drops reported together remove the
+    /// server's watch once).
+    pub fn forget(&mut self, path: &str) -> bool {
+        let mut forgot = false;
+        for kind in KINDS {
+            let key = (path.to_owned(), kind);
+            if let Some(v) = self.sinks.get_mut(&key) {
+                let before = v.len();
+                v.retain(|s| !s.is_closed());
+                forgot |= v.len() < before;
+                if v.is_empty() {
+                    self.sinks.remove(&key);
+                }
+            }
+        }
+        forgot && !self.watching(path)
+    }
+
+    /// The paths found orphaned (see `orphans`) that still have no waiter.
+    pub fn take_orphans(&mut self) -> Vec<String> {
+        let mut v = std::mem::take(&mut self.orphans);
+        v.retain(|p| !self.watching(p));
+        v.dedup();
+        v
     }
 
     /// Ends every watch with the session's terminal `state`.

@@ -359,7 +359,11 @@ fn coalesce(batch: Vec<WatchedEvent>, single: bool) -> Vec<(String, Scope)> {
     let mut out: Vec<(String, Scope)> = Vec::new();
     for e in batch {
         let scope = match e.event_type {
-            EventType::Session => continue,
+            // The cache never removes its watches; a removal is an end, like a session's.
+            EventType::Session
+            | EventType::DataWatchRemoved
+            | EventType::ChildWatchRemoved
+            | EventType::PersistentWatchRemoved => continue,
             // Events were dropped: everything the watch covers (it names its own path).
             EventType::Lagged | EventType::NodeCreated if !single => Scope::Full,
             EventType::Lagged => Scope::Node,
