@@ -2,7 +2,7 @@
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rzk_proto::Response;
@@ -35,6 +35,7 @@ pub struct Connector {
     sasl: Option<SaslLogin>,
     transport: Arc<dyn Transport>,
     resume: Option<SessionInfo>,
+    can_be_read_only: bool,
 }
 
 impl std::fmt::Debug for Connector {
@@ -43,6 +44,7 @@ impl std::fmt::Debug for Connector {
             .field("session_timeout", &self.session_timeout)
             .field("connection_timeout", &self.connection_timeout)
             .field("sasl", &self.sasl)
+            .field("can_be_read_only", &self.can_be_read_only)
             .finish_non_exhaustive()
     }
 }
@@ -56,6 +58,7 @@ impl Default for Connector {
             sasl: None,
             transport: Arc::new(Tcp),
             resume: None,
+            can_be_read_only: false,
         }
     }
 }
@@ -106,6 +109,22 @@ impl Connector {
         self
     }
 
+    /// Lets a read-only server serve the session (ZooKeeper's `canBeReadOnly`): a member cut
+    /// off from its quorum, started with `readonlymode.enabled=true`, then answers reads, and
+    /// writes fail with [`Error::NotReadOnly`]. The session is then in
+    /// [`SessionState::ConnectedReadOnly`], and the client looks for a read-write server as
+    /// the Java client does (`pingRwServer`), moving there when one answers.
+    ///
+    /// A read-only server's session is its own: until a read-write server has served it,
+    /// every connection opens a new session, so [`Client::session_id`] changes when the
+    /// session moves to a read-write server (one-shot and persistent watches are set again
+    /// there, and persistent watchers get [`EventType::Lagged`](crate::EventType::Lagged)).
+    /// A session that a read-write server has served is never offered to a read-only one.
+    pub fn with_read_only(mut self, can_be_read_only: bool) -> Self {
+        self.can_be_read_only = can_be_read_only;
+        self
+    }
+
     /// Opens a session with one of the servers in `cluster` (`host:port[,...][/chroot]`),
     /// trying each in turn from a random one, and returns once the session is established.
     ///
@@ -133,10 +152,18 @@ impl Connector {
             shared_timeout_ms: shared_timeout_ms.clone(),
             backoff: Backoff::new(rng),
             sasl: self.sasl.clone(),
+            can_be_read_only: self.can_be_read_only,
+            seen_rw: self.resume.is_some(),
+            read_only: false,
+            shared_session: Arc::new(Mutex::new(
+                self.resume
+                    .clone()
+                    .unwrap_or(SessionInfo { id: SessionId(0), password: Vec::new() }),
+            )),
         };
         let deadline =
             tokio::time::Instant::now() + self.session_timeout.max(endpoint.connection_timeout());
-        let (io, resp) = 'connected: loop {
+        let (io, _) = 'connected: loop {
             for _ in 0..endpoint.hosts.len() {
                 match endpoint.open(0).await {
                     Ok(ok) => break 'connected ok,
@@ -154,13 +181,13 @@ impl Connector {
         };
         let chroot = Chroot::new(cs.chroot);
         let (cmd, cmd_rx) = mpsc::unbounded_channel();
-        let (state, state_rx) = watch::channel(SessionState::SyncConnected);
+        let (state, state_rx) = watch::channel(endpoint.connected_state());
         let (states, _) = broadcast::channel(STATE_EVENTS_BUFFER);
         let shared = Arc::new(Shared {
             cmd,
             permits: Arc::new(Semaphore::new(MAX_OUTSTANDING_REQUESTS)),
             chroot: chroot.clone(),
-            session: SessionInfo { id: SessionId(resp.session_id), password: resp.passwd },
+            session: endpoint.shared_session.clone(),
             timeout_ms: shared_timeout_ms,
             state: state_rx,
             states: states.clone(),
@@ -183,7 +210,9 @@ pub(crate) struct Shared {
     cmd: mpsc::UnboundedSender<Command>,
     permits: Arc<Semaphore>,
     pub(crate) chroot: Chroot,
-    session: SessionInfo,
+    /// The session's id and password, which the session task replaces when a read-only
+    /// session moves to a read-write server.
+    session: Arc<Mutex<SessionInfo>>,
     /// The negotiated session timeout of the latest handshake, in milliseconds.
     timeout_ms: Arc<AtomicU64>,
     pub(crate) state: watch::Receiver<SessionState>,
@@ -238,14 +267,15 @@ impl Client {
         Connector::default().connect(cluster).await
     }
 
-    /// The session's id.
+    /// The session's id. It changes only when a read-only session moves to a read-write
+    /// server ([`Connector::with_read_only`]).
     pub fn session_id(&self) -> SessionId {
-        self.shared.session.id
+        self.session().id
     }
 
     /// The session's id and password.
-    pub fn session(&self) -> &SessionInfo {
-        &self.shared.session
+    pub fn session(&self) -> SessionInfo {
+        self.shared.session.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
     }
 
     /// The session timeout the server granted in the latest handshake. Members of an

@@ -30,7 +30,8 @@
 //! - `core`: the session's bookkeeping with no I/O (xids, requests awaiting replies, the
 //!   watch table in `watches`, credentials); `task`: the connection task that drives it.
 //! - `hosts`: the connect string and the chroot; `reconnect`: the host order and the pauses
-//!   between attempts, with no I/O; `transport`: TCP, or any [`Transport`].
+//!   between attempts, with no I/O; `transport`: TCP, or any [`Transport`]; `read_only`:
+//!   the search for a read-write server while a session is on a read-only one.
 //! - `telemetry`: the client's metrics.
 //! - `types`, `watcher`, `error`: what callers hand in and get back.
 
@@ -46,6 +47,7 @@ mod handshake;
 mod hosts;
 mod multi;
 mod ops;
+mod read_only;
 mod reconnect;
 mod sasl;
 mod task;

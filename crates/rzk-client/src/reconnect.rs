@@ -52,6 +52,14 @@ impl Hosts {
     pub fn len(&self) -> usize {
         self.hosts.len()
     }
+
+    /// Makes `host` the next one [`Hosts::next`] returns (a read-write server found while the
+    /// session is on a read-only one); the walk goes on from there.
+    pub fn prefer(&mut self, host: &str) {
+        if let Some(i) = self.hosts.iter().position(|h| h == host) {
+            self.next = i;
+        }
+    }
 }
 
 /// How long one connection attempt may take: the session timeout shared out over the hosts,

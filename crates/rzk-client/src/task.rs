@@ -7,7 +7,7 @@
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rzk_proto::{split_frame, xid, ConnectRequest, ConnectResponse, Request};
@@ -17,11 +17,12 @@ use tokio::time::Instant;
 
 use crate::core::{Call, Core, Frame, Watching, WhileAway};
 use crate::handshake::{attempt, Attempt, Io, MAX_FRAME_BYTES};
+use crate::read_only::{self, RwSearch};
 use crate::reconnect::{attempt_timeout, Backoff, Hosts};
 use crate::sasl::SaslLogin;
 use crate::telemetry;
 use crate::transport::Transport;
-use crate::types::SessionState;
+use crate::types::{SessionId, SessionInfo, SessionState};
 use crate::Error;
 
 /// Bytes read from the socket at a time (the buffer grows for a larger frame).
@@ -71,9 +72,28 @@ pub(crate) struct Endpoint {
     pub backoff: Backoff,
     /// The SASL login every connection runs before anything else, if any.
     pub sasl: Option<SaslLogin>,
+    /// Whether a read-only server may serve the session (`read_only.rs`).
+    pub can_be_read_only: bool,
+    /// Whether a read-write server has served the session: until then each connection asks
+    /// for a new session, since a read-only server's session is its own.
+    pub seen_rw: bool,
+    /// Whether the current (or last) connection is to a read-only server.
+    pub read_only: bool,
+    /// The session's id and password, shared with [`crate::Client::session`]: they change
+    /// when the session moves from a read-only server to a read-write one.
+    pub shared_session: Arc<Mutex<SessionInfo>>,
 }
 
 impl Endpoint {
+    /// The state of a session whose connection was just made.
+    pub fn connected_state(&self) -> SessionState {
+        if self.read_only {
+            SessionState::ConnectedReadOnly
+        } else {
+            SessionState::SyncConnected
+        }
+    }
+
     /// How long a connection may stay silent before it counts as lost: as configured, or two
     /// fifths of the session timeout, which leaves time for a few more attempts before the
     /// server could expire the session.
@@ -91,11 +111,12 @@ impl Endpoint {
     pub async fn open(&mut self, last_zxid: i64) -> Result<(Io, ConnectResponse), Error> {
         let host = self.hosts.next().to_owned();
         let timeout_ms = i32::try_from(self.requested_timeout.as_millis()).unwrap_or(i32::MAX);
+        let resume = self.seen_rw && !self.passwd.is_empty();
         let req = ConnectRequest {
             last_zxid_seen: last_zxid,
-            session_id: self.session_id,
-            passwd: if self.passwd.is_empty() { vec![0; 16] } else { self.passwd.clone() },
-            read_only: Some(false),
+            session_id: if resume { self.session_id } else { 0 },
+            passwd: if resume { self.passwd.clone() } else { vec![0; 16] },
+            read_only: Some(self.can_be_read_only),
             ..ConnectRequest::new_session(timeout_ms)
         };
         let attempt = attempt(self.transport.as_ref(), &host, &req, self.sasl.as_ref());
@@ -138,13 +159,23 @@ impl Endpoint {
     fn took(&mut self, host: &str, resp: &ConnectResponse) {
         let timeout = Duration::from_millis(u64::try_from(resp.timeout_ms).unwrap_or(0));
         let session = format!("{:#x}", resp.session_id);
-        if self.session_id == 0 {
+        let read_only = resp.read_only == Some(true);
+        if read_only {
+            tracing::info!(%host, %session, ?timeout, "read-only session established");
+        } else if resp.session_id != self.session_id {
             tracing::info!(%host, %session, ?timeout, "session established");
         } else if timeout != self.timeout {
             tracing::warn!(%host, %session, ?timeout, was = ?self.timeout,
                 "session resumed with a renegotiated timeout");
         } else {
             tracing::info!(%host, %session, "session resumed");
+        }
+        self.read_only = read_only;
+        self.seen_rw |= !read_only;
+        if resp.session_id != self.session_id || resp.passwd != self.passwd {
+            let info =
+                SessionInfo { id: SessionId(resp.session_id), password: resp.passwd.clone() };
+            *self.shared_session.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = info;
         }
         self.session_id = resp.session_id;
         self.passwd.clone_from(&resp.passwd);
@@ -207,7 +238,7 @@ impl Task {
                     telemetry::reconnected(lost_at.elapsed());
                     out = Vec::new();
                     self.core.resume(&mut out);
-                    self.publish(SessionState::SyncConnected);
+                    self.publish(self.endpoint.connected_state());
                 }
             }
             for (_, c) in std::mem::take(&mut self.deferred) {
@@ -312,8 +343,14 @@ impl Task {
         let mut last_write = Instant::now();
         let mut flushed = true;
         let mut closing: Option<(Option<oneshot::Sender<()>>, Instant)> = None;
+        // On a read-only server: when to ask the next host whether it is read-write, and
+        // the question in flight.
+        let mut rw_search = RwSearch::default();
+        let mut probe_at = self.endpoint.read_only.then(|| Instant::now() + rw_search.next_wait());
+        let mut probe: Option<Probe> = None;
         loop {
             let ping_at = last_write + ping_every;
+            let probe_due = probe_at.unwrap_or(last_read + read_timeout);
             let dead_at = match &closing {
                 Some((_, at)) => (*at).min(last_read + read_timeout),
                 None => last_read + read_timeout,
@@ -375,6 +412,25 @@ impl Task {
                 () = tokio::time::sleep_until(ping_at), if out.is_empty() => {
                     out.extend_from_slice(&Request::Ping.to_frame(xid::PING));
                 }
+                () = tokio::time::sleep_until(probe_due), if probe_at.is_some() && probe.is_none() => {
+                    let host = self.endpoint.hosts.next().to_owned();
+                    let transport = self.endpoint.transport.clone();
+                    probe = Some(Box::pin(async move {
+                        read_only::probe(transport.as_ref(), &host).await.then_some(host)
+                    }));
+                }
+                found = answer(&mut probe) => {
+                    probe = None;
+                    match found {
+                        Some(host) if closing.is_none() => {
+                            tracing::info!(%host, session = format_args!("{:#x}", self.endpoint.session_id),
+                                "a read-write server answered: leaving the read-only one");
+                            self.endpoint.hosts.prefer(&host);
+                            return Outcome::Lost(format!("{host} is a read-write server"));
+                        }
+                        _ => probe_at = Some(Instant::now() + rw_search.next_wait()),
+                    }
+                }
                 () = tokio::time::sleep_until(dead_at) => {
                     return self.lost_or_closed(closing, "no answer within the read timeout");
                 }
@@ -430,6 +486,17 @@ impl Task {
             buf.shrink_to_fit();
         }
         Ok(end)
+    }
+}
+
+/// A probe of one host for a read-write server: the host, if it is one.
+type Probe = std::pin::Pin<Box<dyn Future<Output = Option<String>> + Send>>;
+
+/// The answer of the probe in flight; never, when there is none.
+async fn answer(probe: &mut Option<Probe>) -> Option<String> {
+    match probe {
+        Some(p) => p.await,
+        None => std::future::pending().await,
     }
 }
 

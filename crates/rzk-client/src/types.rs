@@ -45,8 +45,9 @@ pub enum SessionState {
     Disconnected,
     /// Connected, with the session alive.
     SyncConnected,
-    /// Connected to a read-only server (never reported by this client, which does not ask
-    /// for read-only sessions; kept for ZooKeeper's vocabulary).
+    /// Connected to a read-only server: reads are served, writes fail with
+    /// [`Error::NotReadOnly`](crate::Error::NotReadOnly). Only a session that asked for it
+    /// ([`Connector::with_read_only`](crate::Connector::with_read_only)) gets here.
     ConnectedReadOnly,
     /// The server rejected the credentials: terminal.
     AuthFailed,

@@ -47,6 +47,11 @@ pub(crate) struct Connect {
     /// The JAAS section to log in with (ZooKeeper's `zookeeper.sasl.clientconfig`).
     #[arg(long, global = true, default_value = rzk_client::JAAS_CLIENT_SECTION, value_name = "NAME")]
     pub jaas_section: String,
+    /// Let a read-only ZooKeeper member (cut off from its quorum, with
+    /// readonlymode.enabled) serve the node commands, as zkCli's -r: reads work, writes fail.
+    /// The recipe commands (elect, lock, ...) need writes and ignore it.
+    #[arg(long, global = true, env = "RZK_READ_ONLY")]
+    pub read_only: bool,
 }
 
 /// `scheme:credentials`, the scheme a non-empty word.
@@ -144,7 +149,8 @@ impl Connect {
         let n = u32::try_from(hosts(&self.hosts).len().max(1)).unwrap_or(u32::MAX);
         let mut connector = zk::Client::connector()
             .with_connection_timeout(limit / n)
-            .with_session_timeout(Duration::from_secs(10));
+            .with_session_timeout(Duration::from_secs(10))
+            .with_read_only(self.read_only);
         if let Some(tls) = &tls {
             connector = connector.with_transport(std::sync::Arc::new(tls.clone()));
         }

@@ -70,6 +70,9 @@ pub(crate) fn zk_error(path: &str, e: zk::Error) -> CliError {
             format!("{path}: the server requires credentials it accepts (--auth, --auth-file): {e}")
         }
         zk::Error::BadArguments(why) => format!("bad path {path:?}: {why}"),
+        zk::Error::NotReadOnly => {
+            format!("{path}: a read-only server serves this session (--read-only): no writes")
+        }
         zk::Error::Unimplemented => {
             format!("{path}: the server does not support this (TTL nodes need extended types)")
         }
