@@ -31,30 +31,13 @@ use std::time::{Duration, Instant};
 
 use rzk_client::{Acls, CreateMode};
 use rzk_recipes::{
-    CacheOptions, InterProcessMutex, LatchOptions, LeaderLatch, MutexOptions, Session,
-    SessionConfig, TreeCache,
+    CacheOptions, InterProcessMutex, LatchOptions, LeaderLatch, MutexOptions, Session, TreeCache,
 };
 use rzk_testkit::ensemble::{Ensemble, Role};
 use support::cache::{assert_converged, Recorder};
 use support::checker::Checker;
+use support::ensemble::{blocking, config, session_placed, sid, T};
 use support::{init_tracing, serial};
-
-/// The session timeout here, longer than the other failure tests' 4 s: a ZAB re-election of
-/// three JVMs plus the client's reconnect back-off must fit inside the leader's lease with
-/// room to spare on a loaded machine (it took 0.46-1.3 s when idle).
-const T: Duration = Duration::from_secs(10);
-
-fn sid(s: &Session) -> String {
-    format!("{:#x}", s.session_id().expect("session id").0)
-}
-
-fn blocking<R>(f: impl FnOnce() -> R) -> R {
-    tokio::task::block_in_place(f)
-}
-
-fn config(hosts: &str) -> SessionConfig {
-    SessionConfig::new(hosts).with_session_timeout(T)
-}
 
 /// The common setup: the ensemble, four participants p0..p3 on one latch path, p0 leading and
 /// connected to the ZAB leader.
@@ -421,19 +404,6 @@ async fn t85b_ensemble_leader_killed_mid_handoff() {
     }
     drop(ens);
     eprintln!("t85b: {:?}", t_test.elapsed());
-}
-
-/// A session placed on node `node` (or, with `on` false, anywhere else): the client's
-/// shuffle decides, so sessions placed elsewhere are closed and opened again.
-async fn session_placed(ens: &Ensemble, hosts: &str, node: usize, on: bool) -> Session {
-    for _ in 0..40 {
-        let s = Session::connect(config(hosts)).await.expect("connect");
-        if blocking(|| ens.sessions_on(node).contains(&sid(&s))) == on {
-            return s;
-        }
-        s.close().await;
-    }
-    panic!("no session placed {} node {} in 40 tries", if on { "on" } else { "off" }, node + 1);
 }
 
 /// A follower dies (no election) under a latch leader, a mutex holder and a tree cache whose

@@ -305,6 +305,26 @@ impl Ensemble {
         }
     }
 
+    /// SIGSTOP of node `i`: a member that lags, as in a long GC pause. Its sockets stay open
+    /// and nothing answers; the others elect without it if it led.
+    pub fn freeze(&self, i: usize) {
+        self.signal(i, "-STOP");
+    }
+
+    /// SIGCONT of node `i` after [`Ensemble::freeze`].
+    pub fn thaw(&self, i: usize) {
+        self.signal(i, "-CONT");
+    }
+
+    fn signal(&self, i: usize, signal: &str) {
+        let pid = self.nodes[i].child.as_ref().expect("the node runs").id();
+        let status = std::process::Command::new("kill")
+            .args([signal, &pid.to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill {signal} {pid}: {status}");
+    }
+
     /// The last lines of every node's log, for a failure message.
     pub fn logs(&self) -> String {
         self.nodes

@@ -8,6 +8,7 @@ pub mod cache;
 pub mod candidate;
 pub mod checker;
 pub mod curator;
+pub mod ensemble;
 pub mod faults;
 pub mod java;
 pub mod locks;
