@@ -50,11 +50,12 @@ step "cargo test"
 # would compile the workspace again, without the dev-dependencies' features.
 cargo test --workspace --no-fail-fast
 
-step "Kerberos: rzk-client and the CLI on a Kerberized ZooKeeper, an MIT KDC on loopback"
+step "Kerberos: rzk-client, the CLI and the Java client on Kerberized ZooKeeper and rzk, an MIT KDC on loopback"
 # The `gssapi` feature is off by default (building it needs libkrb5-dev and libclang), so its
 # tests are built and run here with it.
 cargo test -p rzk-client --features gssapi --test t15_kerberos
-cargo test -p rzk --features gssapi --test t60_kerberos_cli
+cargo test -p rzk --features gssapi --test t60_kerberos_cli --test t51_server_start
+cargo test -p rzk-server --features gssapi --lib gssapi
 
 step "README commands, verbatim, in a fresh clone"
 /usr/bin/python3 -m scripts.readme-commands

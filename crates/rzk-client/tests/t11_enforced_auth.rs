@@ -7,15 +7,11 @@ use std::time::{Duration, Instant};
 
 use rzk_client::{Acls, AddWatchMode, Client, CreateMode, Error, EventType, SessionState};
 use rzk_testkit::enforcing::EnforcingServer;
-use rzk_testkit::wait::within;
+use rzk_testkit::wait::{resumed, within};
 use rzk_testkit::Kind;
 
 const KINDS: [Kind; 2] = [Kind::Rzk, Kind::ZooKeeper];
 const LIMIT: Duration = Duration::from_secs(30);
-/// The most state changes a restart may cause: Disconnected, then SyncConnected, with room
-/// for one more pair should the first connection after the restart land while the server is
-/// still loading. A reconnect storm makes hundreds.
-const MAX_STATE_CHANGES: usize = 4;
 
 async fn connect(hosts: &str, auth: Option<&str>) -> Client {
     let mut c = Client::connector().with_session_timeout(Duration::from_secs(6));
@@ -39,11 +35,7 @@ async fn a_session_with_credentials_resumes_after_a_restart_with_its_watches() {
 
         tokio::task::block_in_place(|| server.restart());
         let started = Instant::now();
-        let mut changes = Vec::new();
-        while changes.last() != Some(&SessionState::SyncConnected) {
-            changes.push(within(LIMIT, "resumed", states.changed()).await);
-            assert!(changes.len() <= MAX_STATE_CHANGES, "{kind:?}: a reconnect storm: {changes:?}");
-        }
+        let changes = resumed(&mut states, LIMIT).await;
         eprintln!("{kind:?}: resumed {:?} after the restart: {changes:?}", started.elapsed());
         assert_eq!(c.session_id(), id, "{kind:?}: the same session");
 

@@ -11,10 +11,10 @@
 
 use std::time::{Duration, Instant};
 
-use rzk_client::{Acls, Client, CreateMode, Error, EventType, Jaas, SaslLogin, SessionState};
+use rzk_client::{Acls, Client, CreateMode, Error, EventType, Jaas, SaslLogin};
 use rzk_testkit::enforcing::EnforcingServer;
 use rzk_testkit::kerberos::{Kdc, REALM};
-use rzk_testkit::wait::within;
+use rzk_testkit::wait::{resumed, within};
 
 const LIMIT: Duration = Duration::from_secs(30);
 /// How soon bad credentials must be reported: one exchange, not a round of retries.
@@ -68,11 +68,7 @@ fn kerberos_sessions_are_served_as_their_principal_and_bad_credentials_fail_clea
         let (_, _, once) = c.get_and_watch_data("/bob").await.unwrap();
         let mut states = c.state_watcher();
         tokio::task::block_in_place(|| server.restart());
-        let mut changes = Vec::new();
-        while changes.last() != Some(&SessionState::SyncConnected) {
-            changes.push(within(LIMIT, "resumed", states.changed()).await);
-            assert!(changes.len() <= 4, "a reconnect storm: {changes:?}");
-        }
+        resumed(&mut states, LIMIT).await;
         c.set_data("/bob", b"1", None).await.unwrap();
         let ev = within(LIMIT, "watch", once.changed()).await;
         assert_eq!(ev.event_type, EventType::NodeDataChanged);

@@ -22,6 +22,10 @@ pub struct Config {
     pub sasl_users: SaslUsers,
     /// The SASL user that is also `super` (ZooKeeper's `zookeeper.superUser`).
     pub sasl_super_user: Option<String>,
+    /// A SASL mechanism the shell provides (GSSAPI), which then serves every exchange
+    /// instead of DIGEST-MD5: a ZooKeeper server too has one mechanism, the one its JAAS
+    /// `Server` section logs in with.
+    pub sasl_mechanism: Option<crate::sasl_mechanism::MechanismRef>,
     /// Authentication schemes of which a connection must hold an id before any request but
     /// `auth` and `sasl` is served (ZooKeeper's `enforce.auth.schemes` with
     /// `enforce.auth.enabled`). Empty serves every connection. Every connection holds its
@@ -91,6 +95,7 @@ impl Config {
             super_digest: None,
             sasl_users: SaslUsers::default(),
             sasl_super_user: None,
+            sasl_mechanism: None,
             enforced_auth_schemes: Vec::new(),
             container_check_interval_ms: 60_000,
             container_reaps_per_check_max: 10_000,

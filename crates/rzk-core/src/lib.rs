@@ -24,6 +24,7 @@ pub mod core;
 pub mod four_letter;
 pub mod path;
 mod prep;
+pub mod sasl_mechanism;
 pub mod state;
 pub mod txn;
 pub mod watches;

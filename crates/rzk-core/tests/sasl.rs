@@ -1,6 +1,7 @@
 //! SASL DIGEST-MD5 through the core, driven by rzk-sasl's client: the identity it adds, the
 //! enforcement it satisfies, and every failure answered with an error, a closed connection
-//! and a counter, never touching another connection.
+//! and a counter, never touching another connection. Then a mechanism the shell provides
+//! (rzk server's GSSAPI), held to the same rules.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -197,4 +198,78 @@ fn a_refusal_carries_a_null_token_as_zookeepers_does() {
     let (xid, zxid, err) = (5i32.to_be_bytes(), 0i64.to_be_bytes(), (-124i32).to_be_bytes());
     let want = [&20i32.to_be_bytes()[..], &xid, &zxid, &err, &(-1i32).to_be_bytes()].concat();
     assert_eq!(frame, want);
+}
+
+/// A shell mechanism for the core's side of an exchange: a challenge for "hello", then the
+/// client authenticated as `alice` on "it is me", with no last token; anything else refused.
+struct Knock {
+    fail_to_start: bool,
+}
+
+struct KnockExchange {
+    greeted: bool,
+}
+
+impl rzk_core::sasl_mechanism::SaslExchange for KnockExchange {
+    fn step(&mut self, token: &[u8]) -> Result<rzk_core::sasl_mechanism::ExchangeStep, String> {
+        use rzk_core::sasl_mechanism::ExchangeStep;
+        match (self.greeted, token) {
+            (false, b"hello") => {
+                self.greeted = true;
+                Ok(ExchangeStep::Challenge(b"who?".to_vec()))
+            }
+            (true, b"it is me") => {
+                Ok(ExchangeStep::Authenticated { token: None, id: "alice".into() })
+            }
+            _ => Err("not the knock".into()),
+        }
+    }
+}
+
+impl rzk_core::sasl_mechanism::SaslMechanism for Knock {
+    fn name(&self) -> &'static str {
+        "KNOCK"
+    }
+
+    fn start(&self) -> Result<Box<dyn rzk_core::sasl_mechanism::SaslExchange>, String> {
+        if self.fail_to_start {
+            return Err("no credentials".into());
+        }
+        Ok(Box::new(KnockExchange { greeted: false }))
+    }
+}
+
+fn with_mechanism(fail_to_start: bool) -> Config {
+    let m = rzk_core::sasl_mechanism::MechanismRef(std::sync::Arc::new(Knock { fail_to_start }));
+    // No DIGEST-MD5 users: the shell's mechanism alone serves the exchange.
+    Config {
+        sasl_mechanism: Some(m),
+        enforced_auth_schemes: vec!["sasl".into()],
+        ..Config::default()
+    }
+}
+
+/// The shell's mechanism (GSSAPI in rzk server) takes every step; its success adds its id and
+/// ends with the null token it asks for; a refusal, or a mechanism that cannot start, is
+/// answered and closed as a DIGEST-MD5 failure is, touching no other connection.
+#[test]
+fn a_shell_mechanism_serves_the_exchange() {
+    let mut c = Core::new(with_mechanism(false), now());
+    open(&mut c, 1);
+    open(&mut c, 2);
+    assert_eq!(send(&mut c, 1, sasl(b"hello".to_vec())).0, [(OK, Some(b"who?".to_vec()))]);
+    assert_eq!(send(&mut c, 1, sasl(b"it is me".to_vec())), (vec![(OK, None)], None));
+    assert!(whoami(&mut c, 1).contains(&("sasl".into(), "alice".into())));
+    assert_eq!(send(&mut c, 1, exists()).0[0].0, OK, "served once authenticated");
+
+    let refused = ErrorCode::SessionClosedRequireSaslAuth.as_i32();
+    let (replies, close) = send(&mut c, 2, sasl(b"let me in".to_vec()));
+    assert_eq!((replies[0].0, close), (refused, Some(CloseReason::SaslAuthFailed)));
+    assert_eq!(c.counters().sasl_failures, 1);
+    assert_eq!(send(&mut c, 1, exists()).0[0].0, OK, "the other connection is served");
+
+    let mut c = Core::new(with_mechanism(true), now());
+    open(&mut c, 1);
+    let (replies, close) = send(&mut c, 1, sasl(b"hello".to_vec()));
+    assert_eq!((replies[0].0, close), (refused, Some(CloseReason::SaslAuthFailed)));
 }

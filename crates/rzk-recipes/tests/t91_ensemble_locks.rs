@@ -15,8 +15,12 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use rzk_recipes::{InterProcessReadWriteLock, InterProcessSemaphore, MutexOptions};
-use rzk_testkit::ensemble::Ensemble;
+use rzk_client::{Acls, CreateMode};
+use rzk_recipes::{
+    ConnectionPolicy, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphore,
+    LatchOptions, LeaderLatch, MutexOptions, Session,
+};
+use rzk_testkit::ensemble::{Ensemble, Role};
 use support::checker::Checker;
 use support::ensemble::{blocking, session_placed, sid, T};
 use support::locks::{leaves, leaves_with};
@@ -28,6 +32,23 @@ async fn queued(client: &rzk_client::Client, path: &str, n: usize) {
     while leaves(client, path).await.len() < n {
         assert!(start.elapsed() < Duration::from_secs(8), "never queued below {path}");
         tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Waits (at most `T`) until every session in `moved` is connected to a member other than
+/// `gone`; returns how long that took from `since`.
+async fn moved_off(ens: &Ensemble, gone: usize, moved: &[&Session], since: Instant) -> Duration {
+    let others: Vec<usize> = (0..ens.size()).filter(|&i| i != gone).collect();
+    loop {
+        let on_others = moved.iter().all(|s| s.state().is_connected())
+            && blocking(|| {
+                moved.iter().all(|s| others.iter().any(|&i| ens.sessions_on(i).contains(&sid(s))))
+            });
+        if on_others {
+            return since.elapsed();
+        }
+        assert!(since.elapsed() < T, "the sessions on node {} did not move", gone + 1);
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
@@ -77,21 +98,8 @@ async fn t91_ensemble_leader_frozen_under_rwlock_and_semaphore() {
     let t_freeze = Instant::now();
     blocking(|| ens.freeze(zab));
     eprintln!("SIGSTOP of the ZAB leader, node {}", zab + 1);
-    let others: Vec<usize> = (0..3).filter(|&i| i != zab).collect();
-    loop {
-        let moved = [&s_write, &s_lease].iter().all(|s| s.state().is_connected())
-            && blocking(|| {
-                [&s_write, &s_lease]
-                    .iter()
-                    .all(|s| others.iter().any(|&i| ens.sessions_on(i).contains(&sid(s))))
-            });
-        if moved {
-            break;
-        }
-        assert!(t_freeze.elapsed() < T, "the sessions on the frozen leader did not move");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    eprintln!("the frozen leader's sessions moved {:?} after the stop", t_freeze.elapsed());
+    let took = moved_off(&ens, zab, &[&s_write, &s_lease], t_freeze).await;
+    eprintln!("the frozen leader's sessions moved {took:?} after the stop");
 
     let g_read = tokio::time::timeout(T, read).await.expect("reads").unwrap().unwrap();
     assert!(!g_write.is_valid(), "the writer was told before the reader got the lock");
@@ -112,6 +120,80 @@ async fn t91_ensemble_leader_frozen_under_rwlock_and_semaphore() {
         drop(lease);
     }
     for s in [s_write, s_lease, s_read, s_lease2, s_wait] {
+        s.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t91b_ensemble_follower_killed_under_step_down_on_lost_keeps_every_term() {
+    init_tracing();
+    let _g = serial().await;
+    let mut ens = blocking(|| Ensemble::start(3));
+    let hosts = ens.hosts();
+    let f = blocking(|| (0..3).find(|&i| ens.role(i) == Some(Role::Follower))).expect("a follower");
+    let s_on = session_placed(&ens, &hosts, f, true).await;
+    let s_off = session_placed(&ens, &hosts, f, false).await;
+    let observer = s_off.client().unwrap();
+    let ids: Vec<_> = [&s_on, &s_off].iter().map(|s| (s.session_id(), s.generation())).collect();
+    let path = format!("/t/t91b/{}", std::process::id());
+    let policy = ConnectionPolicy::StepDownOnLost;
+
+    let latches = Checker::new();
+    let latch_path = format!("{path}/latch");
+    let latch = |s: &Session, id: &str| {
+        let options = LatchOptions::default().with_id(id).with_policy(policy);
+        let l = LeaderLatch::new(s, &latch_path, options).unwrap();
+        latches.attach(id, l.events(), Some(observer.clone()));
+        l
+    };
+    let (l0, l1) = (latch(&s_on, "p0"), latch(&s_off, "p1"));
+    l0.start().await.unwrap();
+    let term = l0.await_leadership_timeout(T).await.unwrap().expect("p0 leads");
+    l1.start().await.unwrap();
+
+    let locks = Checker::new();
+    let lock = format!("{path}/lock");
+    let mutex = |s: &Session, id: &str| {
+        let options = MutexOptions::default().with_id(id).with_policy(policy);
+        let m = InterProcessMutex::new(s, &lock, options).unwrap();
+        locks.attach(id, m.events(), Some(observer.clone()));
+        m
+    };
+    let g0 = mutex(&s_on, "m0").acquire().await.unwrap();
+    let m1 = mutex(&s_off, "m1");
+    let waiter = tokio::spawn(async move { m1.acquire().await });
+    queued(&observer, &lock, 2).await;
+
+    let t_kill = Instant::now();
+    blocking(|| ens.kill(f));
+    let took = moved_off(&ens, f, &[&s_on], t_kill).await;
+    eprintln!("the killed follower's session moved {took:?} after the kill");
+    let after: Vec<_> = [&s_on, &s_off].iter().map(|s| (s.session_id(), s.generation())).collect();
+    assert_eq!(after, ids, "the same sessions");
+
+    // Both still hold, on the server too: a guarded write checks the holder's node.
+    let open = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    for (what, leadership) in [("latch", &term), ("mutex", g0.leadership())] {
+        assert!(leadership.is_valid(), "the {what} term survived the move");
+        let mut w = leadership.guarded().unwrap();
+        w.create(&format!("{path}-{what}-after-move"), b"", &open).unwrap();
+        w.commit().await.unwrap_or_else(|e| panic!("the {what}'s guarded write: {e}"));
+    }
+    assert!(l0.has_leadership() && !l1.has_leadership(), "p0 still leads, alone");
+    assert!(!waiter.is_finished(), "the waiter got nothing while m0 held");
+    assert_eq!(latches.leaders(), ["p0"], "one latch term");
+
+    let token0 = g0.token();
+    g0.release().await.unwrap();
+    let g1 = tokio::time::timeout(T, waiter).await.expect("acquires").unwrap().unwrap();
+    assert!(g1.token() > token0, "token order");
+    g1.release().await.unwrap();
+    latches.assert_ok();
+    locks.assert_ok();
+    for l in [l0, l1] {
+        l.close().await.unwrap();
+    }
+    for s in [s_on, s_off] {
         s.close().await;
     }
 }

@@ -155,27 +155,62 @@ impl Jaas {
         )))
     }
 
-    /// The DIGEST-MD5 users of the server section `name` (ZooKeeper's default: `Server`):
-    /// each `user_NAME="password"` option of its DigestLoginModule.
+    /// How the server section `name` (ZooKeeper's default: `Server`) logs in: the DIGEST-MD5
+    /// users (each `user_NAME="password"` option of its DigestLoginModule), or the Kerberos
+    /// principal and keytab of its Krb5LoginModule. The first of the two in the section wins,
+    /// as the one mechanism a ZooKeeper server offers.
     ///
     /// # Errors
-    /// [`SaslError::Jaas`] when the section is missing or has no DigestLoginModule (a
-    /// Kerberos-only section among them: rzk server has no GSSAPI).
-    pub fn server_digest_users(&self, name: &str) -> Result<BTreeMap<String, String>, SaslError> {
+    /// [`SaslError::Jaas`] when the section is missing or has neither module.
+    pub fn server_login(&self, name: &str) -> Result<ServerLogin, SaslError> {
         let modules = self
             .section(name)
             .ok_or_else(|| SaslError::Jaas(format!("no `{name}` section in the JAAS file")))?;
-        let m = modules.iter().find(|m| m.class == DIGEST_LOGIN_MODULE).ok_or_else(|| {
-            SaslError::Jaas(format!(
-                "the `{name}` section has no {DIGEST_LOGIN_MODULE}: rzk server authenticates \
-                 DIGEST-MD5 only (no Kerberos)"
-            ))
-        })?;
-        Ok(m.options
-            .iter()
-            .filter_map(|(k, v)| Some((k.strip_prefix("user_")?.to_owned(), v.clone())))
-            .filter(|(user, _)| !user.is_empty())
-            .collect())
+        for m in modules {
+            if m.class == DIGEST_LOGIN_MODULE {
+                return Ok(ServerLogin::Digest(
+                    m.options
+                        .iter()
+                        .filter_map(|(k, v)| Some((k.strip_prefix("user_")?.to_owned(), v.clone())))
+                        .filter(|(user, _)| !user.is_empty())
+                        .collect(),
+                ));
+            }
+            if m.class == KRB5_LOGIN_MODULE {
+                let on = |k: &str| m.option(k).is_some_and(|v| v.eq_ignore_ascii_case("true"));
+                return Ok(ServerLogin::Kerberos {
+                    principal: m.option("principal").map(str::to_owned),
+                    keytab: on("useKeyTab")
+                        .then(|| m.option("keyTab").map(str::to_owned))
+                        .flatten(),
+                });
+            }
+        }
+        Err(SaslError::Jaas(format!(
+            "the `{name}` section has neither {DIGEST_LOGIN_MODULE} nor {KRB5_LOGIN_MODULE}"
+        )))
+    }
+}
+
+/// What a server section says to log in with.
+#[derive(Clone, PartialEq, Eq)]
+pub enum ServerLogin {
+    /// DIGEST-MD5, with these users and their passwords.
+    Digest(BTreeMap<String, String>),
+    /// GSSAPI, as `principal` with the keys of `keytab`.
+    Kerberos { principal: Option<String>, keytab: Option<String> },
+}
+
+impl std::fmt::Debug for ServerLogin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ServerLogin::Digest(users) => f.debug_tuple("Digest").field(&users.keys()).finish(),
+            ServerLogin::Kerberos { principal, keytab } => f
+                .debug_struct("Kerberos")
+                .field("principal", principal)
+                .field("keytab", keytab)
+                .finish(),
+        }
     }
 }
 
@@ -313,9 +348,19 @@ mod tests {
     #[test]
     fn reads_zookeepers_sections() {
         let j = Jaas::parse(FILE).unwrap();
-        let users = j.server_digest_users("Server").unwrap();
+        let ServerLogin::Digest(users) = j.server_login("Server").unwrap() else {
+            panic!("a DIGEST-MD5 section")
+        };
         assert_eq!(users["bob"], "bob\"secret");
         assert_eq!(users["super"], "adminsecret");
+        assert!(!format!("{:?}", j.server_login("Server").unwrap()).contains("adminsecret"));
+        assert_eq!(
+            j.server_login("Client").unwrap(),
+            ServerLogin::Kerberos {
+                principal: Some("zkcli/localhost@EXAMPLE.COM".into()),
+                keytab: Some("/etc/zk.keytab".into()),
+            }
+        );
         assert_eq!(
             j.client_login("Client").unwrap(),
             ClientLogin::Kerberos {
@@ -345,6 +390,7 @@ mod tests {
         }
         let j = Jaas::parse(FILE).unwrap();
         assert!(j.client_login("Missing").unwrap_err().to_string().contains("no `Missing`"));
-        assert!(j.server_digest_users("Client").unwrap_err().to_string().contains("DIGEST-MD5"));
+        let none = Jaas::parse("Server { m required; };").unwrap();
+        assert!(none.server_login("Server").unwrap_err().to_string().contains("neither"));
     }
 }

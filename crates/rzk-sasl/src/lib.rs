@@ -14,7 +14,8 @@ pub use digest_md5::{
 pub use directives::{DIRECTIVES_MAX, TOKEN_BYTES_MAX};
 pub use error::SaslError;
 pub use jaas::{
-    ClientLogin, Jaas, LoginModule, DIGEST_LOGIN_MODULE, JAAS_BYTES_MAX, KRB5_LOGIN_MODULE,
+    ClientLogin, Jaas, LoginModule, ServerLogin, DIGEST_LOGIN_MODULE, JAAS_BYTES_MAX,
+    KRB5_LOGIN_MODULE,
 };
 
 /// What a client sends after a server token.

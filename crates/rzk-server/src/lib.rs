@@ -38,6 +38,8 @@ mod connection;
 mod distribution;
 mod durable;
 mod flow_control;
+#[cfg(feature = "gssapi")]
+mod gssapi;
 mod http_listener;
 mod metrics;
 mod output_queue;
@@ -52,6 +54,8 @@ mod tls;
 mod transport;
 
 pub use config::{AdminConfig, DiskConfig, Durability, ServerConfig};
+#[cfg(feature = "gssapi")]
+pub use gssapi::{sasl_id, GssapiMechanism, PrincipalRules, GSSAPI_TOKEN_BYTES_MAX};
 pub use http_listener::{
     HTTP_CONNECTIONS_MAX, HTTP_CONNECTION_LIFETIME, HTTP_HEADER_READ_TIMEOUT,
     HTTP_REQUEST_BYTES_MAX,

@@ -98,7 +98,7 @@ impl EnforcingServer {
 
     /// Starts Apache ZooKeeper requiring SASL with Kerberos: its principal
     /// `zookeeper/localhost` in `kdc`'s realm, from a keytab, as ZooKeeper's docs configure
-    /// it (rzk server has no GSSAPI).
+    /// it.
     ///
     /// # Panics
     /// When the server cannot start.

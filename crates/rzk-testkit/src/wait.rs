@@ -25,3 +25,24 @@ pub async fn eventually(limit: Duration, what: &str, mut f: impl FnMut() -> bool
         tokio::time::sleep(POLL_INTERVAL).await;
     }
 }
+
+/// The most state changes [`resumed`] accepts: Disconnected, then SyncConnected, with room for
+/// one more pair should the first connection after a restart land while the server is still
+/// loading. A reconnect storm makes hundreds.
+pub const RESUME_STATE_CHANGES_MAX: usize = 4;
+
+/// Waits until a session whose server was restarted is connected again, and returns the state
+/// changes on the way (Disconnected, then SyncConnected, if all goes well). Panics naming the
+/// changes once there are more than [`RESUME_STATE_CHANGES_MAX`], or when `limit` passes
+/// before one of them.
+pub async fn resumed(
+    states: &mut rzk_client::StateWatcher,
+    limit: Duration,
+) -> Vec<rzk_client::SessionState> {
+    let mut changes = Vec::new();
+    while changes.last() != Some(&rzk_client::SessionState::SyncConnected) {
+        changes.push(within(limit, "the session resumed", states.changed()).await);
+        assert!(changes.len() <= RESUME_STATE_CHANGES_MAX, "a reconnect storm: {changes:?}");
+    }
+    changes
+}

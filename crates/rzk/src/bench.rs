@@ -96,7 +96,18 @@ impl BenchArgs {
 }
 
 /// Runs `rzk bench`: prints the report on standard output.
+///
+/// Credentials and a SASL login are refused, not ignored: the load generator opens raw
+/// sessions with none, and against a server that enforces authentication every one of them
+/// would be turned away, or, against one that does not, measure something else than asked.
 pub(crate) async fn run(connect: &Connect, args: BenchArgs) -> Result<(), CliError> {
+    if !connect.credentials()?.is_empty() || connect.sasl()?.is_some() {
+        return Err(CliError::usage(
+            "bench: the load generator sends no credentials and no SASL login; drop --auth, \
+             --auth-file and --jaas (and RZK_AUTH, RZK_AUTH_FILE, RZK_JAAS, CLIENT_JVMFLAGS' \
+             JAAS file) and point it at a server that does not require them",
+        ));
+    }
     match rzk_bench::run(&connect.hosts, args.config(connect.tls()?)).await {
         Ok(report) => {
             println!("{}", report.render(args.json));

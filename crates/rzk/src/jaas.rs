@@ -44,15 +44,10 @@ fn property(flags: &str, name: &str) -> Option<String> {
 /// It must run before any thread starts: the environment is the process's. A file that
 /// cannot be read is left for the command to report when it connects.
 pub(crate) fn prepare_kerberos(path: Option<&Path>, section: &str) {
-    let set = |name: &str, value: &std::ffi::OsStr| {
-        if std::env::var_os(name).is_none() {
-            std::env::set_var(name, value);
-        }
-    };
     let flags: Vec<String> =
         CLIENT_FLAG_VARS.iter().filter_map(|v| std::env::var(v).ok()).collect();
     if let Some(conf) = flags.iter().find_map(|f| property(f, "java.security.krb5.conf")) {
-        set("KRB5_CONFIG", conf.as_ref());
+        set_unset("KRB5_CONFIG", conf.as_ref());
     }
     let Some(path) = locate(path, CLIENT_FLAG_VARS) else { return };
     let Ok(jaas) = read(&path) else { return };
@@ -60,11 +55,37 @@ pub(crate) fn prepare_kerberos(path: Option<&Path>, section: &str) {
         jaas.client_login(section)
     {
         if let Some(keytab) = keytab {
-            set("KRB5_CLIENT_KTNAME", keytab.as_ref());
+            set_unset("KRB5_CLIENT_KTNAME", keytab.as_ref());
         }
         if !use_ticket_cache {
-            set("KRB5CCNAME", "MEMORY:rzk".as_ref());
+            set_unset("KRB5CCNAME", "MEMORY:rzk".as_ref());
         }
+    }
+}
+
+/// For a server: `KRB5_CONFIG` from `-Djava.security.krb5.conf=` in the server's JVM flags,
+/// and, when the JAAS `section` of `path` logs in with Kerberos from a keytab, that keytab as
+/// `KRB5_KTNAME`, where the acceptor reads its keys; each only when unset. Before any thread
+/// starts, as [`prepare_kerberos`].
+pub(crate) fn prepare_kerberos_server(path: Option<&Path>, section: &str) {
+    let flags: Vec<String> =
+        SERVER_FLAG_VARS.iter().filter_map(|v| std::env::var(v).ok()).collect();
+    if let Some(conf) = flags.iter().find_map(|f| property(f, "java.security.krb5.conf")) {
+        set_unset("KRB5_CONFIG", conf.as_ref());
+    }
+    let Some(path) = locate(path, SERVER_FLAG_VARS) else { return };
+    let Ok(jaas) = read(&path) else { return };
+    if let Ok(rzk_sasl::ServerLogin::Kerberos { keytab: Some(keytab), .. }) =
+        jaas.server_login(section)
+    {
+        set_unset("KRB5_KTNAME", keytab.as_ref());
+    }
+}
+
+/// Sets the environment variable `name` unless it is set already.
+fn set_unset(name: &str, value: &std::ffi::OsStr) {
+    if std::env::var_os(name).is_none() {
+        std::env::set_var(name, value);
     }
 }
 

@@ -91,9 +91,12 @@ fn main() -> ExitCode {
         // Synchronous: it needs no runtime, and starts the command sooner without one.
         return watchdog::run(args);
     }
-    if !matches!(cli.command, Command::Server(_)) {
-        // Before the runtime's threads exist: it sets environment variables.
-        jaas::prepare_kerberos(cli.connect.jaas.as_deref(), &cli.connect.jaas_section);
+    // Before the runtime's threads exist: these set environment variables.
+    match &cli.command {
+        Command::Server(args) => {
+            jaas::prepare_kerberos_server(args.jaas.as_deref(), &args.jaas_section);
+        }
+        _ => jaas::prepare_kerberos(cli.connect.jaas.as_deref(), &cli.connect.jaas_section),
     }
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     if let Command::Server(args) = &cli.command {

@@ -74,15 +74,16 @@ pub(crate) struct ServerArgs {
     /// for sasl alone).
     #[arg(long, value_name = "SCHEMES")]
     enforce_auth_schemes: Option<String>,
-    /// Authenticate SASL DIGEST-MD5 logins against the users of this JAAS file's
-    /// --jaas-section (`user_NAME="password"` options of its DigestLoginModule), the file
-    /// ZooKeeper reads through `java.security.auth.login.config` [default: the one
-    /// SERVER_JVMFLAGS or JVMFLAGS names that way].
+    /// Authenticate SASL logins as this JAAS file's --jaas-section says, the file ZooKeeper
+    /// reads through `java.security.auth.login.config`: DIGEST-MD5 against the
+    /// `user_NAME="password"` options of its DigestLoginModule, or, with the `gssapi`
+    /// feature, Kerberos as the principal of its Krb5LoginModule with the keys of its keyTab
+    /// [default: the file SERVER_JVMFLAGS or JVMFLAGS names that way].
     #[arg(long, env = "RZK_JAAS", value_name = "FILE")]
-    jaas: Option<PathBuf>,
-    /// The JAAS section of the server's users (ZooKeeper's `zookeeper.sasl.serverconfig`).
+    pub(crate) jaas: Option<PathBuf>,
+    /// The JAAS section of the server's login (ZooKeeper's `zookeeper.sasl.serverconfig`).
     #[arg(long, default_value = "Server", value_name = "NAME")]
-    jaas_section: String,
+    pub(crate) jaas_section: String,
     /// Serve Prometheus metrics on this port at `/metrics` (`metricsProvider.httpPort` with
     /// ZooKeeper's `PrometheusMetricsProvider`) [default: off; 7000 with that provider].
     #[arg(long)]
@@ -173,7 +174,7 @@ fn build_config(args: ServerArgs) -> anyhow::Result<ServerConfig> {
     anyhow::ensure!(tick_ms > 0, "the tick must be positive");
     let mut config = ServerConfig::new((bind, port).into());
     config.core = rzk_core::Config::with_tick_ms(tick_ms);
-    config.core.sasl_users = sasl_users(&args)?;
+    sasl_login(&args, &file, &mut config.core)?;
     config.core.sasl_super_user.clone_from(&file.sasl_super_user);
     let require_sasl = file.require_sasl == Some(true);
     if let Some(ms) = args.min_session_timeout_ms.or(file.min_session_timeout_ms) {
@@ -243,24 +244,68 @@ fn build_config(args: ServerArgs) -> anyhow::Result<ServerConfig> {
 }
 
 /// The AdminServer: the flags over zoo.cfg; off unless one of them asks for it.
-/// The DIGEST-MD5 users of the JAAS file, if one is given.
-fn sasl_users(args: &ServerArgs) -> anyhow::Result<rzk_core::config::SaslUsers> {
+/// The SASL logins of the JAAS file, if one is given: its DIGEST-MD5 users, or its Kerberos
+/// principal (with the `gssapi` feature).
+fn sasl_login(
+    args: &ServerArgs,
+    file: &zoocfg::ZooCfg,
+    core: &mut rzk_core::Config,
+) -> anyhow::Result<()> {
     let Some(path) = crate::jaas::locate(args.jaas.as_deref(), crate::jaas::SERVER_FLAG_VARS)
     else {
-        return Ok(rzk_core::config::SaslUsers::default());
+        return Ok(());
     };
     let jaas = crate::jaas::read(&path).map_err(anyhow::Error::msg)?;
-    let users = jaas
-        .server_digest_users(&args.jaas_section)
-        .with_context(|| format!("JAAS file {}", path.display()))?;
-    anyhow::ensure!(
-        !users.is_empty(),
-        "JAAS file {}: the {} section's DigestLoginModule lists no user_NAME=\"password\"",
-        path.display(),
-        args.jaas_section
-    );
-    tracing::info!(users = users.len(), file = %path.display(), "SASL DIGEST-MD5 logins on");
-    Ok(rzk_core::config::SaslUsers(users))
+    let at = || format!("JAAS file {}", path.display());
+    match jaas.server_login(&args.jaas_section).with_context(at)? {
+        rzk_sasl::ServerLogin::Digest(users) => {
+            anyhow::ensure!(
+                !users.is_empty(),
+                "{}: the {} section's DigestLoginModule lists no user_NAME=\"password\"",
+                at(),
+                args.jaas_section
+            );
+            tracing::info!(users = users.len(), file = %path.display(), "SASL DIGEST-MD5 logins on");
+            core.sasl_users = rzk_core::config::SaslUsers(users);
+        }
+        rzk_sasl::ServerLogin::Kerberos { principal, .. } => {
+            let principal = principal.ok_or_else(|| {
+                anyhow::anyhow!(
+                    "{}: the {} section's Krb5LoginModule names no principal",
+                    at(),
+                    args.jaas_section
+                )
+            })?;
+            core.sasl_mechanism = Some(gssapi_mechanism(&principal, file).with_context(at)?);
+            tracing::info!(%principal, file = %path.display(), "SASL GSSAPI (Kerberos) logins on");
+        }
+    }
+    Ok(())
+}
+
+#[cfg(feature = "gssapi")]
+fn gssapi_mechanism(
+    principal: &str,
+    file: &zoocfg::ZooCfg,
+) -> anyhow::Result<rzk_core::sasl_mechanism::MechanismRef> {
+    let rules = rzk_server::PrincipalRules {
+        remove_host: file.kerberos_remove_host,
+        remove_realm: file.kerberos_remove_realm,
+    };
+    let m = rzk_server::GssapiMechanism::new(principal, rules).map_err(anyhow::Error::msg)?;
+    Ok(rzk_core::sasl_mechanism::MechanismRef(std::sync::Arc::new(m)))
+}
+
+#[cfg(not(feature = "gssapi"))]
+fn gssapi_mechanism(
+    _principal: &str,
+    _file: &zoocfg::ZooCfg,
+) -> anyhow::Result<rzk_core::sasl_mechanism::MechanismRef> {
+    anyhow::bail!(
+        "its Server section logs in with Kerberos, and this rzk was built without GSSAPI: \
+         build it with `--features gssapi` (needs libkrb5-dev and libclang), or give the \
+         server a DigestLoginModule section"
+    )
 }
 
 /// Adds sasl to the enforced schemes for `sessionRequireClientSASLAuth`, and refuses to
@@ -271,10 +316,10 @@ fn require_sasl_users(core: &mut rzk_core::Config, require_sasl: bool) -> anyhow
         core.enforced_auth_schemes.push("sasl".into());
     }
     anyhow::ensure!(
-        !enforced(core) || !core.sasl_users.0.is_empty(),
+        !enforced(core) || !core.sasl_users.0.is_empty() || core.sasl_mechanism.is_some(),
         "refusing to enforce the sasl scheme with no SASL users, which would turn every client \
          away: give a JAAS file with --jaas (or -Djava.security.auth.login.config= in \
-         SERVER_JVMFLAGS) whose Server section lists DIGEST-MD5 users"
+         SERVER_JVMFLAGS) whose Server section lists DIGEST-MD5 users or a Kerberos principal"
     );
     Ok(())
 }

@@ -67,6 +67,10 @@ pub(crate) struct ZooCfg {
     pub require_sasl: Option<bool>,
     /// `superUser`: the SASL user that is also super.
     pub sasl_super_user: Option<String>,
+    /// `kerberos.removeHostFromPrincipal`: a Kerberos client's `sasl` id drops `/host`.
+    pub kerberos_remove_host: bool,
+    /// `kerberos.removeRealmFromPrincipal`: a Kerberos client's `sasl` id drops `@REALM`.
+    pub kerberos_remove_realm: bool,
     /// The static file's text as read, for the AdminServer's `initial_configuration`.
     pub text: Option<String>,
 }
@@ -222,6 +226,10 @@ fn apply(cfg: &mut ZooCfg, f: &str, l: usize, key: &str, v: &str) -> anyhow::Res
         "enforce.auth.schemes" => cfg.enforce_auth_schemes = Some(v.to_string()),
         "sessionRequireClientSASLAuth" => cfg.require_sasl = Some(parse_bool(f, l, key, v)?),
         "superUser" => cfg.sasl_super_user = Some(v.to_string()),
+        "kerberos.removeHostFromPrincipal" => cfg.kerberos_remove_host = parse_bool(f, l, key, v)?,
+        "kerberos.removeRealmFromPrincipal" => {
+            cfg.kerberos_remove_realm = parse_bool(f, l, key, v)?;
+        }
         // The SASL provider is built in; naming it is what makes `sasl:` ACLs match in
         // ZooKeeper, and changes nothing here.
         k if k.starts_with("authProvider.") && v == SASL_PROVIDER => {}

@@ -220,3 +220,21 @@ fn bench_config_propagation_times_every_cache_of_every_write() {
     assert_eq!(field("updates"), field("writes") * 20, "one update per cache and write: {out}");
     assert!(field("last_p50_us") >= field("p50_us"), "{out}");
 }
+
+/// Credentials and a SASL login are refused with a usage error, not ignored.
+#[test]
+fn bench_refuses_credentials_it_would_not_send() {
+    let s = server();
+    let jaas = rzk_testkit::tempdir::TempDir::new("rzk-bench-jaas");
+    let file = jaas.path().join("jaas.conf");
+    let login = "Client {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n  \
+                 username=\"bob\" password=\"secret\";\n};\n";
+    std::fs::write(&file, login).unwrap();
+    let file = file.to_str().unwrap().to_owned();
+    let bench = ["bench", "--workload", "get", "--duration-s", "0.2"];
+    for extra in [&["--auth", "digest:bob:secret"][..], &["--jaas", &file][..]] {
+        let o = rzk(&s.connect_string(), &[&bench[..], extra].concat());
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("no credentials"), "{}", stderr(&o));
+    }
+}

@@ -3,9 +3,14 @@
 //! is: a JAAS `Client` section with a keytab, and the krb5.conf named by
 //! `-Djava.security.krb5.conf` in CLIENT_JVMFLAGS. Commands are served as the principal; a
 //! stale keytab exits 2 at once, naming GSSAPI.
+//!
+//! Then rzk server itself, Kerberized the same way (the JAAS `Server` section and krb5.conf
+//! through SERVER_JVMFLAGS, sasl enforced): the CLI and ZooKeeper's Java client both log in,
+//! as the same `sasl` id ZooKeeper gives them, and a client with no SASL is turned away.
 
+use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use rzk_testkit::enforcing::EnforcingServer;
@@ -24,6 +29,22 @@ fn rzk(kdc: &Kdc, hosts: &str, jaas: &Path, args: &[&str]) -> Output {
         .env_remove("KRB5CCNAME")
         .output()
         .unwrap()
+}
+
+/// The client section of `principal`, from `keytab`, as a Java client's JAAS file has it.
+fn client_jaas(kdc: &Kdc, principal: &str, keytab: &Path) -> std::path::PathBuf {
+    let jaas = kdc.dir().join(format!("{principal}-jaas.conf"));
+    std::fs::write(
+        &jaas,
+        format!(
+            "Client {{\n  com.sun.security.auth.module.Krb5LoginModule required\n    \
+             useKeyTab=true keyTab=\"{}\" storeKey=false useTicketCache=false\n    \
+             principal=\"{principal}@{REALM}\";\n}};\n",
+            keytab.display()
+        ),
+    )
+    .unwrap();
+    jaas
 }
 
 fn text(b: &[u8]) -> String {
@@ -64,4 +85,113 @@ fn cli_commands_log_in_with_kerberos_from_a_jaas_file() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
     assert!(text(&o.stderr).contains("SASL GSSAPI authentication failed"), "{}", text(&o.stderr));
     assert!(took < REFUSAL_MAX, "{took:?}");
+}
+
+/// `rzk server` Kerberized as ZooKeeper is (`zookeeper/localhost` from a keytab, named by a
+/// JAAS `Server` section, with the krb5.conf, in SERVER_JVMFLAGS), sasl enforced; killed on
+/// drop.
+struct KerberizedRzk {
+    child: Child,
+    hosts: String,
+}
+
+impl KerberizedRzk {
+    fn start(kdc: &Kdc) -> KerberizedRzk {
+        let keytab = kdc.add_principal("zookeeper/localhost");
+        let jaas = kdc.dir().join("server-jaas.conf");
+        std::fs::write(
+            &jaas,
+            format!(
+                "Server {{\n  com.sun.security.auth.module.Krb5LoginModule required\n    \
+                 useKeyTab=true keyTab=\"{}\" storeKey=true useTicketCache=false\n    \
+                 principal=\"zookeeper/localhost@{REALM}\";\n}};\n",
+                keytab.display()
+            ),
+        )
+        .unwrap();
+        let flags = format!(
+            "-Djava.security.auth.login.config={} -Djava.security.krb5.conf={}",
+            jaas.display(),
+            kdc.krb5_conf().display()
+        );
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rzk"))
+            .args(["server", "--in-memory", "--bind", "127.0.0.1", "--port", "0"])
+            .args(["--enforce-auth-schemes", "sasl"])
+            .env("SERVER_JVMFLAGS", flags)
+            .env_remove("KRB5_CONFIG")
+            .env_remove("KRB5_KTNAME")
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let mut log = String::new();
+        let hosts = loop {
+            let Some(line) = lines.next() else { panic!("rzk server exited:\n{log}") };
+            let line = line.unwrap();
+            log.push_str(&line);
+            log.push('\n');
+            if let Some(at) = line.split("serving on ").nth(1) {
+                break at.trim().to_owned();
+            }
+        };
+        assert!(log.contains("SASL GSSAPI (Kerberos) logins on"), "{log}");
+        std::thread::spawn(move || lines.for_each(drop));
+        KerberizedRzk { child, hosts }
+    }
+}
+
+impl Drop for KerberizedRzk {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn rzk_server_logs_in_the_cli_and_the_java_client_with_kerberos() {
+    let kdc = Kdc::start();
+    let server = KerberizedRzk::start(&kdc);
+    let cli = client_jaas(&kdc, "cli", &kdc.add_principal("cli"));
+
+    let acl = format!("sasl:cli@{REALM}:cdrwa");
+    let o = rzk(&kdc, &server.hosts, &cli, &["create", "--acl", &acl, "/kerberos", "served"]);
+    assert!(o.status.success(), "create: {}", text(&o.stderr));
+    let o = rzk(&kdc, &server.hosts, &cli, &["get", "/kerberos"]);
+    assert_eq!(text(&o.stdout).trim(), "served", "{}", text(&o.stderr));
+
+    // ZooKeeper's Java client, from its own JAAS section and krb5.conf.
+    let java_jaas = client_jaas(&kdc, "java", &kdc.add_principal("java"));
+    let classes = rzk_testkit::tempdir::TempDir::new("rzk-t60-java");
+    let source =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/interop/java/SaslClient.java");
+    let dir = rzk_testkit::java::compile(&source, classes.path());
+    let o = rzk_testkit::java::java(&[&dir])
+        .arg(format!("-Djava.security.krb5.conf={}", kdc.krb5_conf().display()))
+        .args(["SaslClient", &server.hosts, "zookeeper", java_jaas.to_str().unwrap(), "/java"])
+        .output()
+        .unwrap();
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{out}{}", text(&o.stderr));
+    assert!(out.contains("request: ok sasl"), "{out}");
+    let whoami = out.lines().find(|l| l.starts_with("whoami:")).unwrap_or_default();
+    assert!(whoami.split(' ').any(|id| id == format!("sasl:java@{REALM}")), "{out}");
+    assert!(out.contains(&format!("acl: sasl:java@{REALM}:31")), "{out}");
+    assert!(out.contains("SaslAuthenticated"), "{out}");
+
+    // A stale keytab: refused at once with the library's reason, as by ZooKeeper.
+    kdc.export("cli", &kdc.dir().join("cli-new.keytab"));
+    let started = Instant::now();
+    let o = rzk(&kdc, &server.hosts, &cli, &["get", "/kerberos"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("SASL GSSAPI authentication failed"), "{}", text(&o.stderr));
+    assert!(started.elapsed() < REFUSAL_MAX, "{:?}", started.elapsed());
+
+    // No SASL login: refused before any request, as sasl is enforced.
+    let o = Command::new(env!("CARGO_BIN_EXE_rzk"))
+        .args(["--connect", &server.hosts, "get", "/kerberos"])
+        .env_remove("CLIENT_JVMFLAGS")
+        .env_remove("JVMFLAGS")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
 }

@@ -5,6 +5,15 @@ use std::net::SocketAddr;
 use rzk_proto::Id;
 use rzk_sasl::DigestMd5Server;
 
+use crate::sasl_mechanism::SharedExchange;
+
+/// A connection's SASL exchange: the core's own DIGEST-MD5, or the shell's mechanism.
+#[derive(Debug, Clone)]
+pub(super) enum ConnSasl {
+    Digest(DigestMd5Server),
+    External(SharedExchange),
+}
+
 use crate::watches::ConnId;
 
 /// Where a connection is in its life: waiting for its ConnectRequest, serving, or closed by
@@ -29,7 +38,7 @@ pub(super) struct Conn {
     /// Bytes of this connection's frames emitted and not yet polled.
     pub(super) output_bytes: usize,
     /// The SASL exchange in progress or done, once the connection has sent a sasl packet.
-    pub(super) sasl: Option<DigestMd5Server>,
+    pub(super) sasl: Option<ConnSasl>,
 }
 
 /// A session that has not ended, attached to a connection or waiting for one.

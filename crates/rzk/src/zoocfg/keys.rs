@@ -37,6 +37,8 @@ pub(crate) const HONOURED: &[&str] = &[
     "enforce.auth.schemes",
     "sessionRequireClientSASLAuth",
     "superUser",
+    "kerberos.removeHostFromPrincipal",
+    "kerberos.removeRealmFromPrincipal",
     "metricsProvider.className",
     "metricsProvider.httpPort",
     "metricsProvider.httpHost",
@@ -48,7 +50,7 @@ pub(crate) const HONOURED: &[&str] = &[
 
 const QUORUM: &str = "not used by a single-node server";
 const TLS: &str = "a TLS setting of ZooKeeper's Java server; rzk has no counterpart";
-const SASL: &str = "a Kerberos setting; rzk server authenticates SASL with DIGEST-MD5 only";
+const SASL: &str = "a SASL setting of ZooKeeper's Java server; rzk has no counterpart";
 const THROTTLE: &str = "rzk has no request or connection throttler; its flow control bounds \
                         what each connection may queue";
 const JVM: &str = "an internal of ZooKeeper's Java server; rzk has no counterpart";
@@ -129,8 +131,6 @@ const IGNORED: &[(&str, Ignored)] = &[
         ),
     ),
     ("requireClientAuthScheme", Ignored::NotApplicable(SASL)),
-    ("kerberos.removeHostFromPrincipal", Ignored::NotApplicable(SASL)),
-    ("kerberos.removeRealmFromPrincipal", Ignored::NotApplicable(SASL)),
     (
         "ensembleAuthName",
         Ignored::NotSupported("rzk has no \"ensemble\" auth scheme; clients using it fail auth"),
