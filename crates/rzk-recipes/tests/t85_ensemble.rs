@@ -33,7 +33,7 @@ use rzk_client::{Acls, CreateMode};
 use rzk_recipes::{
     CacheOptions, InterProcessMutex, LatchOptions, LeaderLatch, MutexOptions, Session, TreeCache,
 };
-use rzk_testkit::ensemble::{Ensemble, Role};
+use rzk_testkit::ensemble::Ensemble;
 use support::cache::{assert_converged, Recorder};
 use support::checker::Checker;
 use support::ensemble::{blocking, config, session_placed, sid, T};
@@ -419,7 +419,7 @@ async fn t85c_ensemble_follower_killed_under_latch_lock_and_cache() {
     let _g = serial().await;
     let mut ens = blocking(|| Ensemble::start(3));
     let hosts = ens.hosts();
-    let f = blocking(|| (0..3).find(|&i| ens.role(i) == Some(Role::Follower))).expect("a follower");
+    let f = blocking(|| ens.follower());
     let s_on = session_placed(&ens, &hosts, f, true).await;
     let s_cache = session_placed(&ens, &hosts, f, true).await;
     let s_off = session_placed(&ens, &hosts, f, false).await;

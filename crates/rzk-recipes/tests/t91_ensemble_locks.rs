@@ -20,7 +20,7 @@ use rzk_recipes::{
     ConnectionPolicy, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphore,
     LatchOptions, LeaderLatch, MutexOptions, Session,
 };
-use rzk_testkit::ensemble::{Ensemble, Role};
+use rzk_testkit::ensemble::Ensemble;
 use support::checker::Checker;
 use support::ensemble::{blocking, session_placed, sid, T};
 use support::locks::{leaves, leaves_with};
@@ -130,7 +130,7 @@ async fn t91b_ensemble_follower_killed_under_step_down_on_lost_keeps_every_term(
     let _g = serial().await;
     let mut ens = blocking(|| Ensemble::start(3));
     let hosts = ens.hosts();
-    let f = blocking(|| (0..3).find(|&i| ens.role(i) == Some(Role::Follower))).expect("a follower");
+    let f = blocking(|| ens.follower());
     let s_on = session_placed(&ens, &hosts, f, true).await;
     let s_off = session_placed(&ens, &hosts, f, false).await;
     let observer = s_off.client().unwrap();

@@ -28,6 +28,16 @@ impl LoginModule {
     pub fn option(&self, key: &str) -> Option<&str> {
         self.options.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
     }
+
+    /// Whether option `key` is `true`, as Krb5LoginModule reads its flags.
+    pub fn is_on(&self, key: &str) -> bool {
+        self.option(key).is_some_and(|v| v.eq_ignore_ascii_case("true"))
+    }
+
+    /// A Krb5LoginModule's keytab: its `keyTab` when `useKeyTab=true`.
+    pub fn keytab(&self) -> Option<String> {
+        self.is_on("useKeyTab").then(|| self.option("keyTab").map(str::to_owned)).flatten()
+    }
 }
 
 /// A parsed JAAS file.
@@ -140,13 +150,10 @@ impl Jaas {
                 });
             }
             if m.class == KRB5_LOGIN_MODULE {
-                let on = |k: &str| m.option(k).is_some_and(|v| v.eq_ignore_ascii_case("true"));
                 return Ok(ClientLogin::Kerberos {
                     principal: m.option("principal").map(str::to_owned),
-                    keytab: on("useKeyTab")
-                        .then(|| m.option("keyTab").map(str::to_owned))
-                        .flatten(),
-                    use_ticket_cache: on("useTicketCache"),
+                    keytab: m.keytab(),
+                    use_ticket_cache: m.is_on("useTicketCache"),
                 });
             }
         }
@@ -177,12 +184,9 @@ impl Jaas {
                 ));
             }
             if m.class == KRB5_LOGIN_MODULE {
-                let on = |k: &str| m.option(k).is_some_and(|v| v.eq_ignore_ascii_case("true"));
                 return Ok(ServerLogin::Kerberos {
                     principal: m.option("principal").map(str::to_owned),
-                    keytab: on("useKeyTab")
-                        .then(|| m.option("keyTab").map(str::to_owned))
-                        .flatten(),
+                    keytab: m.keytab(),
                 });
             }
         }

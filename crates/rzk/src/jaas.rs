@@ -44,13 +44,7 @@ fn property(flags: &str, name: &str) -> Option<String> {
 /// It must run before any thread starts: the environment is the process's. A file that
 /// cannot be read is left for the command to report when it connects.
 pub(crate) fn prepare_kerberos(path: Option<&Path>, section: &str) {
-    let flags: Vec<String> =
-        CLIENT_FLAG_VARS.iter().filter_map(|v| std::env::var(v).ok()).collect();
-    if let Some(conf) = flags.iter().find_map(|f| property(f, "java.security.krb5.conf")) {
-        set_unset("KRB5_CONFIG", conf.as_ref());
-    }
-    let Some(path) = locate(path, CLIENT_FLAG_VARS) else { return };
-    let Ok(jaas) = read(&path) else { return };
+    let Some(jaas) = krb5_config_and_jaas(path, CLIENT_FLAG_VARS) else { return };
     if let Ok(rzk_sasl::ClientLogin::Kerberos { keytab, use_ticket_cache, .. }) =
         jaas.client_login(section)
     {
@@ -68,18 +62,22 @@ pub(crate) fn prepare_kerberos(path: Option<&Path>, section: &str) {
 /// `KRB5_KTNAME`, where the acceptor reads its keys; each only when unset. Before any thread
 /// starts, as [`prepare_kerberos`].
 pub(crate) fn prepare_kerberos_server(path: Option<&Path>, section: &str) {
-    let flags: Vec<String> =
-        SERVER_FLAG_VARS.iter().filter_map(|v| std::env::var(v).ok()).collect();
-    if let Some(conf) = flags.iter().find_map(|f| property(f, "java.security.krb5.conf")) {
-        set_unset("KRB5_CONFIG", conf.as_ref());
-    }
-    let Some(path) = locate(path, SERVER_FLAG_VARS) else { return };
-    let Ok(jaas) = read(&path) else { return };
+    let Some(jaas) = krb5_config_and_jaas(path, SERVER_FLAG_VARS) else { return };
     if let Ok(rzk_sasl::ServerLogin::Kerberos { keytab: Some(keytab), .. }) =
         jaas.server_login(section)
     {
         set_unset("KRB5_KTNAME", keytab.as_ref());
     }
+}
+
+/// Sets `KRB5_CONFIG` from `-Djava.security.krb5.conf=` in the JVM flags of `vars`, then
+/// reads the JAAS file `path` or those flags name, if one can be read.
+fn krb5_config_and_jaas(path: Option<&Path>, vars: &[&str]) -> Option<Jaas> {
+    let flags: Vec<String> = vars.iter().filter_map(|v| std::env::var(v).ok()).collect();
+    if let Some(conf) = flags.iter().find_map(|f| property(f, "java.security.krb5.conf")) {
+        set_unset("KRB5_CONFIG", conf.as_ref());
+    }
+    read(&locate(path, vars)?).ok()
 }
 
 /// Sets the environment variable `name` unless it is set already.
