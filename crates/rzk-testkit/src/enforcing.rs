@@ -104,16 +104,8 @@ impl EnforcingServer {
     /// When the server cannot start.
     pub fn start_kerberos(kdc: &crate::kerberos::Kdc) -> EnforcingServer {
         let dir = TempDir::new("rzk-testkit-kerberos");
-        let principal = format!("zookeeper/localhost@{}", crate::kerberos::REALM);
         let keytab = kdc.add_principal("zookeeper/localhost");
-        let jaas = dir.path().join("jaas.conf");
-        let section = format!(
-            "Server {{\n  com.sun.security.auth.module.Krb5LoginModule required\n    \
-             useKeyTab=true keyTab=\"{}\" storeKey=true useTicketCache=false\n    \
-             doNotPrompt=true principal=\"{principal}\";\n}};\n",
-            keytab.display()
-        );
-        std::fs::write(&jaas, section).expect("jaas.conf");
+        let jaas = kdc.keytab_jaas("Server", "zookeeper/localhost", &keytab);
         let settings = Settings { tick_ms: TICK_MS, container_check_ms: 60_000 };
         let jvm = [
             format!("-Djava.security.auth.login.config={}", jaas.display()),

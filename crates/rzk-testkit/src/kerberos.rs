@@ -90,6 +90,23 @@ impl Kdc {
         self.admin(&format!("ktadd -k {} {principal}", keytab.display()));
     }
 
+    /// Writes a JAAS file with one `section` (`Client` or `Server`) that logs `principal` (in
+    /// the realm) in from `keytab` with `Krb5LoginModule`, as a Java process's file has it: no
+    /// ticket cache, no password prompt, and the key kept (`storeKey`) only for a `Server`, which must accept with
+    /// it. Returns the file.
+    pub fn keytab_jaas(&self, section: &str, principal: &str, keytab: &Path) -> PathBuf {
+        let file = self.dir.path().join(format!("{}-jaas.conf", principal.replace('/', "_")));
+        let store_key = section == "Server";
+        let text = format!(
+            "{section} {{\n  com.sun.security.auth.module.Krb5LoginModule required\n    \
+             useKeyTab=true keyTab=\"{}\" storeKey={store_key} useTicketCache=false\n    \
+             doNotPrompt=true principal=\"{principal}@{REALM}\";\n}};\n",
+            keytab.display()
+        );
+        std::fs::write(&file, text).expect("write the JAAS file");
+        file
+    }
+
     /// Caps the lifetime of `principal`'s tickets, so that a test can watch one expire.
     pub fn set_max_life(&self, principal: &str, seconds: u32) {
         self.admin(&format!("modprinc -maxlife \"{seconds} seconds\" {principal}"));

@@ -31,22 +31,6 @@ fn rzk(kdc: &Kdc, hosts: &str, jaas: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
-/// The client section of `principal`, from `keytab`, as a Java client's JAAS file has it.
-fn client_jaas(kdc: &Kdc, principal: &str, keytab: &Path) -> std::path::PathBuf {
-    let jaas = kdc.dir().join(format!("{principal}-jaas.conf"));
-    std::fs::write(
-        &jaas,
-        format!(
-            "Client {{\n  com.sun.security.auth.module.Krb5LoginModule required\n    \
-             useKeyTab=true keyTab=\"{}\" storeKey=false useTicketCache=false\n    \
-             principal=\"{principal}@{REALM}\";\n}};\n",
-            keytab.display()
-        ),
-    )
-    .unwrap();
-    jaas
-}
-
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
@@ -54,7 +38,7 @@ fn text(b: &[u8]) -> String {
 #[test]
 fn cli_commands_log_in_with_kerberos_from_a_jaas_file() {
     let kdc = Kdc::start();
-    let jaas = client_jaas(&kdc, "cli", &kdc.add_principal("cli"));
+    let jaas = kdc.keytab_jaas("Client", "cli", &kdc.add_principal("cli"));
     let server = EnforcingServer::start_kerberos(&kdc);
     cli_is_served_as_its_principal(&kdc, &server.hosts(), &jaas);
     stale_keytab_is_refused(&kdc, &server.hosts(), &jaas);
@@ -95,17 +79,7 @@ struct KerberizedRzk {
 impl KerberizedRzk {
     fn start(kdc: &Kdc) -> KerberizedRzk {
         let keytab = kdc.add_principal("zookeeper/localhost");
-        let jaas = kdc.dir().join("server-jaas.conf");
-        std::fs::write(
-            &jaas,
-            format!(
-                "Server {{\n  com.sun.security.auth.module.Krb5LoginModule required\n    \
-                 useKeyTab=true keyTab=\"{}\" storeKey=true useTicketCache=false\n    \
-                 principal=\"zookeeper/localhost@{REALM}\";\n}};\n",
-                keytab.display()
-            ),
-        )
-        .unwrap();
+        let jaas = kdc.keytab_jaas("Server", "zookeeper/localhost", &keytab);
         let flags = format!(
             "-Djava.security.auth.login.config={} -Djava.security.krb5.conf={}",
             jaas.display(),
@@ -148,12 +122,12 @@ impl Drop for KerberizedRzk {
 fn rzk_server_logs_in_the_cli_and_the_java_client_with_kerberos() {
     let kdc = Kdc::start();
     let server = KerberizedRzk::start(&kdc);
-    let cli = client_jaas(&kdc, "cli", &kdc.add_principal("cli"));
+    let cli = kdc.keytab_jaas("Client", "cli", &kdc.add_principal("cli"));
 
     cli_is_served_as_its_principal(&kdc, &server.hosts, &cli);
 
     // ZooKeeper's Java client, from its own JAAS section and krb5.conf.
-    let java_jaas = client_jaas(&kdc, "java", &kdc.add_principal("java"));
+    let java_jaas = kdc.keytab_jaas("Client", "java", &kdc.add_principal("java"));
     let classes = rzk_testkit::tempdir::TempDir::new("rzk-t60-java");
     let source =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/interop/java/SaslClient.java");
