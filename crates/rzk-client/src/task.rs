@@ -526,6 +526,7 @@ async fn while_away<T>(
     tokio::pin!(fut);
     loop {
         tokio::select! {
+            biased;
             r = &mut fut => return Ok(r),
             c = cmd.recv() => match c {
                 Some(Command::Close(done)) => return Err(done),

@@ -6,7 +6,7 @@
 //! added only once its request's reply says it was set, and before any later frame is read,
 //! so a notification can never arrive for a watch the table does not have yet.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use tokio::sync::{mpsc, oneshot};
 
@@ -14,7 +14,7 @@ use crate::types::{AddWatchMode, EventType, SessionState, WatchedEvent, WatcherT
 
 /// What a watch was set by, which decides the events it fires on and how a reconnect
 /// re-registers it.
-#[derive(Debug, Copy, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Copy, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) enum Kind {
     /// getData, or exists on a node that was there.
     Data,
@@ -126,7 +126,7 @@ impl Backlog {
 /// The table. Paths are the server's (chroot included); events go out with the caller's.
 #[derive(Default)]
 pub(crate) struct Watches {
-    sinks: HashMap<(String, Kind), Vec<Sink>>,
+    sinks: BTreeMap<(String, Kind), Vec<Sink>>,
     /// Paths whose last persistent watcher was found gone while an event was delivered, for
     /// the session task to remove on the server. At most one entry per watched path, and
     /// emptied after every read.
@@ -266,7 +266,7 @@ impl Watches {
     /// Ends every watch with the session's terminal `state`.
     pub fn end(&mut self, state: SessionState) {
         let ev = WatchedEvent::session(state);
-        for sink in self.sinks.drain().flat_map(|(_, v)| v) {
+        for sink in std::mem::take(&mut self.sinks).into_values().flatten() {
             sink.deliver(&ev);
         }
     }

@@ -165,6 +165,7 @@ impl Contender {
                 _ => {}
             }
             tokio::select! {
+                biased;
                 r = decisions.changed() => {
                     return match r {
                         Ok(()) => Ok(shared.current().filter(|l| l.is_valid())),
@@ -226,6 +227,7 @@ impl Contender {
                 _ => {}
             }
             tokio::select! {
+                biased;
                 r = joined.changed() => if r.is_err() { return Err(Error::Closed) },
                 r = status.changed() => if r.is_err() { return Err(Error::Closed) },
             }
@@ -247,6 +249,7 @@ impl Contender {
                 _ => {}
             }
             tokio::select! {
+                biased;
                 r = decisions.changed() => if r.is_err() { return Err(Error::Closed) },
                 r = status.changed() => if r.is_err() { return Err(Error::Closed) },
             }
@@ -302,6 +305,7 @@ impl Contender {
             }
             let pending = shared.current().is_some_and(|l| l.loss_reason().is_none());
             tokio::select! {
+                biased;
                 r = status.changed() => if r.is_err() { return Err(Error::Closed) },
                 _ = tokio::time::sleep(TERM_RECHECK), if pending => {}
             }
@@ -408,6 +412,7 @@ async fn forward_connection_events(shared: Weak<RecipeShared>) {
     drop(s);
     loop {
         tokio::select! {
+            biased;
             e = states.recv() => {
                 let Some(e) = e else { return };
                 let Some(s) = shared.upgrade() else { return };

@@ -4,7 +4,7 @@
 //! `<lock path>/<node name>` and deleted only once processed.
 
 use std::future::Future;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rzk_client::{Acls, Client, CreateMode, OneshotWatcher};
 use tokio::sync::oneshot;
@@ -262,7 +262,7 @@ impl DistributedQueue {
     /// # Cancellation safety
     /// As [`DistributedQueue::poll`].
     pub async fn take_timeout(&self, timeout: Duration) -> Result<Option<Vec<Vec<u8>>>, Error> {
-        let deadline = Instant::now() + timeout;
+        let deadline = crate::clock::now() + timeout;
         let take = self.take_with(Wait::Until(Some(deadline)));
         tokio::time::timeout_at(deadline.into(), take).await.unwrap_or(Ok(None))
     }

@@ -2,7 +2,6 @@
 //! still exists; for a race leader, the epoch node is still at its version too).
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use rzk_client::{Client, CreateOptions, MultiWriteError, MultiWriteResult};
 
@@ -120,7 +119,7 @@ impl GuardedWrite {
     pub async fn commit(self) -> Result<Vec<MultiWriteResult>, Error> {
         let term = self.term;
         term.gate()?;
-        let sent = Instant::now();
+        let sent = crate::clock::now();
         let fence = term.fence.checks();
         let fut = {
             let mut w = self.client.new_multi_writer();

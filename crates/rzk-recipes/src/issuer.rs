@@ -2,7 +2,6 @@
 //! issuer), and the node one term is held on.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use rzk_client::SessionId;
 use tokio::sync::watch;
@@ -53,7 +52,7 @@ impl Issuer {
             generation: node.generation,
             term: number,
             resumed,
-            started_at: Instant::now(),
+            started_at: crate::clock::now(),
             session: self.session,
             lost,
             cmd: self.cmd,

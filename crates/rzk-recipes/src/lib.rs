@@ -85,6 +85,7 @@
 
 mod barrier;
 mod cache;
+mod clock;
 mod contender;
 mod control;
 mod counter;

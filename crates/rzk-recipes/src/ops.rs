@@ -138,6 +138,7 @@ pub(crate) async fn woken_before(
     deadline: Option<std::time::Instant>,
 ) -> bool {
     tokio::select! {
+        biased;
         _ = watcher.changed() => true,
         _ = states.changed() => true,
         _ = crate::session::sleep_until(deadline) => false,
@@ -151,6 +152,6 @@ where
     F: FnOnce(Option<std::time::Instant>) -> W,
     W: std::future::Future<Output = Result<bool, Error>>,
 {
-    let deadline = std::time::Instant::now() + timeout;
+    let deadline = crate::clock::now() + timeout;
     tokio::time::timeout_at(deadline.into(), f(Some(deadline))).await.unwrap_or(Ok(false))
 }

@@ -326,7 +326,7 @@ impl SimpleDistributedQueue {
     /// # Cancellation safety
     /// As [`SimpleDistributedQueue::poll`].
     pub async fn take_timeout(&self, timeout: Duration) -> Result<Option<Vec<u8>>, Error> {
-        let deadline = Instant::now() + timeout;
+        let deadline = crate::clock::now() + timeout;
         // Also bounds the waits for a connection; dropping a take is safe.
         let take = self.take_with(Wait::Until(Some(deadline)));
         tokio::time::timeout_at(deadline.into(), take).await.unwrap_or(Ok(None))

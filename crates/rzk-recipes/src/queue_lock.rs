@@ -33,6 +33,7 @@ pub(crate) async fn woken_before(
         Err(e) => return ops::pause_or_fail(e, lock_path).await.map(|()| true),
     };
     tokio::select! {
+        biased;
         woke = ops::woken_before(children, states, deadline) => Ok(woke),
         _ = lock_watch.changed() => Ok(true),
     }

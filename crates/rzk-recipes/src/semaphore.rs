@@ -186,7 +186,7 @@ impl InterProcessSemaphore {
         &self,
         timeout: Duration,
     ) -> Result<Option<SemaphoreLease>, Error> {
-        self.acquire_with(Wait::Until(Instant::now() + timeout)).await
+        self.acquire_with(Wait::Until(crate::clock::now() + timeout)).await
     }
 
     /// Takes a lease only if one is free now and nobody else of any process is acquiring:
@@ -239,7 +239,7 @@ impl InterProcessSemaphore {
             let lock = match wait {
                 Wait::Forever => Some(inner.mutex.acquire().await?),
                 Wait::Until(d) => {
-                    let left = d.saturating_duration_since(Instant::now());
+                    let left = d.saturating_duration_since(crate::clock::now());
                     inner.mutex.acquire_timeout(left).await?
                 }
                 Wait::Never => inner.mutex.try_acquire().await?,
@@ -253,7 +253,7 @@ impl InterProcessSemaphore {
                 Attempt::Retry => {
                     drop(lock);
                     if let Wait::Until(d) = wait {
-                        if Instant::now() + RETRY_PAUSE >= d {
+                        if crate::clock::now() + RETRY_PAUSE >= d {
                             return Ok(None);
                         }
                     }
@@ -280,7 +280,7 @@ impl InterProcessSemaphore {
         node.target = Target::Node(path.clone());
         let name = naming::name_of(&path).to_string();
         loop {
-            let sent = Instant::now();
+            let sent = crate::clock::now();
             let (children, watcher) = match client.list_and_watch_children(&inner.leases).await {
                 Ok(r) => r,
                 Err(e) => return fatal_or_retry(e, &inner.leases),
@@ -299,9 +299,12 @@ impl InterProcessSemaphore {
                 Wait::Until(d) => Some(d),
                 Wait::Forever => None,
             };
+            // The lost lock first: a notification that arrives with it must not be read
+            // under a lock that no longer guards the lease count.
             tokio::select! {
-                _ = watcher.changed() => telemetry::watch_notification(&inner.telemetry),
+                biased;
                 _ = lock.lost() => return Ok(Attempt::Retry),
+                _ = watcher.changed() => telemetry::watch_notification(&inner.telemetry),
                 _ = sleep_until(deadline) => return node.abandon(self).await,
             }
         }
@@ -321,7 +324,7 @@ impl InterProcessSemaphore {
         let options = CreateMode::EphemeralSequential.with_acls(acl.acls());
         let data = inner.options.id.as_bytes();
         loop {
-            let sent = Instant::now();
+            let sent = crate::clock::now();
             match client.create(&prefix, data, &options).await {
                 Ok((stat, seq)) => {
                     inner.session.shared().ack(generation, sent);
@@ -376,6 +379,7 @@ impl InterProcessSemaphore {
         let (t, client) = (term.clone(), client.clone());
         tokio::spawn(async move {
             tokio::select! {
+                biased;
                 _ = guard(t.clone(), policy, budget, suspensions) => {}
                 _ = watch_node(&t, &client) => {}
             }

@@ -167,6 +167,7 @@ async fn watch(count: SharedCount, tx: mpsc::Sender<Result<VersionedCount, Error
     let mut last = None;
     loop {
         let client = tokio::select! {
+            biased;
             c = ops::client(&count.session) => match c { Ok(c) => c, Err(_) => return },
             _ = tx.closed() => return,
         };
@@ -194,6 +195,7 @@ async fn watch(count: SharedCount, tx: mpsc::Sender<Result<VersionedCount, Error
             },
         };
         tokio::select! {
+            biased;
             event = watcher.changed() => if event.event_type == EventType::Session {
                 tokio::time::sleep(ops::RETRY_PAUSE).await;
             },

@@ -70,7 +70,7 @@ impl Term {
     pub fn lose(&self, reason: LossReason) -> bool {
         let resolved = self.lost.send_if_modified(|cell| {
             if cell.is_none() {
-                *cell = Some((reason, Instant::now()));
+                *cell = Some((reason, crate::clock::now()));
                 tracing::debug!(node = %self.node_path, term = self.term, %reason, "leadership lost");
                 true
             } else {
@@ -78,7 +78,7 @@ impl Term {
             }
         });
         if resolved {
-            telemetry::term_ended(&self.telemetry, reason, self.started_at.elapsed());
+            telemetry::term_ended(&self.telemetry, reason, crate::clock::since(self.started_at));
         }
         resolved
     }
@@ -92,7 +92,7 @@ impl Term {
     }
 
     pub fn is_valid(&self) -> bool {
-        self.loss().is_none() && self.deadline().is_some_and(|d| Instant::now() < d)
+        self.loss().is_none() && self.deadline().is_some_and(|d| crate::clock::now() < d)
     }
 
     /// Refuses locally unless the term is valid.
@@ -102,7 +102,7 @@ impl Term {
         }
         match self.deadline() {
             None => Err(self.not_leader(LossReason::SessionExpired)),
-            Some(d) if Instant::now() >= d => Err(self.not_leader(LossReason::LeaseExpired)),
+            Some(d) if crate::clock::now() >= d => Err(self.not_leader(LossReason::LeaseExpired)),
             Some(_) => Ok(()),
         }
     }
@@ -151,7 +151,7 @@ pub(crate) async fn guard(
             return;
         };
         let stop_at = deadline.checked_sub(stop_budget).unwrap_or(deadline);
-        if Instant::now() >= stop_at {
+        if crate::clock::now() >= stop_at {
             term.lose(LossReason::LeaseExpired);
             return;
         }
@@ -159,6 +159,7 @@ pub(crate) async fn guard(
             return;
         }
         tokio::select! {
+            biased;
             r = snap.changed() => if r.is_err() { term.lose(LossReason::ClientClosed); return; },
             _ = sleep_until(Some(stop_at)) => {}
             _ = lost.changed() => {}

@@ -12,8 +12,10 @@
 
 pub mod client;
 pub mod invariants;
+pub mod machine;
 mod rng;
 pub mod sim;
 
+pub use machine::{Machine, MachineReport};
 pub use rng::Rng;
 pub use sim::{Faults, Sim, SimReport};

@@ -138,6 +138,7 @@ async fn lead(l: Leadership, id: String, witness: Option<String>) {
             }
         }
         tokio::select! {
+            biased;
             reason = l.lost() => {
                 say(format!("lost {reason:?}"));
                 return;

@@ -3,7 +3,7 @@
 //! event for the data); and after every reconnect or new session a full read of the subtree,
 //! whose difference from the model is all that is reported.
 
-use std::collections::HashSet;
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use rzk_client::WatchedEvent;
@@ -156,6 +156,7 @@ impl Engine {
     ) -> Stop {
         loop {
             tokio::select! {
+                biased;
                 Some(first) = self.rx.recv() => {
                     let mut batch = vec![first];
                     while let Ok(e) = self.rx.try_recv() {
@@ -202,8 +203,8 @@ impl Engine {
                 continue;
             }
             let Some(names) = self.read_children(client, &p, watch).await? else { continue };
-            let held: HashSet<String> = self.shared.children(&p).into_iter().collect();
-            let listed: HashSet<&String> = names.iter().collect();
+            let held: BTreeSet<String> = self.shared.children(&p).into_iter().collect();
+            let listed: BTreeSet<&String> = names.iter().collect();
             for gone in held.iter().filter(|h| !listed.contains(h)) {
                 self.shared.remove_subtree(&child_of(&p, gone));
             }
@@ -330,6 +331,7 @@ impl Engine {
         let (tx, mut stop) = (self.tx.clone(), self.stop.subscribe());
         tokio::spawn(async move {
             tokio::select! {
+                biased;
                 event = w.changed() => { let _ = tx.send(event).await; }
                 _ = stop.changed() => {}
             }
@@ -341,6 +343,7 @@ impl Engine {
 async fn forward_persistent(mut w: PersistentWatcher, tx: mpsc::Sender<WatchedEvent>) {
     loop {
         tokio::select! {
+            biased;
             event = w.changed() => {
                 // The watcher may not be polled after a terminal session state.
                 let end = event.event_type == EventType::Session

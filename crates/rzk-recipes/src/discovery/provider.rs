@@ -153,7 +153,7 @@ impl<'d, T: Serialize + DeserializeOwned> ServiceProvider<'d, T> {
             Source::Cache(cache) => cache.instances(),
         };
         let mut errors = self.errors.lock().expect("poisoned");
-        errors.retain(|_, (_, last)| last.elapsed() < self.policy.timeout);
+        errors.retain(|_, (_, last)| crate::clock::since(*last) < self.policy.timeout);
         all.retain(|i| {
             i.enabled && errors.get(&i.id).is_none_or(|(n, _)| *n < self.policy.error_threshold)
         });
@@ -177,8 +177,8 @@ impl<'d, T: Serialize + DeserializeOwned> ServiceProvider<'d, T> {
     /// policy's timeout has passed since its last error.
     pub fn note_error(&self, instance: &ServiceInstance<T>) {
         let mut errors = self.errors.lock().expect("poisoned");
-        let e = errors.entry(instance.id.clone()).or_insert((0, Instant::now()));
-        *e = (e.0.saturating_add(1), Instant::now());
+        let e = errors.entry(instance.id.clone()).or_insert((0, crate::clock::now()));
+        *e = (e.0.saturating_add(1), crate::clock::now());
     }
 }
 

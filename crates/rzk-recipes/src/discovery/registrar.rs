@@ -277,6 +277,7 @@ async fn follow(
     let mut was = (snap.borrow().generation, snap.borrow().state.is_connected());
     loop {
         tokio::select! {
+            biased;
             _ = &mut stop => return,
             changed = snap.changed() => if changed.is_err() { return },
         }
@@ -293,6 +294,7 @@ async fn follow(
             let Some(shared) = shared.upgrade() else { return };
             tracing::debug!(generation = now.0, "re-registering after a reconnection");
             tokio::select! {
+                biased;
                 _ = &mut stop => return,
                 () = shared.recheck_all() => {}
             }

@@ -1,7 +1,5 @@
 //! Evaluating: reading the children and deciding to lead, follow, rejoin or refuse.
 
-use std::time::Instant;
-
 use rzk_client::{Client, OneshotWatcher, Stat};
 
 use super::follow::{Followed, Place};
@@ -86,7 +84,7 @@ impl Driver {
                 prefetched: None,
             }));
         }
-        let sent = Instant::now();
+        let sent = crate::clock::now();
         let known = match self.take_armed(generation, own) {
             Some(armed) => Some((armed.stat, Some(armed.event))),
             None => own.created.map(|stat| (stat, None)),

@@ -1,8 +1,6 @@
 //! Joining: creating our node (Curator's protected mode), recreating a missing parent, and
 //! deleting the nodes of earlier sessions and of creates whose outcome was lost.
 
-use std::time::Instant;
-
 use rzk_client::{Client, CreateMode, CreateOptions, MultiWriteResult, SessionId, Stat};
 
 use super::{Driver, OwnNode, Step, Stop};
@@ -69,7 +67,7 @@ impl Driver {
                 }
             }
             MetricCells::inc(&self.shared.metrics.creates);
-            let sent = Instant::now();
+            let sent = crate::clock::now();
             let created = match &beside {
                 Some((node, seq)) => {
                     let path = format!("{prefix}{seq}");

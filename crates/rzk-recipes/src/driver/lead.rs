@@ -4,7 +4,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rzk_client::{Client, EventType, OneshotWatcher, Stat, WatchedEvent};
 
@@ -121,7 +121,7 @@ impl Driver {
             (None, Some(stat)) => (None, Ok((stat, None)), None),
             (None, None) => {
                 // The ownership check (CURATOR-696) and the own-node watch.
-                let sent = Instant::now();
+                let sent = crate::clock::now();
                 let owned = self.wait_op(generation, client.get_and_watch_data(&own.path)).await?;
                 (Some(sent), owned.map(|(_, stat, w)| (stat, Some(watch_future(w)))), None)
             }

@@ -6,8 +6,6 @@
 //! proves that no other candidate has won since, which the node's existence alone cannot (the
 //! path is the same for every winner).
 
-use std::time::Instant;
-
 use rzk_client::{Client, CreateMode, EventType, MultiWriteError, MultiWriteResult, Stat};
 
 use super::{watch_future, Driver, OwnNode, Step, Stop, WatchFuture};
@@ -85,7 +83,7 @@ impl Driver {
         let acl = self.acls.at(&path);
         let ephemeral = CreateMode::Ephemeral.with_acls(acl.acls());
         MetricCells::inc(&self.shared.metrics.creates);
-        let sent = Instant::now();
+        let sent = crate::clock::now();
         let won = async {
             let mut multi = client.new_multi_writer();
             multi.add_create(&path, &data, &ephemeral)?;
@@ -153,7 +151,7 @@ impl Driver {
     /// this generation won it: the multi's reply said so, or the epoch moved at its czxid.
     async fn look(&mut self, client: &Client, generation: u64, sid: i64) -> Result<Found, Stop> {
         let path = self.path().to_string();
-        let sent = Instant::now();
+        let sent = crate::clock::now();
         let read = self.wait_op(generation, client.get_and_watch_data(&path)).await?;
         crate::telemetry::evaluation(self.shared.labels());
         // Whatever an unsettled multi did, this read shows it: no node, another's, or ours

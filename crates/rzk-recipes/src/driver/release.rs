@@ -106,6 +106,7 @@ impl Driver {
                 return Err(Stop::SessionClosed);
             }
             tokio::select! {
+                biased;
                 cmd = self.cmd_rx.recv() => self.on_command(cmd),
                 r = self.snap.changed() => if r.is_err() { return Err(Stop::SessionClosed) },
             }

@@ -1,7 +1,7 @@
 //! Terms: issuing one when we lead, ending it, and stepping down while the lease is stale.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::{Driver, OwnNode, Step, Stop};
 use crate::control::Lifecycle;
@@ -96,7 +96,7 @@ impl Driver {
         self.session
             .shared()
             .deadline(generation)
-            .is_some_and(|d| Instant::now() + self.stop_budget() < d)
+            .is_some_and(|d| crate::clock::now() + self.stop_budget() < d)
     }
 
     /// Stepped down with our node kept: resume (evaluate again) once connected with a fresh

@@ -1,8 +1,9 @@
 //! How to connect, and the timing of the lease.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use rzk_client::SaslLogin;
+use rzk_client::{SaslLogin, Transport};
 
 use crate::acl_provider::{AclProvider, SharedProvider};
 use crate::tls::TlsConfig;
@@ -41,6 +42,18 @@ pub struct SessionConfig {
     /// The ACL of the nodes the recipes create, unless a recipe is given its own: Curator's
     /// `ACLProvider`. Default [`crate::OpenAclProvider`].
     pub(crate) acl_provider: SharedProvider,
+    /// How connections are opened, when not by TCP or [`SessionConfig::tls`].
+    pub(crate) transport: Option<SharedTransport>,
+}
+
+/// A [`Transport`] kept in a configuration that is `Debug` and `Clone`.
+#[derive(Clone)]
+pub(crate) struct SharedTransport(pub Arc<dyn Transport>);
+
+impl std::fmt::Debug for SharedTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Transport")
+    }
 }
 
 /// One credential: a scheme and its scheme-specific bytes (`digest`, `user:password`).
@@ -74,6 +87,7 @@ impl SessionConfig {
             auth: Vec::new(),
             sasl: None,
             acl_provider: SharedProvider::default(),
+            transport: None,
         }
     }
 
@@ -132,13 +146,21 @@ impl SessionConfig {
     /// its own with `with_acls` (Curator's `aclProvider`): [`crate::CreatorOnlyAclProvider`]
     /// keeps every other identity out of this application's locks and elections.
     pub fn with_acl_provider(mut self, provider: impl AclProvider) -> Self {
-        self.acl_provider = SharedProvider(std::sync::Arc::new(provider));
+        self.acl_provider = SharedProvider(Arc::new(provider));
         self
     }
 
     /// Connects over TLS to every host of the connect string (their secure client ports).
     pub fn with_tls(mut self, tls: TlsConfig) -> Self {
         self.tls = Some(tls);
+        self
+    }
+
+    /// Opens every connection of every session with `transport` (rzk-client's
+    /// `Connector::with_transport`): a proxy, or the in-memory network of a simulated world.
+    /// It takes the place of TCP and of [`SessionConfig::with_tls`].
+    pub fn with_transport(mut self, transport: Arc<dyn Transport>) -> Self {
+        self.transport = Some(SharedTransport(transport));
         self
     }
 

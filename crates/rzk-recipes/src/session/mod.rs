@@ -8,7 +8,7 @@ mod state;
 mod supervisor;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rzk_client::{Client, SessionId, SessionInfo};
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
@@ -80,7 +80,7 @@ impl Session {
     /// # Cancellation safety
     /// Safe: dropping the future abandons the attempt, and a half-made session is closed.
     pub async fn connect(config: SessionConfig) -> Result<Session, Error> {
-        let started = Instant::now();
+        let started = crate::clock::now();
         let client =
             match tokio::time::timeout(config.connect_timeout, connect_client(&config)).await {
                 Err(_) => return Err(Error::OperationTimeout),

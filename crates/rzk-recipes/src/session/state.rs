@@ -140,7 +140,7 @@ impl Shared {
             state: s.state,
             session_id: s.session_id,
             generation: s.generation,
-            at: Instant::now(),
+            at: crate::clock::now(),
         });
     }
 

@@ -37,10 +37,12 @@ pub(super) async fn connect_client(config: &SessionConfig) -> Result<Client, cra
     if let Some(login) = &config.sasl {
         c = c.with_sasl(login.clone());
     }
-    match &config.tls {
-        None => Ok(c.connect(&config.hosts).await?),
-        Some(tls) => Ok(c.with_transport(Arc::new(tls.clone())).connect(&config.hosts).await?),
+    if let Some(t) = &config.transport {
+        c = c.with_transport(t.0.clone());
+    } else if let Some(tls) = &config.tls {
+        c = c.with_transport(Arc::new(tls.clone()));
     }
+    Ok(c.connect(&config.hosts).await?)
 }
 
 /// Why serving one session ended.
@@ -114,9 +116,10 @@ impl Supervisor {
     async fn reconnect(&mut self) -> Result<(Client, Instant), Option<oneshot::Sender<()>>> {
         let mut backoff = RECONNECT_BACKOFF_MIN;
         loop {
-            let started = Instant::now();
+            let started = crate::clock::now();
             let attempt = connect_client(&self.shared.config);
             tokio::select! {
+                biased;
                 r = attempt => match r {
                     Ok(c) => return Ok((c, started)),
                     Err(e) => tracing::debug!(error = %e, "reconnect failed"),
@@ -127,6 +130,7 @@ impl Supervisor {
                 },
             }
             tokio::select! {
+                biased;
                 _ = tokio::time::sleep(backoff) => {}
                 cmd = self.cmd_rx.recv() => match cmd {
                     Some(Command::Close(done)) => return Err(done),
@@ -176,7 +180,7 @@ impl Supervisor {
             if inflight.swap(true, std::sync::atomic::Ordering::AcqRel) {
                 return;
             }
-            let sent = Instant::now();
+            let sent = crate::clock::now();
             let fut = client.check_stat("/");
             let shared = shared.clone();
             let inflight = inflight.clone();
@@ -191,6 +195,7 @@ impl Supervisor {
             let expiry = (!connected && shared.config.simulate_expiry)
                 .then(|| shared.lease.borrow().deadline());
             tokio::select! {
+                biased;
                 st = states.changed() => match st {
                     SessionState::Disconnected => {
                         if connected {
@@ -222,7 +227,7 @@ impl Supervisor {
                 },
                 _ = beat.tick(), if connected => send_beat(&client),
                 _ = sleep_until(expiry), if expiry.is_some() => {
-                    if Instant::now() >= shared.lease.borrow().deadline() {
+                    if crate::clock::now() >= shared.lease.borrow().deadline() {
                         tracing::info!(generation, "simulated expiry: disconnected past the lease");
                         return End::Lost;
                     }

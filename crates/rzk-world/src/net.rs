@@ -1,0 +1,114 @@
+//! The world's network: an rzk-client [`Transport`] whose connections are in-memory pipes to
+//! the world's server, each with a pump task on the server's side that the faults can cut,
+//! black-hole or slow down. One `SimNet` per client process: a crashed process's network
+//! refuses everything, as a dead machine's would.
+
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rzk_client::{OpenFuture, Stream, Transport};
+use rzk_core::ConnId;
+use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
+
+use crate::server::{Accepted, Server};
+
+/// Bytes in flight each way in one connection's pipe; a writer beyond it waits, as on a
+/// socket whose buffers are full.
+const PIPE_BYTES: usize = 256 * 1024;
+/// Bytes the pump reads at a time.
+const READ_CHUNK_BYTES: usize = 16 * 1024;
+/// The largest frame the server takes, as its `jute.maxbuffer`.
+const MAX_FRAME_BYTES: usize = rzk_proto::DEFAULT_MAX_PACKET_BYTES;
+
+/// One process's network.
+pub(crate) struct SimNet {
+    server: Arc<Server>,
+    process: usize,
+    alive: Arc<AtomicBool>,
+}
+
+impl SimNet {
+    /// The network of `process`, alive until [`SimNet::kill`].
+    pub fn new(server: Arc<Server>, process: usize) -> Arc<SimNet> {
+        Arc::new(SimNet { server, process, alive: Arc::new(AtomicBool::new(true)) })
+    }
+
+    /// The process died: its connections are cut and it opens no more.
+    pub fn kill(&self) {
+        self.alive.store(false, Ordering::SeqCst);
+        self.server.set_links(Some(self.process), |l| l.cut = true);
+    }
+}
+
+impl Transport for SimNet {
+    fn open<'a>(&'a self, _addr: &'a str) -> OpenFuture<'a> {
+        Box::pin(async move {
+            if !self.alive.load(Ordering::SeqCst) {
+                return Err(io::Error::new(io::ErrorKind::ConnectionRefused, "process dead"));
+            }
+            let accepted = self.server.open(self.process)?;
+            let (client, server_end) = tokio::io::duplex(PIPE_BYTES);
+            tokio::spawn(pump(self.server.clone(), accepted, server_end));
+            Ok(Box::new(client) as Box<dyn Stream>)
+        })
+    }
+}
+
+/// Moves frames between a connection's pipe and the server until either side ends it or a
+/// fault cuts it.
+async fn pump(server: Arc<Server>, accepted: Accepted, mut io: DuplexStream) {
+    let Accepted { conn, mut out, mut link } = accepted;
+    let mut buf = Vec::new();
+    let mut chunk = vec![0u8; READ_CHUNK_BYTES];
+    loop {
+        let now = *link.borrow_and_update();
+        if now.cut {
+            break;
+        }
+        if now.hole {
+            if link.changed().await.is_err() {
+                break;
+            }
+            continue;
+        }
+        tokio::select! {
+            biased;
+            r = link.changed() => if r.is_err() { break },
+            frame = out.recv() => {
+                let Some(frame) = frame else { break };
+                if now.delay_ms > 0 {
+                    tokio::time::sleep(Duration::from_millis(now.delay_ms)).await;
+                }
+                if link.borrow().cut || io.write_all(&frame).await.is_err() {
+                    break;
+                }
+            }
+            r = io.read(&mut chunk) => match r {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    buf.extend_from_slice(&chunk[..n]);
+                    if !deliver(&server, conn, &mut buf) {
+                        break;
+                    }
+                }
+            },
+        }
+    }
+    server.closed(conn);
+}
+
+/// Hands every whole frame in `buf` to the server; false when the stream is garbage.
+fn deliver(server: &Server, conn: ConnId, buf: &mut Vec<u8>) -> bool {
+    loop {
+        match rzk_proto::split_frame(buf, MAX_FRAME_BYTES) {
+            Ok(Some(len)) => {
+                server.receive(conn, &buf[4..4 + len]);
+                buf.drain(..4 + len);
+            }
+            Ok(None) => return true,
+            Err(_) => return false,
+        }
+    }
+}

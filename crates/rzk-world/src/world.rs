@@ -1,0 +1,256 @@
+//! One run of the world: a server, client processes running the recipes, and faults, all
+//! drawn from one seed, on one thread and virtual time; then the invariants.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rzk_recipes::{Session, SessionConfig};
+use rzk_sim::Rng;
+use tokio::task::JoinHandle;
+
+use crate::actors::{mutex_life, Recorder, DATA};
+use crate::checks;
+use crate::net::SimNet;
+use crate::server::Server;
+
+/// What a run looks like.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Client processes contending for the mutex.
+    pub processes: usize,
+    /// World time with faults.
+    pub faulty: Duration,
+    /// World time without faults, after them, in which the lock must change hands again.
+    pub calm: Duration,
+    /// Inject faults (off: a calm world, the baseline).
+    pub faults: bool,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            processes: 4,
+            faulty: Duration::from_secs(30),
+            calm: Duration::from_secs(15),
+            faults: true,
+        }
+    }
+}
+
+/// What a run did.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The seed.
+    pub seed: u64,
+    /// Holds of the mutex.
+    pub holds: usize,
+    /// Acknowledged guarded writes.
+    pub writes: usize,
+    /// Faults injected.
+    pub faults: usize,
+    /// Server crashes among them.
+    pub crashes: u64,
+    /// A digest of the whole trace: equal for two runs of one seed.
+    pub digest: u64,
+    /// The trace, one line per event.
+    pub trace: Vec<String>,
+}
+
+/// A run that broke an invariant: the seed, what broke, and the trace that led there.
+#[derive(Debug, Clone)]
+pub struct Failure {
+    /// The seed that replays it.
+    pub seed: u64,
+    /// What broke.
+    pub what: String,
+    /// The trace.
+    pub trace: Vec<String>,
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "world seed {} failed: {}", self.seed, self.what)?;
+        writeln!(f, "replay: RZK_WORLD_SEED={} cargo test -p rzk-world --test world", self.seed)?;
+        for line in &self.trace {
+            writeln!(f, "  {line}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs the world of `seed`.
+///
+/// # Errors
+/// The first broken invariant, with the trace.
+pub fn run(seed: u64, options: &Options) -> Result<Outcome, Failure> {
+    fastrand::seed(seed);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("a current-thread runtime");
+    rt.block_on(world(seed, options))
+}
+
+struct Process {
+    net: Arc<SimNet>,
+    life: JoinHandle<()>,
+    lives: u64,
+}
+
+async fn world(seed: u64, options: &Options) -> Result<Outcome, Failure> {
+    let mut rng = Rng::new(seed);
+    let server = Server::new(rng.next_u64());
+    tokio::spawn(server.clone().run_timer());
+    tokio::spawn(server.clone().run_disk());
+    let rec = Recorder::new();
+    let timeout = Duration::from_millis(1_000 + 500 * rng.below(7));
+    rec.note(format!("session timeout {} ms", timeout.as_millis()));
+    setup(&server).await;
+    let mut procs: Vec<Process> = (0..options.processes)
+        .map(|p| {
+            let net = SimNet::new(server.clone(), p);
+            let life =
+                tokio::spawn(mutex_life(p, net.clone(), rec.clone(), rng.next_u64(), timeout));
+            Process { net, life, lives: 1 }
+        })
+        .collect();
+    let mut faults = 0;
+    let faulty_until = tokio::time::Instant::now() + options.faulty;
+    while tokio::time::Instant::now() < faulty_until {
+        tokio::time::sleep(Duration::from_millis(50 + rng.below(400))).await;
+        if options.faults {
+            inject(&mut rng, &server, &rec, &mut procs, timeout, seed).await;
+            faults += 1;
+        }
+    }
+    rec.note("calm".into());
+    let before = rec.holds();
+    tokio::time::sleep(options.calm).await;
+    let after = rec.holds();
+    for p in &procs {
+        p.life.abort();
+        p.net.kill();
+    }
+    let mut failure = server.failure();
+    for p in procs {
+        if let Err(e) = p.life.await {
+            if e.is_panic() {
+                failure.get_or_insert(format!("a process panicked: {e}"));
+            }
+        }
+    }
+    let records = rec.take();
+    let check = failure
+        .map_or(Ok(()), Err)
+        .and_then(|()| checks::terms_exclusive(&records.terms, 1))
+        .and_then(|()| checks::fenced_writes(&records.writes))
+        .and_then(|()| {
+            checks::writes_inside_terms(&records.writes, &records.terms, |z| {
+                server.landing(z).and_then(|l| l.conn_opened_ms)
+            })
+        })
+        .and_then(|()| match after > before {
+            true => Ok(()),
+            false => Err(format!("no hold in {} ms of calm", options.calm.as_millis())),
+        });
+    if let Err(what) = check {
+        return Err(Failure { seed, what, trace: records.trace });
+    }
+    Ok(Outcome {
+        seed,
+        holds: records.terms.len(),
+        writes: records.writes.len(),
+        faults,
+        crashes: server.crashes(),
+        digest: digest(&records.trace),
+        trace: records.trace,
+    })
+}
+
+/// Creates the node the holders write, through a session of its own.
+async fn setup(server: &Arc<Server>) {
+    let net = SimNet::new(server.clone(), usize::MAX);
+    let config = SessionConfig::new("world:2181").with_transport(net.clone());
+    let session = Session::connect(config).await.expect("the world's server serves");
+    let client = session.client().expect("connected");
+    client
+        .create(
+            "/world",
+            b"",
+            &rzk_client::CreateMode::Persistent.with_acls(rzk_client::Acls::anyone_all()),
+        )
+        .await
+        .expect("create");
+    client
+        .create(
+            DATA,
+            b"",
+            &rzk_client::CreateMode::Persistent.with_acls(rzk_client::Acls::anyone_all()),
+        )
+        .await
+        .expect("create");
+    session.close().await;
+    net.kill();
+}
+
+/// One fault, drawn from the seed.
+async fn inject(
+    rng: &mut Rng,
+    server: &Arc<Server>,
+    rec: &Arc<Recorder>,
+    procs: &mut [Process],
+    timeout: Duration,
+    seed: u64,
+) {
+    let p = rng.below(procs.len() as u64) as usize;
+    let t = timeout.as_millis() as u64;
+    match rng.below(100) {
+        0..=29 => {
+            rec.note(format!("fault: cut p{p}"));
+            server.set_links(Some(p), |l| l.cut = true);
+        }
+        30..=49 => {
+            let ms = rng.below(2 * t);
+            rec.note(format!("fault: black-hole p{p} for {ms} ms"));
+            server.isolate(p);
+            let s = server.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                s.rejoin(p);
+            });
+        }
+        50..=64 => {
+            let ms = rng.below(t / 2);
+            rec.note(format!("fault: delay p{p} by {ms} ms"));
+            server.set_links(Some(p), |l| l.delay_ms = ms);
+        }
+        65..=79 => {
+            let ms = rng.below(rzk_sim::machine::RECOVERY_TO_SERVING_MS_MAX + 1);
+            rec.note(format!("fault: server crash, {ms} ms to recover"));
+            let s = server.clone();
+            tokio::spawn(async move { s.crash(Duration::from_millis(ms)).await });
+        }
+        _ => {
+            rec.note(format!("fault: p{p} crashes and restarts"));
+            let proc = &mut procs[p];
+            proc.life.abort();
+            proc.net.kill();
+            rec.crashed(p);
+            proc.lives += 1;
+            proc.net = SimNet::new(server.clone(), p);
+            let life_seed = seed ^ (proc.lives << 32) ^ p as u64;
+            proc.life =
+                tokio::spawn(mutex_life(p, proc.net.clone(), rec.clone(), life_seed, timeout));
+        }
+    }
+}
+
+/// FNV-1a over the trace's lines.
+fn digest(trace: &[String]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in trace.iter().flat_map(|l| l.bytes().chain(std::iter::once(b'\n'))) {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
