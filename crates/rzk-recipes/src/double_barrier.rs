@@ -220,7 +220,7 @@ impl DistributedDoubleBarrier {
                 Some(m) if m.generation == generation => m.path.clone(),
                 // None, or a node of an earlier session: never ours again.
                 _ => {
-                    let uuid = uuid::Uuid::new_v4().hyphenated().to_string();
+                    let uuid = crate::node_ids::new_uuid().hyphenated().to_string();
                     let path = naming::child_path(&self.path, &uuid);
                     *ours = Some(Member { path: path.clone(), generation, created: false });
                     path

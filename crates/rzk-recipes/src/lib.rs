@@ -84,6 +84,8 @@
 #![warn(missing_docs)]
 
 mod barrier;
+#[cfg_attr(not(feature = "bug-switches"), allow(dead_code))]
+pub mod bugs;
 mod cache;
 mod clock;
 mod contender;
@@ -104,6 +106,7 @@ mod loss;
 mod mailbox;
 mod mutex;
 mod naming;
+mod node_ids;
 mod ops;
 mod options;
 mod participants;
@@ -146,6 +149,7 @@ pub use leadership::Leadership;
 pub use lock_status::{LockEntry, LockKind, LockLayout, LockStatus};
 pub use loss::{LossReason, Lost};
 pub use mutex::{InterProcessMutex, LockGuard};
+pub use node_ids::seed_node_ids;
 pub use options::{
     CloseMode, ConnectionPolicy, ElectionOptions, LatchOptions, MutexOptions, RaceOptions,
     SelectorOptions, WatchStrategy,

@@ -272,7 +272,7 @@ impl InterProcessSemaphore {
         let Some(client) = client_for(&inner.session, generation) else {
             return Ok(Attempt::Retry);
         };
-        let uuid = uuid::Uuid::new_v4().hyphenated().to_string();
+        let uuid = crate::node_ids::new_uuid().hyphenated().to_string();
         let mut node = Pending::new(&inner.reaper, generation, Target::Uuid(uuid.clone()));
         let Some((path, czxid)) = self.create(&client, generation, &uuid).await? else {
             return Ok(Attempt::Retry);

@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rzk_client::MultiWriteResult;
-use rzk_recipes::{InterProcessMutex, Leadership, MutexOptions, Session, SessionConfig};
+use rzk_recipes::{
+    ConnectionPolicy, InterProcessMutex, Leadership, MutexOptions, Session, SessionConfig,
+};
 
 use crate::checks::Term;
 use crate::net::SimNet;
@@ -137,9 +139,14 @@ pub(crate) async fn mutex_life(
         Ok(s) => s,
         Err(e) => return rec.note(format!("p{process} cannot connect: {e}")),
     };
-    let mutex = InterProcessMutex::new(&session, LOCK, MutexOptions::default())
-        .expect("the lock path is valid");
     let mut rng = fastrand::Rng::with_seed(seed);
+    // Half the lives keep their hold through a disconnect, bounded by the lease alone.
+    let mut options = MutexOptions::default();
+    if rng.bool() {
+        options.common.policy = ConnectionPolicy::StepDownOnLost;
+    }
+    rec.note(format!("p{process} starts, {:?}", options.common.policy));
+    let mutex = InterProcessMutex::new(&session, LOCK, options).expect("the lock path is valid");
     loop {
         let guard = match mutex.acquire().await {
             Ok(g) => g,

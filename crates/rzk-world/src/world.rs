@@ -13,6 +13,12 @@ use crate::checks;
 use crate::net::SimNet;
 use crate::server::Server;
 
+/// The world time between two faults: at least this...
+const FAULT_GAP_MS_MIN: u64 = 100;
+/// ...and up to this much more, so that sessions live long enough between faults for
+/// locks to change hands under them.
+const FAULT_GAP_MS_SPREAD: u64 = 900;
+
 /// What a run looks like.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -24,6 +30,8 @@ pub struct Options {
     pub calm: Duration,
     /// Inject faults (off: a calm world, the baseline).
     pub faults: bool,
+    /// A fixed bug brought back for this run, to show the checks find it.
+    pub bug: Option<rzk_recipes::bugs::Bug>,
 }
 
 impl Default for Options {
@@ -33,6 +41,7 @@ impl Default for Options {
             faulty: Duration::from_secs(30),
             calm: Duration::from_secs(15),
             faults: true,
+            bug: None,
         }
     }
 }
@@ -84,12 +93,17 @@ impl std::fmt::Display for Failure {
 /// The first broken invariant, with the trace.
 pub fn run(seed: u64, options: &Options) -> Result<Outcome, Failure> {
     fastrand::seed(seed);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .expect("a current-thread runtime");
-    rt.block_on(world(seed, options))
+    rzk_recipes::seed_node_ids(seed);
+    let mut builder = tokio::runtime::Builder::new_current_thread();
+    builder.enable_time().start_paused(true);
+    // tokio's own choices (select! branch order, watch wake order) from the seed too.
+    #[cfg(tokio_unstable)]
+    builder.rng_seed(tokio::runtime::RngSeed::from_bytes(&seed.to_le_bytes()));
+    let rt = builder.build().expect("a current-thread runtime");
+    rzk_recipes::bugs::reintroduce(options.bug);
+    let outcome = rt.block_on(world(seed, options));
+    rzk_recipes::bugs::reintroduce(None);
+    outcome
 }
 
 struct Process {
@@ -118,7 +132,10 @@ async fn world(seed: u64, options: &Options) -> Result<Outcome, Failure> {
     let mut faults = 0;
     let faulty_until = tokio::time::Instant::now() + options.faulty;
     while tokio::time::Instant::now() < faulty_until {
-        tokio::time::sleep(Duration::from_millis(50 + rng.below(400))).await;
+        tokio::time::sleep(Duration::from_millis(
+            FAULT_GAP_MS_MIN + rng.below(FAULT_GAP_MS_SPREAD),
+        ))
+        .await;
         if options.faults {
             inject(&mut rng, &server, &rec, &mut procs, timeout, seed).await;
             faults += 1;
@@ -206,11 +223,11 @@ async fn inject(
     let p = rng.below(procs.len() as u64) as usize;
     let t = timeout.as_millis() as u64;
     match rng.below(100) {
-        0..=29 => {
+        0..=24 => {
             rec.note(format!("fault: cut p{p}"));
             server.set_links(Some(p), |l| l.cut = true);
         }
-        30..=49 => {
+        25..=49 => {
             let ms = rng.below(2 * t);
             rec.note(format!("fault: black-hole p{p} for {ms} ms"));
             server.isolate(p);
@@ -220,12 +237,12 @@ async fn inject(
                 s.rejoin(p);
             });
         }
-        50..=64 => {
+        50..=69 => {
             let ms = rng.below(t / 2);
             rec.note(format!("fault: delay p{p} by {ms} ms"));
             server.set_links(Some(p), |l| l.delay_ms = ms);
         }
-        65..=79 => {
+        70..=77 => {
             let ms = rng.below(rzk_sim::machine::RECOVERY_TO_SERVING_MS_MAX + 1);
             rec.note(format!("fault: server crash, {ms} ms to recover"));
             let s = server.clone();

@@ -9,6 +9,8 @@ use std::time::Instant;
 
 use rzk_world::{run, Options};
 
+/// Seeds run twice by the replay test.
+const REPLAYED_SEEDS: u64 = 10;
 /// Seeds the sweep runs in `cargo test`.
 const SEEDS_DEFAULT: u64 = 50;
 
@@ -20,7 +22,10 @@ fn env(name: &str) -> Option<u64> {
 
 #[test]
 fn every_seed_keeps_the_invariants() {
-    let options = Options::default();
+    let mut options = Options::default();
+    if std::env::var("RZK_WORLD_BUG").is_ok_and(|b| b == "lease") {
+        options.bug = Some(rzk_recipes::bugs::Bug::LeaseTrustsRequestedTimeout);
+    }
     if let Some(seed) = env("RZK_WORLD_SEED") {
         match run(seed, &options) {
             Ok(o) => {
@@ -59,18 +64,46 @@ fn every_seed_keeps_the_invariants() {
 }
 
 #[test]
+#[cfg_attr(not(tokio_unstable), allow(unreachable_code))]
 fn a_seed_replays_the_same_world() {
+    #[cfg(not(tokio_unstable))]
+    panic!(
+        "built without --cfg tokio_unstable (a RUSTFLAGS variable replaces .cargo/config.toml's): \
+         tokio's own choices are then not seeded, and a seed cannot replay"
+    );
     let options = Options::default();
-    for seed in [7, 8] {
+    for seed in 0..REPLAYED_SEEDS {
         let a = run(seed, &options).unwrap_or_else(|f| panic!("{f}"));
         let b = run(seed, &options).unwrap_or_else(|f| panic!("{f}"));
         if a.digest != b.digest {
             let first = a.trace.iter().zip(&b.trace).position(|(x, y)| x != y);
+            let i = first.unwrap_or(0);
+            for k in i.saturating_sub(12)..(i + 4).min(a.trace.len()).min(b.trace.len()) {
+                eprintln!("{:<50} | {}", a.trace[k], b.trace[k]);
+            }
             panic!(
                 "seed {seed} ran two worlds; first difference at line {first:?}:\n{:?}\n{:?}",
                 first.map(|i| &a.trace[i]),
                 first.map(|i| &b.trace[i])
             );
+        }
+    }
+}
+
+/// Seeds within which each reintroduced bug must be found.
+const SEEDS_TO_FIND_MAX: u64 = 50;
+
+#[test]
+fn reintroduced_bugs_are_found() {
+    use rzk_recipes::bugs::Bug;
+    // One bug so far; each one brought back gets a line here.
+    #[allow(clippy::single_element_loop)]
+    for bug in [Bug::LeaseTrustsRequestedTimeout] {
+        let options = Options { bug: Some(bug), ..Options::default() };
+        let found = (0..SEEDS_TO_FIND_MAX).find_map(|seed| run(seed, &options).err());
+        match found {
+            Some(f) => println!("{bug:?}: found by seed {}: {}", f.seed, f.what),
+            None => panic!("{bug:?} went unnoticed for {SEEDS_TO_FIND_MAX} seeds"),
         }
     }
 }

@@ -28,7 +28,7 @@ impl Driver {
             self.stale_paths.push(own.path);
         }
         self.cleanup_stale(&client, generation).await?;
-        let uuid = uuid::Uuid::new_v4().hyphenated().to_string();
+        let uuid = crate::node_ids::new_uuid().hyphenated().to_string();
         let beside = self.shared.queue.lock().expect("poisoned").beside.take();
         match self.create_own(&client, generation, sid, &uuid, beside).await {
             Ok((own, created)) => Ok(self.joined(own, created)),

@@ -105,7 +105,11 @@ impl LeaseState {
         client: &Client,
         config: &SessionConfig,
     ) -> LeaseState {
-        let timeout = client.session_timeout();
+        let timeout = if crate::bugs::lease_trusts_requested_timeout() {
+            config.session_timeout
+        } else {
+            client.session_timeout()
+        };
         LeaseState { generation, last_ack_sent, timeout, margin: config.margin_for(timeout) }
     }
 
@@ -169,6 +173,9 @@ impl Shared {
 
     /// Takes the timeout `client` renegotiated on a reconnect of `generation`'s session.
     pub fn renegotiated(&self, generation: u64, client: &Client) {
+        if crate::bugs::lease_trusts_requested_timeout() {
+            return;
+        }
         let timeout = client.session_timeout();
         self.lease.send_if_modified(|l| {
             if l.generation != generation || l.timeout == timeout {
