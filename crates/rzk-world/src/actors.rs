@@ -7,14 +7,17 @@ use std::time::{Duration, Instant};
 
 use rzk_client::MultiWriteResult;
 use rzk_recipes::{
-    ConnectionPolicy, InterProcessMutex, Leadership, MutexOptions, Session, SessionConfig,
+    ConnectionPolicy, InterProcessMutex, InterProcessSemaphore, Leadership, MutexOptions, Session,
+    SessionConfig,
 };
 
-use crate::checks::Term;
+use crate::checks::{Recipe, Term, SEMAPHORE_LEASES};
 use crate::net::SimNet;
 
 /// The lock every mutex process contends for.
 pub(crate) const LOCK: &str = "/world/lock";
+/// The semaphore the semaphore processes take leases of.
+pub(crate) const SEMAPHORE: &str = "/world/sem";
 /// The node the holders write under their fencing token.
 pub(crate) const DATA: &str = "/world/data";
 /// Guarded writes in one hold, at most.
@@ -24,6 +27,10 @@ const WORK_MS_MAX: u64 = 40;
 /// How often (percent of writes) a holder stalls before writing, as a process paused by GC
 /// or SIGSTOP would, for up to twice its session timeout.
 const PAUSE_PERCENT: u32 = 2;
+/// How long a semaphore process keeps a lease: long enough that its leases, not the
+/// semaphore's internal lock, are what the others wait for.
+const LEASE_MS_MIN: u64 = 50;
+const LEASE_MS_MAX: u64 = 300;
 /// The pause before a process tries again after a failed acquire.
 const RETRY_PAUSE: Duration = Duration::from_millis(50);
 
@@ -69,12 +76,12 @@ impl Recorder {
         self.lock().trace.push(format!("{ms:>7} {line}"));
     }
 
-    fn started(&self, process: usize, leadership: &Leadership) -> usize {
+    fn started(&self, recipe: Recipe, process: usize, leadership: &Leadership) -> usize {
         let start_ms = self.now_ms();
         let token = leadership.token().0;
         let mut r = self.lock();
-        r.terms.push(Term { process, token, start_ms, end_ms: None });
-        r.trace.push(format!("{start_ms:>7} p{process} holds {token:#x}"));
+        r.terms.push(Term { recipe, process, token, start_ms, end_ms: None });
+        r.trace.push(format!("{start_ms:>7} p{process} holds {recipe:?} {token:#x}"));
         let i = r.terms.len() - 1;
         r.running.push((i, leadership.clone()));
         i
@@ -124,40 +131,43 @@ fn rzk_now() -> Instant {
     tokio::time::Instant::now().into_std()
 }
 
-/// One life of a mutex process: a session, then acquire, work with guarded writes, release,
-/// forever. Ends when its task is aborted (the process crashed) or its session cannot open.
-pub(crate) async fn mutex_life(
+/// One life of a process: a session, then the recipe's loop, forever. Ends when its task is
+/// aborted (the process crashed) or its session cannot open.
+pub(crate) async fn life(
+    recipe: Recipe,
     process: usize,
     net: Arc<SimNet>,
     rec: Arc<Recorder>,
     seed: u64,
     session_timeout: Duration,
 ) {
-    let config =
-        SessionConfig::new("world:2181").with_session_timeout(session_timeout).with_transport(net);
-    let session = match Session::connect(config).await {
-        Ok(s) => s,
-        Err(e) => return rec.note(format!("p{process} cannot connect: {e}")),
-    };
     let mut rng = fastrand::Rng::with_seed(seed);
-    // Half the lives keep their hold through a disconnect, bounded by the lease alone.
-    let mut options = MutexOptions::default();
-    if rng.bool() {
-        options.common.policy = ConnectionPolicy::StepDownOnLost;
+    let Some((session, options)) = open(process, net, &rec, &mut rng, session_timeout).await else {
+        return;
+    };
+    let me = Me { process, rec, rng, session_timeout };
+    match recipe {
+        Recipe::Mutex => hold_mutex(me, &session, options).await,
+        Recipe::Semaphore => hold_semaphore(me, &session, options).await,
     }
-    rec.note(format!("p{process} starts, {:?}", options.common.policy));
-    let mutex = InterProcessMutex::new(&session, LOCK, options).expect("the lock path is valid");
+}
+
+/// A process's own: its number, the recorder, its random source, its session timeout.
+struct Me {
+    process: usize,
+    rec: Arc<Recorder>,
+    rng: fastrand::Rng,
+    session_timeout: Duration,
+}
+
+/// Acquire, work with guarded writes, release, forever.
+async fn hold_mutex(me: Me, session: &Session, options: MutexOptions) {
+    let Me { process, rec, mut rng, session_timeout } = me;
+    let mutex = InterProcessMutex::new(session, LOCK, options).expect("the lock path is valid");
     loop {
-        let guard = match mutex.acquire().await {
-            Ok(g) => g,
-            Err(e) => {
-                rec.note(format!("p{process} acquire failed: {e}"));
-                tokio::time::sleep(RETRY_PAUSE).await;
-                continue;
-            }
-        };
+        let guard = until_ok(process, &rec, || mutex.acquire()).await;
         let token = guard.token().0;
-        let term = rec.started(process, guard.leadership());
+        let term = rec.started(Recipe::Mutex, process, guard.leadership());
         for _ in 0..rng.usize(1..=WRITES_PER_HOLD_MAX) {
             tokio::time::sleep(Duration::from_millis(rng.u64(0..=WORK_MS_MAX))).await;
             if !guard.is_valid() {
@@ -183,4 +193,59 @@ pub(crate) async fn mutex_life(
         let _ = guard.release().await;
         tokio::time::sleep(Duration::from_millis(rng.u64(0..20))).await;
     }
+}
+
+/// Acquire a lease, hold it a while, release, forever.
+async fn hold_semaphore(me: Me, session: &Session, options: MutexOptions) {
+    let Me { process, rec, mut rng, .. } = me;
+    let semaphore = InterProcessSemaphore::new(session, SEMAPHORE, SEMAPHORE_LEASES, options)
+        .expect("the semaphore path is valid");
+    loop {
+        let lease = until_ok(process, &rec, || semaphore.acquire()).await;
+        let term = rec.started(Recipe::Semaphore, process, &lease);
+        tokio::time::sleep(Duration::from_millis(rng.u64(LEASE_MS_MIN..=LEASE_MS_MAX))).await;
+        rec.ended(term);
+        let _ = lease.release().await;
+        tokio::time::sleep(Duration::from_millis(rng.u64(0..20))).await;
+    }
+}
+
+/// Acquires with `acquire` until it succeeds, noting each failure.
+async fn until_ok<T, F>(process: usize, rec: &Recorder, acquire: impl Fn() -> F) -> T
+where
+    F: std::future::Future<Output = Result<T, rzk_recipes::Error>>,
+{
+    loop {
+        match acquire().await {
+            Ok(held) => return held,
+            Err(e) => rec.note(format!("p{process} acquire failed: {e}")),
+        }
+        tokio::time::sleep(RETRY_PAUSE).await;
+    }
+}
+
+/// Opens a process's session over `net`, and draws its recipe's connection policy: half the
+/// lives keep their holds through a disconnect, bounded by the lease alone.
+async fn open(
+    process: usize,
+    net: Arc<SimNet>,
+    rec: &Recorder,
+    rng: &mut fastrand::Rng,
+    session_timeout: Duration,
+) -> Option<(Session, MutexOptions)> {
+    let config =
+        SessionConfig::new("world:2181").with_session_timeout(session_timeout).with_transport(net);
+    let session = match Session::connect(config).await {
+        Ok(s) => s,
+        Err(e) => {
+            rec.note(format!("p{process} cannot connect: {e}"));
+            return None;
+        }
+    };
+    let mut options = MutexOptions::default();
+    if rng.bool() {
+        options.common.policy = ConnectionPolicy::StepDownOnLost;
+    }
+    rec.note(format!("p{process} starts, {:?}", options.common.policy));
+    Some((session, options))
 }

@@ -3,9 +3,23 @@
 
 use std::fmt;
 
+/// The recipe a term was held in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recipe {
+    /// The InterProcessMutex at `/world/lock`: one holder.
+    Mutex,
+    /// The InterProcessSemaphore at `/world/sem`: [`SEMAPHORE_LEASES`] holders.
+    Semaphore,
+}
+
+/// Leases of the world's semaphore.
+pub const SEMAPHORE_LEASES: u32 = 2;
+
 /// One hold of a lock as its holder saw it, in milliseconds of world time.
 #[derive(Debug, Clone)]
 pub struct Term {
+    /// What was held.
+    pub recipe: Recipe,
     /// The process.
     pub process: usize,
     /// Its fencing token (the lock node's czxid).
@@ -107,7 +121,7 @@ mod tests {
     use super::*;
 
     fn t(process: usize, token: i64, start_ms: u64, end_ms: Option<u64>) -> Term {
-        Term { process, token, start_ms, end_ms }
+        Term { recipe: Recipe::Mutex, process, token, start_ms, end_ms }
     }
 
     #[test]

@@ -8,8 +8,9 @@ use rzk_recipes::{Session, SessionConfig};
 use rzk_sim::Rng;
 use tokio::task::JoinHandle;
 
-use crate::actors::{mutex_life, Recorder, DATA};
+use crate::actors::{life, Recorder, DATA};
 use crate::checks;
+use crate::checks::{Recipe, SEMAPHORE_LEASES};
 use crate::net::SimNet;
 use crate::server::Server;
 
@@ -24,6 +25,8 @@ const FAULT_GAP_MS_SPREAD: u64 = 900;
 pub struct Options {
     /// Client processes contending for the mutex.
     pub processes: usize,
+    /// Client processes taking leases of the semaphore.
+    pub semaphore_processes: usize,
     /// World time with faults.
     pub faulty: Duration,
     /// World time without faults, after them, in which the lock must change hands again.
@@ -38,8 +41,9 @@ impl Default for Options {
     fn default() -> Options {
         Options {
             processes: 4,
+            semaphore_processes: 3,
             faulty: Duration::from_secs(30),
-            calm: Duration::from_secs(15),
+            calm: Duration::from_secs(10),
             faults: true,
             bug: None,
         }
@@ -107,6 +111,7 @@ pub fn run(seed: u64, options: &Options) -> Result<Outcome, Failure> {
 }
 
 struct Process {
+    recipe: Recipe,
     net: Arc<SimNet>,
     life: JoinHandle<()>,
     lives: u64,
@@ -121,12 +126,12 @@ async fn world(seed: u64, options: &Options) -> Result<Outcome, Failure> {
     let timeout = Duration::from_millis(1_000 + 500 * rng.below(7));
     rec.note(format!("session timeout {} ms", timeout.as_millis()));
     setup(&server).await;
-    let mut procs: Vec<Process> = (0..options.processes)
+    let mut procs: Vec<Process> = (0..options.processes + options.semaphore_processes)
         .map(|p| {
+            let recipe = if p < options.processes { Recipe::Mutex } else { Recipe::Semaphore };
             let net = SimNet::new(server.clone(), p);
-            let life =
-                tokio::spawn(mutex_life(p, net.clone(), rec.clone(), rng.next_u64(), timeout));
-            Process { net, life, lives: 1 }
+            let life = spawn_life(recipe, p, &net, &rec, rng.next_u64(), timeout);
+            Process { recipe, net, life, lives: 1 }
         })
         .collect();
     let mut faults = 0;
@@ -158,9 +163,13 @@ async fn world(seed: u64, options: &Options) -> Result<Outcome, Failure> {
         }
     }
     let records = rec.take();
+    let of = |recipe: Recipe| -> Vec<checks::Term> {
+        records.terms.iter().filter(|t| t.recipe == recipe).cloned().collect()
+    };
     let check = failure
         .map_or(Ok(()), Err)
-        .and_then(|()| checks::terms_exclusive(&records.terms, 1))
+        .and_then(|()| checks::terms_exclusive(&of(Recipe::Mutex), 1))
+        .and_then(|()| checks::terms_exclusive(&of(Recipe::Semaphore), SEMAPHORE_LEASES as usize))
         .and_then(|()| checks::fenced_writes(&records.writes))
         .and_then(|()| {
             checks::writes_inside_terms(&records.writes, &records.terms, |z| {
@@ -183,6 +192,17 @@ async fn world(seed: u64, options: &Options) -> Result<Outcome, Failure> {
         digest: digest(&records.trace),
         trace: records.trace,
     })
+}
+
+fn spawn_life(
+    recipe: Recipe,
+    p: usize,
+    net: &Arc<SimNet>,
+    rec: &Arc<Recorder>,
+    seed: u64,
+    timeout: Duration,
+) -> JoinHandle<()> {
+    tokio::spawn(life(recipe, p, net.clone(), rec.clone(), seed, timeout))
 }
 
 /// Creates the node the holders write, through a session of its own.
@@ -257,8 +277,7 @@ async fn inject(
             proc.lives += 1;
             proc.net = SimNet::new(server.clone(), p);
             let life_seed = seed ^ (proc.lives << 32) ^ p as u64;
-            proc.life =
-                tokio::spawn(mutex_life(p, proc.net.clone(), rec.clone(), life_seed, timeout));
+            proc.life = spawn_life(proc.recipe, p, &proc.net, rec, life_seed, timeout);
         }
     }
 }
