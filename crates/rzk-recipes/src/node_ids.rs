@@ -10,10 +10,11 @@ thread_local! {
 }
 
 /// Makes the ids the recipes generate on this thread come from `seed` instead of the
-/// operating system's randomness. For deterministic simulation only: ids drawn this way are
-/// unique only among those of the same seed.
-pub fn seed_node_ids(seed: u64) {
-    SEEDED.with(|s| *s.borrow_mut() = Some(fastrand::Rng::with_seed(seed)));
+/// operating system's randomness (`None`: from the operating system again). For
+/// deterministic simulation only: ids drawn this way are unique only among those of the
+/// same seed.
+pub fn seed_node_ids(seed: Option<u64>) {
+    SEEDED.with(|s| *s.borrow_mut() = seed.map(fastrand::Rng::with_seed));
 }
 
 /// A random (version 4) UUID.

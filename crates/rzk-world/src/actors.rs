@@ -52,8 +52,9 @@ pub(crate) struct Records {
 }
 
 impl Recorder {
-    pub fn new() -> Arc<Recorder> {
-        Arc::new(Recorder { start: rzk_now(), inner: Mutex::new(Records::default()) })
+    /// A recorder whose milliseconds count from `origin`, the world's start.
+    pub fn new(origin: Instant) -> Arc<Recorder> {
+        Arc::new(Recorder { start: origin, inner: Mutex::new(Records::default()) })
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Records> {
@@ -115,14 +116,19 @@ impl Recorder {
         self.lock().writes.push((mzxid, token));
     }
 
+    /// Puts taken records back, so that a failure can report their trace.
+    pub fn restore(&self, records: Records) {
+        *self.lock() = records;
+    }
+
     /// Takes the records, at the end of a run.
     pub fn take(&self) -> Records {
         std::mem::take(&mut *self.lock())
     }
 
-    /// Holds started so far.
-    pub fn holds(&self) -> usize {
-        self.lock().terms.len()
+    /// Holds of `recipe` started so far.
+    pub fn holds(&self, recipe: Recipe) -> usize {
+        self.lock().terms.iter().filter(|t| t.recipe == recipe).count()
     }
 }
 

@@ -57,11 +57,15 @@ impl Transport for SimNet {
 }
 
 /// Moves frames between a connection's pipe and the server until either side ends it or a
-/// fault cuts it.
+/// fault cuts it. A cut (a crash, a dead process) loses what is queued; a close by the
+/// server writes what it queued first, as the real server's pump does; a black-hole holds
+/// everything, a frame caught in a delay included, until it clears.
 async fn pump(server: Arc<Server>, accepted: Accepted, mut io: DuplexStream) {
     let Accepted { conn, mut out, mut link } = accepted;
     let mut buf = Vec::new();
     let mut chunk = vec![0u8; READ_CHUNK_BYTES];
+    // A frame taken from the queue when a black-hole began during its delay.
+    let mut held: Option<Vec<u8>> = None;
     loop {
         let now = *link.borrow_and_update();
         if now.cut {
@@ -73,15 +77,37 @@ async fn pump(server: Arc<Server>, accepted: Accepted, mut io: DuplexStream) {
             }
             continue;
         }
+        if let Some(frame) = held.take() {
+            if io.write_all(&frame).await.is_err() {
+                break;
+            }
+            continue;
+        }
         tokio::select! {
             biased;
-            r = link.changed() => if r.is_err() { break },
+            r = link.changed() => if r.is_err() {
+                // The server closed the connection: its last frames go out first.
+                while let Some(frame) = out.recv().await {
+                    if io.write_all(&frame).await.is_err() {
+                        break;
+                    }
+                }
+                break;
+            },
             frame = out.recv() => {
                 let Some(frame) = frame else { break };
                 if now.delay_ms > 0 {
                     tokio::time::sleep(Duration::from_millis(now.delay_ms)).await;
                 }
-                if link.borrow().cut || io.write_all(&frame).await.is_err() {
+                let after = *link.borrow();
+                if after.cut {
+                    break;
+                }
+                if after.hole {
+                    held = Some(frame);
+                    continue;
+                }
+                if io.write_all(&frame).await.is_err() {
                     break;
                 }
             }

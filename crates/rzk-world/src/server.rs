@@ -28,6 +28,19 @@ const SYNC_DELAY_US_MAX: u64 = 3000;
 const LANDINGS_MAX: usize = 1 << 20;
 /// The server's tickTime: sessions negotiate timeouts between 2 and 20 of these.
 pub(crate) const TICK_MS: u32 = 100;
+/// How often the server looks for empty containers to reap.
+const CONTAINER_CHECK_MS: u64 = 500;
+/// The chance that a group commit's step syncs (the rest write, or leave for the next step,
+/// what a crash may tear), in percent.
+const SYNC_PERCENT: u64 = 60;
+/// The chance that a group commit's step starts a snapshot, in percent.
+const SNAPSHOT_PERCENT: u64 = 1;
+/// The core's monotonic clock at the world's start, in milliseconds (any positive value).
+const MONO_MS_AT_START: u64 = 1_000;
+/// The core's wall clock at the world's start, in milliseconds since the epoch.
+const WALL_MS_AT_START: i64 = 1_700_000_000_000;
+/// Mixed into the world's seed for the server's own random source.
+const SERVER_SEED_SALT: u64 = 0x5e7e_5e7e;
 
 /// Which connection's request applied a transaction.
 #[derive(Debug, Clone, Copy)]
@@ -91,16 +104,16 @@ fn peer(process: usize) -> SocketAddr {
 }
 
 impl Server {
-    /// A server whose own choices (sync moments, torn writes) come from `seed`.
-    pub fn new(seed: u64) -> Arc<Server> {
-        let start = Instant::now();
+    /// A server whose own choices (sync moments, torn writes) come from `seed`, and whose
+    /// clock starts at `start`, the world's origin.
+    pub fn new(seed: u64, start: Instant) -> Arc<Server> {
         let mut config = Config::with_tick_ms(TICK_MS);
         config.seed = seed.into();
-        config.container_check_interval_ms = 500;
-        let now = Now { mono_ms: 1_000, wall_ms: 1_700_000_000_000 };
+        config.container_check_interval_ms = CONTAINER_CHECK_MS;
+        let now = Now { mono_ms: MONO_MS_AT_START, wall_ms: WALL_MS_AT_START };
         let inner = Inner {
             machine: Machine::new(config, now),
-            rng: Rng::new(seed ^ 0x5e7e_5e7e),
+            rng: Rng::new(seed ^ SERVER_SEED_SALT),
             conns: BTreeMap::new(),
             next_conn: 1,
             down: false,
@@ -119,7 +132,7 @@ impl Server {
     /// The core's clock, from the world's.
     pub fn now(&self) -> Now {
         let ms = self.start.elapsed().as_millis() as u64;
-        Now { mono_ms: 1_000 + ms, wall_ms: 1_700_000_000_000 + ms as i64 }
+        Now { mono_ms: MONO_MS_AT_START + ms, wall_ms: WALL_MS_AT_START + ms as i64 }
     }
 
     /// The first broken invariant the machine reported.
@@ -153,7 +166,7 @@ impl Server {
         let (out_tx, out) = mpsc::channel(OUTBOUND_FRAMES_MAX);
         let hole = g.isolated.contains_key(&process);
         let (link_tx, link) = watch::channel(Link { hole, ..Link::default() });
-        let opened_ms = self.now().mono_ms - 1_000;
+        let opened_ms = self.now().mono_ms - MONO_MS_AT_START;
         g.conns.insert(conn, Conn { process, opened_ms, out: out_tx, link: link_tx });
         g.machine.core_mut().open(conn, peer(process));
         Ok(Accepted { conn, out, link })
@@ -191,6 +204,15 @@ impl Server {
         }
     }
 
+    /// The faults stop: every black-hole clears and every delay ends.
+    pub fn calm(&self) {
+        self.lock().isolated.clear();
+        self.set_links(None, |l| {
+            l.hole = false;
+            l.delay_ms = 0;
+        });
+    }
+
     /// Black-holes `process`, new connections included, until [`Server::rejoin`].
     pub fn isolate(&self, process: usize) {
         *self.lock().isolated.entry(process).or_default() += 1;
@@ -225,6 +247,9 @@ impl Server {
             if let Err(e) = machine.crash(rng, now) {
                 g.fail(e);
             }
+            // Zxids past the recovered state were never acknowledged and will be reused.
+            let kept = g.machine.core().state().last_zxid();
+            g.landings.retain(|l| l.zxid <= kept);
             for c in std::mem::take(&mut g.conns).into_values() {
                 c.link.send_modify(|l| l.cut = true);
             }
@@ -256,6 +281,7 @@ impl Server {
             if let Err(e) = step {
                 g.fail(e);
             }
+            g.landed(None);
             g.route();
             if g.machine.core().state().last_zxid() > g.machine.durable_zxid() {
                 self.dirty.notify_one();
@@ -281,8 +307,8 @@ impl Server {
                 continue;
             }
             let Inner { machine, rng, .. } = &mut *g;
-            let step = machine.persist(rng, 60).and_then(|_| {
-                if rng.percent(1) {
+            let step = machine.persist(rng, SYNC_PERCENT).and_then(|_| {
+                if rng.percent(SNAPSHOT_PERCENT) {
                     machine.start_snapshot()?;
                 }
                 machine.advance_snapshot(rng)
@@ -296,18 +322,11 @@ impl Server {
 }
 
 impl Inner {
-    /// Records which connection applied the last transaction. A recovered machine may reuse zxids
-    /// it lost (they were never acknowledged), so later landings replace theirs.
+    /// Records which connection applied the last transaction (`None`: the timer did).
     fn landed(&mut self, conn: Option<ConnId>) {
         let zxid = self.machine.core().state().last_zxid();
-        while let Some(last) = self.landings.last() {
-            if last.zxid == zxid {
-                return;
-            }
-            if last.zxid < zxid {
-                break;
-            }
-            self.landings.pop();
+        if self.landings.last().is_some_and(|l| l.zxid >= zxid) {
+            return;
         }
         if self.landings.len() < LANDINGS_MAX {
             let conn_opened_ms = conn.and_then(|c| self.conns.get(&c)).map(|c| c.opened_ms);

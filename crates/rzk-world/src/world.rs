@@ -14,6 +14,14 @@ use crate::checks::{Recipe, SEMAPHORE_LEASES};
 use crate::net::SimNet;
 use crate::server::Server;
 
+/// How much longer than its faults and calm a world may run before it counts as stuck.
+const WORLD_SLACK: Duration = Duration::from_secs(120);
+/// The session timeout a world's processes ask for: `SESSION_MS_MIN` plus up to
+/// `SESSION_STEPS` steps of `SESSION_MS_STEP`; the server grants at most 20 ticks (2 s), so
+/// the longer ones are renegotiated down, as on a server with a low maxSessionTimeout.
+const SESSION_MS_MIN: u64 = 1_000;
+const SESSION_MS_STEP: u64 = 500;
+const SESSION_STEPS: u64 = 6;
 /// The world time between two faults: at least this...
 const FAULT_GAP_MS_MIN: u64 = 100;
 /// ...and up to this much more, so that sessions live long enough between faults for
@@ -74,6 +82,8 @@ pub struct Outcome {
 pub struct Failure {
     /// The seed that replays it.
     pub seed: u64,
+    /// The bug brought back for the run, if one was.
+    pub bug: Option<rzk_recipes::bugs::Bug>,
     /// What broke.
     pub what: String,
     /// The trace.
@@ -83,7 +93,15 @@ pub struct Failure {
 impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(f, "world seed {} failed: {}", self.seed, self.what)?;
-        writeln!(f, "replay: RZK_WORLD_SEED={} cargo test -p rzk-world --test world", self.seed)?;
+        let bug = match self.bug {
+            Some(rzk_recipes::bugs::Bug::LeaseTrustsRequestedTimeout) => "RZK_WORLD_BUG=lease ",
+            _ => "",
+        };
+        writeln!(
+            f,
+            "replay: {bug}RZK_WORLD_SEED={} cargo test -p rzk-world --test world every_seed",
+            self.seed
+        )?;
         for line in &self.trace {
             writeln!(f, "  {line}")?;
         }
@@ -94,20 +112,66 @@ impl std::fmt::Display for Failure {
 /// Runs the world of `seed`.
 ///
 /// # Errors
-/// The first broken invariant, with the trace.
+/// The first broken invariant, with the trace; a task that panicked; a world that did not
+/// finish in its time.
 pub fn run(seed: u64, options: &Options) -> Result<Outcome, Failure> {
-    fastrand::seed(seed);
-    rzk_recipes::seed_node_ids(seed);
+    let failure = |what: String, trace| Failure { seed, bug: options.bug, what, trace };
+    if options.processes == 0 {
+        return Err(failure("a world needs a mutex process".into(), Vec::new()));
+    }
+    let _switches = Switches::set(seed, options.bug);
     let mut builder = tokio::runtime::Builder::new_current_thread();
     builder.enable_time().start_paused(true);
-    // tokio's own choices (select! branch order, watch wake order) from the seed too.
     #[cfg(tokio_unstable)]
-    builder.rng_seed(tokio::runtime::RngSeed::from_bytes(&seed.to_le_bytes()));
+    {
+        // tokio's own choices (select! branch order, watch wake order) from the seed too, and
+        // a panic in any task ends the world instead of being swallowed by its JoinHandle.
+        builder.rng_seed(tokio::runtime::RngSeed::from_bytes(&seed.to_le_bytes()));
+        builder.unhandled_panic(tokio::runtime::UnhandledPanic::ShutdownRuntime);
+    }
     let rt = builder.build().expect("a current-thread runtime");
-    rzk_recipes::bugs::reintroduce(options.bug);
-    let outcome = rt.block_on(world(seed, options));
-    rzk_recipes::bugs::reintroduce(None);
-    outcome
+    let origin = rt.block_on(async { tokio::time::Instant::now() });
+    let rec = Recorder::new(origin.into_std());
+    let limit = options.faulty + options.calm + WORLD_SLACK;
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        rt.block_on(async {
+            tokio::time::timeout(limit, world(seed, options, origin, rec.clone())).await
+        })
+    }));
+    match ran {
+        Ok(Ok(outcome)) => outcome.map_err(|what| failure(what, rec.take().trace)),
+        Ok(Err(_)) => {
+            Err(failure(format!("the world did not finish in {limit:?}"), rec.take().trace))
+        }
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_string()))
+                .unwrap_or_default();
+            Err(failure(format!("a task panicked: {what}"), rec.take().trace))
+        }
+    }
+}
+
+/// The thread's seeded sources and bug switch for one run, reset when it ends however it
+/// ends, so that the next run on the thread (or a test after it) starts clean.
+struct Switches;
+
+impl Switches {
+    fn set(seed: u64, bug: Option<rzk_recipes::bugs::Bug>) -> Switches {
+        fastrand::seed(seed);
+        rzk_recipes::seed_node_ids(Some(seed));
+        rzk_recipes::bugs::reintroduce(bug);
+        Switches
+    }
+}
+
+impl Drop for Switches {
+    fn drop(&mut self) {
+        rzk_recipes::seed_node_ids(None);
+        rzk_recipes::bugs::reintroduce(None);
+    }
 }
 
 struct Process {
@@ -117,15 +181,20 @@ struct Process {
     lives: u64,
 }
 
-async fn world(seed: u64, options: &Options) -> Result<Outcome, Failure> {
+async fn world(
+    seed: u64,
+    options: &Options,
+    origin: tokio::time::Instant,
+    rec: Arc<Recorder>,
+) -> Result<Outcome, String> {
     let mut rng = Rng::new(seed);
-    let server = Server::new(rng.next_u64());
+    let server = Server::new(rng.next_u64(), origin);
     tokio::spawn(server.clone().run_timer());
     tokio::spawn(server.clone().run_disk());
-    let rec = Recorder::new();
-    let timeout = Duration::from_millis(1_000 + 500 * rng.below(7));
+    let timeout =
+        Duration::from_millis(SESSION_MS_MIN + SESSION_MS_STEP * rng.below(SESSION_STEPS + 1));
     rec.note(format!("session timeout {} ms", timeout.as_millis()));
-    setup(&server).await;
+    setup(&server).await?;
     let mut procs: Vec<Process> = (0..options.processes + options.semaphore_processes)
         .map(|p| {
             let recipe = if p < options.processes { Recipe::Mutex } else { Recipe::Semaphore };
@@ -137,51 +206,49 @@ async fn world(seed: u64, options: &Options) -> Result<Outcome, Failure> {
     let mut faults = 0;
     let faulty_until = tokio::time::Instant::now() + options.faulty;
     while tokio::time::Instant::now() < faulty_until {
-        tokio::time::sleep(Duration::from_millis(
-            FAULT_GAP_MS_MIN + rng.below(FAULT_GAP_MS_SPREAD),
-        ))
-        .await;
+        let gap = FAULT_GAP_MS_MIN + rng.below(FAULT_GAP_MS_SPREAD);
+        tokio::time::sleep(Duration::from_millis(gap)).await;
         if options.faults {
             inject(&mut rng, &server, &rec, &mut procs, timeout, seed).await;
             faults += 1;
         }
     }
     rec.note("calm".into());
-    let before = rec.holds();
+    server.calm();
+    let recipes =
+        [(Recipe::Mutex, options.processes), (Recipe::Semaphore, options.semaphore_processes)];
+    let before: Vec<usize> = recipes.iter().map(|(r, _)| rec.holds(*r)).collect();
     tokio::time::sleep(options.calm).await;
-    let after = rec.holds();
     for p in &procs {
         p.life.abort();
         p.net.kill();
     }
-    let mut failure = server.failure();
-    for p in procs {
-        if let Err(e) = p.life.await {
-            if e.is_panic() {
-                failure.get_or_insert(format!("a process panicked: {e}"));
-            }
-        }
+    let stalled = recipes
+        .iter()
+        .zip(before)
+        .find(|((recipe, n), before)| *n > 0 && rec.holds(*recipe) == *before);
+    if let Some(((recipe, _), _)) = stalled {
+        return Err(format!("no {recipe:?} hold in {} ms of calm", options.calm.as_millis()));
+    }
+    if let Some(e) = server.failure() {
+        return Err(e);
     }
     let records = rec.take();
     let of = |recipe: Recipe| -> Vec<checks::Term> {
         records.terms.iter().filter(|t| t.recipe == recipe).cloned().collect()
     };
-    let check = failure
-        .map_or(Ok(()), Err)
-        .and_then(|()| checks::terms_exclusive(&of(Recipe::Mutex), 1))
+    let check = checks::terms_exclusive(&of(Recipe::Mutex), 1)
         .and_then(|()| checks::terms_exclusive(&of(Recipe::Semaphore), SEMAPHORE_LEASES as usize))
         .and_then(|()| checks::fenced_writes(&records.writes))
         .and_then(|()| {
             checks::writes_inside_terms(&records.writes, &records.terms, |z| {
                 server.landing(z).and_then(|l| l.conn_opened_ms)
             })
-        })
-        .and_then(|()| match after > before {
-            true => Ok(()),
-            false => Err(format!("no hold in {} ms of calm", options.calm.as_millis())),
         });
     if let Err(what) = check {
-        return Err(Failure { seed, what, trace: records.trace });
+        // Put the trace back for the failure's report.
+        rec.restore(records);
+        return Err(what);
     }
     Ok(Outcome {
         seed,
@@ -206,29 +273,18 @@ fn spawn_life(
 }
 
 /// Creates the node the holders write, through a session of its own.
-async fn setup(server: &Arc<Server>) {
+async fn setup(server: &Arc<Server>) -> Result<(), String> {
     let net = SimNet::new(server.clone(), usize::MAX);
     let config = SessionConfig::new("world:2181").with_transport(net.clone());
-    let session = Session::connect(config).await.expect("the world's server serves");
-    let client = session.client().expect("connected");
-    client
-        .create(
-            "/world",
-            b"",
-            &rzk_client::CreateMode::Persistent.with_acls(rzk_client::Acls::anyone_all()),
-        )
-        .await
-        .expect("create");
-    client
-        .create(
-            DATA,
-            b"",
-            &rzk_client::CreateMode::Persistent.with_acls(rzk_client::Acls::anyone_all()),
-        )
-        .await
-        .expect("create");
+    let session = Session::connect(config).await.map_err(|e| format!("setup: {e}"))?;
+    let client = session.client().map_err(|e| format!("setup: {e}"))?;
+    let open = rzk_client::CreateMode::Persistent.with_acls(rzk_client::Acls::anyone_all());
+    for path in ["/world", DATA] {
+        client.create(path, b"", &open).await.map_err(|e| format!("setup: create {path}: {e}"))?;
+    }
     session.close().await;
     net.kill();
+    Ok(())
 }
 
 /// One fault, drawn from the seed.

@@ -41,7 +41,9 @@ fn offences(check: impl Fn(&Path, &[&str], usize) -> bool) -> Vec<String> {
 #[test]
 fn every_select_in_the_client_and_the_recipes_is_biased() {
     let unbiased = offences(|_, lines, i| {
-        lines[i].contains("select! {") && lines.get(i + 1).map(|l| l.trim()) != Some("biased;")
+        let opens =
+            lines[i].split("select!").nth(1).is_some_and(|rest| rest.trim_start().starts_with('{'));
+        opens && lines.get(i + 1).map(|l| l.trim()) != Some("biased;")
     });
     assert!(unbiased.is_empty(), "select! without `biased;` next: {unbiased:?}");
 }
@@ -51,12 +53,26 @@ fn the_client_and_the_recipes_read_no_real_clock() {
     let real = offences(|file, lines, i| {
         let line = lines[i];
         if file.components().any(|c| c.as_os_str() == "rzk-client") {
-            // The client's `Instant` is tokio's; it must not import the standard one.
-            return line.contains("use std::time::") && line.contains("Instant");
+            // The client's `Instant` is tokio's; it must not import the standard one, on one
+            // line or in a `use std::time::{...}` block.
+            let block = line.contains("use std::time::{") && !line.contains('}');
+            let imported = if block {
+                lines[i..].iter().take_while(|l| !l.contains('}')).any(|l| l.contains("Instant"))
+                    || lines[i..]
+                        .iter()
+                        .find(|l| l.contains('}'))
+                        .is_some_and(|l| l.contains("Instant"))
+            } else {
+                line.contains("use std::time::") && line.contains("Instant")
+            };
+            return imported || line.contains("SystemTime::now()");
         }
-        line.contains("Instant::now()")
-            && !line.contains("tokio::time::Instant::now()")
-            && !line.contains("clock::now()")
+        // A service instance's registration time is the wall clock's, as curator-x-discovery's.
+        let wall_clock_by_design = file.ends_with("discovery/instance.rs");
+        (line.contains("SystemTime::now()") && !wall_clock_by_design)
+            || (line.contains("Instant::now()")
+                && !line.contains("tokio::time::Instant::now()")
+                && !line.contains("clock::now()"))
     });
     assert!(real.is_empty(), "the real clock read at: {real:?}");
 }
