@@ -10,9 +10,9 @@ use std::time::Instant;
 use rzk_world::{run, Options};
 
 /// Seeds run twice by the replay test.
-const REPLAYED_SEEDS: u64 = 10;
+const REPLAYED_SEEDS: u64 = 5;
 /// Seeds the sweep runs in `cargo test`.
-const SEEDS_DEFAULT: u64 = 50;
+const SEEDS_DEFAULT: u64 = 20;
 
 fn env(name: &str) -> Option<u64> {
     std::env::var(name)
