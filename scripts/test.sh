@@ -35,7 +35,8 @@ cd "$(dirname "$0")/.."
 export CARGO_INCREMENTAL=0
 export CARGO_PROFILE_DEV_DEBUG=line-tables-only
 
-step() { printf '\n==== %s\n' "$*"; }
+# Each banner carries the seconds since the gate started, so a log shows where the time goes.
+step() { printf '\n==== [%ds] %s\n' "$SECONDS" "$*"; }
 
 step "Debian packages"
 scripts/install-deps.sh
