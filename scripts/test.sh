@@ -8,9 +8,11 @@
 #   1. Debian packages for the real-client suites (Apache ZooKeeper 3.8, Curator 5.4, kazoo,
 #      Prometheus, MIT Kerberos);
 #   2. rustfmt, clippy -D warnings;
-#   3. cargo test: codec golden bytes, core unit tests, the zookeeper-client tour and the
-#      bad-input/limit tests against in-process servers; then, with the `gssapi` feature, the
-#      Kerberos tests against ZooKeeper in an MIT realm on loopback;
+#   3. every test of the workspace (what `cargo test --workspace` runs), with the `gssapi`
+#      feature, each in its own process, several at once (scripts/run-tests.py): codec golden
+#      bytes, unit tests, the seeded world, the suites against in-process servers, Apache
+#      ZooKeeper, ensembles, Curator and the Java client, and the Kerberos tests in an MIT
+#      realm on loopback;
 #   4. the README's set-up and quickstart commands, run verbatim in a fresh clone of HEAD
 #      (scripts/readme-commands.py; the README's server needs port 2181 free);
 #   5. interop suites with unmodified clients (kazoo, zkCli, Curator, C client) against rzk and,
@@ -46,17 +48,14 @@ cargo fmt --all -- --check
 # With Kerberos built in, so the `gssapi` code is linted too.
 cargo clippy --workspace --all-targets --features rzk/gssapi -- -D warnings
 
-step "cargo test"
-# Also builds every binary the later steps run (target/debug/rzk): a separate `cargo build`
-# would compile the workspace again, without the dev-dependencies' features.
-cargo test --workspace --no-fail-fast
-
-step "Kerberos: rzk-client, the CLI and the Java client on Kerberized ZooKeeper and rzk, an MIT KDC on loopback"
-# The `gssapi` feature is off by default (building it needs libkrb5-dev and libclang), so its
-# tests are built and run here with it.
-cargo test -p rzk-client --features gssapi --test t15_kerberos
-cargo test -p rzk --features gssapi --test t60_kerberos_cli --test t51_server_start
-cargo test -p rzk-server --features gssapi --lib gssapi
+step "tests: every test of the workspace, side by side, with Kerberos built in"
+# scripts/run-tests.py builds what `cargo test --workspace` builds, here with the `gssapi`
+# feature (the set clippy lints above), and runs each test in its own process, several at
+# once: the Kerberos tests (an MIT KDC on loopback, Kerberized ZooKeeper and rzk, the Java
+# client) run among the others. It also builds every binary the later steps run
+# (target/debug/rzk). Without `gssapi` (a default build) the Kerberos entry points say how to
+# get it: the release binary below checks the server's; `cargo test` checks the client's.
+/usr/bin/python3 -m scripts.run-tests -- --features rzk/gssapi
 
 step "README commands, verbatim, in a fresh clone"
 /usr/bin/python3 -m scripts.readme-commands
@@ -87,6 +86,16 @@ cargo bench -p rzk-microbench -- --test
 
 step "coarse benchmark guard: rzk against Apache ZooKeeper, side by side"
 cargo build --release -p rzk
+# A default build (no `gssapi`) refuses a Kerberos JAAS section and says how to get it.
+krb=$(mktemp -d)
+printf 'sessionRequireClientSASLAuth=true\n' >"$krb/zoo.cfg"
+printf 'Server {\n  com.sun.security.auth.module.Krb5LoginModule required\n  useKeyTab=true keyTab="/etc/zk.keytab" principal="zookeeper/h@R";\n};\n' >"$krb/jaas.conf"
+if timeout 10 target/release/rzk server --in-memory --bind 127.0.0.1 --port 0 \
+    --config "$krb/zoo.cfg" --jaas "$krb/jaas.conf" 2>"$krb/err"; then
+  echo "a default build started a Kerberos server" >&2; exit 1
+fi
+grep -q "without GSSAPI" "$krb/err" || { cat "$krb/err" >&2; exit 1; }
+rm -rf "$krb"
 /usr/bin/python3 -m scripts.bench-compare --workloads get,set,create,churn,handoff-event --rounds 1 \
     --duration-s 3 --warmup-s 1 --skip-1m --startup-trials 1 --quiet-wait-s 0 \
     --guard-throughput-ratio 1.5

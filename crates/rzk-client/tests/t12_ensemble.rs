@@ -108,6 +108,8 @@ async fn assert_watches_fire(writer: &Client, path: &str, watched: Vec<Watched>)
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_follower_s_client_is_served_by_another_member_within_a_second() {
+    // Three or five ZooKeeper JVMs and time bounds: a heavy scenario.
+    let _slot = rzk_testkit::slots::heavy_async().await;
     let mut ens = blocking(|| Ensemble::start(3));
     let f = blocking(|| a_follower(&ens));
     let writer = connect(&ens.hosts()).await;
@@ -132,6 +134,8 @@ async fn a_killed_follower_s_client_is_served_by_another_member_within_a_second(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clients_of_a_killed_member_spread_and_survive_two_kills_of_five() {
+    // Three or five ZooKeeper JVMs and time bounds: a heavy scenario.
+    let _slot = rzk_testkit::slots::heavy_async().await;
     const CLIENTS: usize = 30;
     let mut ens = blocking(|| Ensemble::start(5));
     let k = blocking(|| a_follower(&ens));
@@ -185,6 +189,8 @@ async fn clients_of_a_killed_member_spread_and_survive_two_kills_of_five() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_leader_killed_restarted_and_rejoining_keeps_every_session() {
+    // Three or five ZooKeeper JVMs and time bounds: a heavy scenario.
+    let _slot = rzk_testkit::slots::heavy_async().await;
     let mut ens = blocking(|| Ensemble::start(3));
     let hosts = ens.hosts();
     let writer = connect(&hosts).await;
@@ -225,6 +231,8 @@ async fn the_leader_killed_restarted_and_rejoining_keeps_every_session() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn black_holed_and_refusing_hosts_cost_at_most_their_share() {
+    // Three or five ZooKeeper JVMs and time bounds: a heavy scenario.
+    let _slot = rzk_testkit::slots::heavy_async().await;
     const CONNECTS: usize = 20;
     let ens = blocking(|| Ensemble::start(3));
     // Two hosts that accept TCP and answer nothing, one that closes every connection at once,
@@ -267,6 +275,8 @@ async fn black_holed_and_refusing_hosts_cost_at_most_their_share() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_ensemble_s_config_and_a_session_s_ephemerals_under_a_chroot_of_many_hosts() {
+    // Three or five ZooKeeper JVMs and time bounds: a heavy scenario.
+    let _slot = rzk_testkit::slots::heavy_async().await;
     let ens = blocking(|| Ensemble::start(3));
     let c = connect(&ens.hosts()).await;
     let (config, _) = c.get_config().await.unwrap();

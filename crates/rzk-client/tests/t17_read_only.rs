@@ -18,6 +18,8 @@ fn ensemble() -> Ensemble {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_partitioned_member_serves_reads_until_a_read_write_member_answers() {
+    // Three or five ZooKeeper JVMs and time bounds: a heavy scenario.
+    let _slot = rzk_testkit::slots::heavy_async().await;
     let mut e = ensemble();
     let writer = within(LIMIT, "connect", Client::connect(&e.hosts())).await.unwrap();
     let open = CreateMode::Persistent.with_acls(Acls::anyone_all());
@@ -72,6 +74,8 @@ async fn a_partitioned_member_serves_reads_until_a_read_write_member_answers() {
 /// a read-write member and is resumed there, same session.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_write_session_waits_for_a_read_write_member() {
+    // Three or five ZooKeeper JVMs and time bounds: a heavy scenario.
+    let _slot = rzk_testkit::slots::heavy_async().await;
     let mut e = ensemble();
     let a = e.follower();
     e.partition_to_read_only(a);

@@ -44,8 +44,20 @@ pub fn java(class_dirs: &[&Path]) -> Command {
 
 /// Compiles `source` against the classpath into `out`, unless its class file there is newer
 /// than every `.java` file beside it, and returns `out`. The classes it uses from the sources
-/// beside it are compiled with it.
+/// beside it are compiled with it. Test processes running side by side compile one at a time
+/// (an exclusive lock on `out`'s lock file), so none loads a class file still being written.
 pub fn compile(source: &Path, out: &Path) -> PathBuf {
+    let lock_path = out.with_extension("lock");
+    if let Some(parent) = lock_path.parent() {
+        std::fs::create_dir_all(parent).expect("class dir's parent");
+    }
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .unwrap_or_else(|e| panic!("open {}: {e}", lock_path.display()));
+    lock.lock().unwrap_or_else(|e| panic!("lock {}: {e}", lock_path.display()));
     let class = out.join(source.file_stem().expect("a .java file")).with_extension("class");
     let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
     let dir = source.parent().expect("a source directory");

@@ -19,6 +19,7 @@ pub mod proxy;
 pub mod raw;
 pub mod secure;
 pub mod server;
+pub mod slots;
 pub mod tempdir;
 pub mod wait;
 pub mod zookeeper;

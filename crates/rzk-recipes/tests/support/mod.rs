@@ -278,11 +278,10 @@ pub fn init_tracing() {
     });
 }
 
-/// Serialises the scenarios of one test binary: the machine has 2 cores and the assertions
-/// have time bounds.
-pub async fn serial() -> tokio::sync::MutexGuard<'static, ()> {
-    static LOCK: OnceLock<tokio::sync::Mutex<()>> = OnceLock::new();
-    LOCK.get_or_init(|| tokio::sync::Mutex::new(())).lock().await
+/// A heavy-scenario slot (`rzk_testkit::slots`), held for the scenario: the machine has 2
+/// cores and the assertions have time bounds.
+pub async fn serial() -> rzk_testkit::slots::Slot {
+    rzk_testkit::slots::heavy_async().await
 }
 
 /// A unique election path for a test.

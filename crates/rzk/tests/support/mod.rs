@@ -43,11 +43,10 @@ impl Server {
     }
 }
 
-/// Serialises the scenarios of one test binary: the machine has 2 cores, a ZooKeeper JVM is
-/// heavy, and the scenarios have time bounds.
-pub fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+/// A heavy-scenario slot (`rzk_testkit::slots`), held for the scenario: the machine has 2
+/// cores, a ZooKeeper JVM is heavy, and the scenarios have time bounds.
+pub fn serial() -> rzk_testkit::slots::Slot {
+    rzk_testkit::slots::heavy()
 }
 
 /// Defines `#[test]`s `<name>::rzk` and `<name>::zookeeper` running `scenario(kind)`.
