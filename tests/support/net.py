@@ -1,15 +1,47 @@
 """Loopback networking for the tests: a free port, and a TCP proxy for fault injection."""
 
+import os
 import socket
 import threading
 
 
+# Ports are handed out from PORT_MIN up to the kernel's ephemeral range, which the kernel
+# never hands out by itself: a port from bind(0) is drawn from the range outgoing connections
+# take their source ports from, and any of them can take it before the server binds it. Each
+# process walks the range from its own offset (from its pid), as rzk_testkit::ports does, so
+# suites running side by side rarely meet; a port that cannot be bound is skipped.
+PORT_MIN = 10000
+EPHEMERAL_MIN_DEFAULT = 32768
+_next = None
+
+
+def _ephemeral_min():
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return EPHEMERAL_MIN_DEFAULT
+
+
 def free_port():
-    """A loopback port free right now (another process may take it before it is bound: the
-    server launchers check that the server answering is theirs)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port free right now, below the ephemeral range (another process may still
+    take it before it is bound: the server launchers check that the server answering is
+    theirs)."""
+    global _next
+    top = max(_ephemeral_min(), PORT_MIN + 1000)
+    span = top - PORT_MIN
+    if _next is None:
+        _next = (os.getpid() * 7919) % span
+    for _ in range(span):
+        port = PORT_MIN + _next % span
+        _next += 1
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise OSError("no free port on 127.0.0.1 in %d..%d" % (PORT_MIN, top))
 
 
 def _shutdown(sock):

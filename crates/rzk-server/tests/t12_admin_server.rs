@@ -127,8 +127,18 @@ fn same_shape(at: &str, rzk: &Value, zk: &Value, subset: bool) {
         (Value::Object(r), Value::Object(z)) => {
             let data_keyed = DATA_KEYED.iter().any(|k| at.ends_with(k));
             if data_keyed {
+                // ZooKeeper's ExpiryQueue empties a session's old bucket when the session is
+                // touched and drops the bucket only when its time comes: an empty bucket is
+                // a moment of ZooKeeper's, not a shape.
+                let filled = |o: &serde_json::Map<String, Value>| -> Vec<Value> {
+                    o.values()
+                        .filter(|v| v.as_array().is_none_or(|a| !a.is_empty()))
+                        .cloned()
+                        .collect()
+                };
+                let (r, z) = (filled(r), filled(z));
                 assert_eq!(r.len(), z.len(), "{at}: entries: rzk {rzk} vs ZooKeeper {zk}");
-                for (rv, zv) in r.values().zip(z.values()) {
+                for (rv, zv) in r.iter().zip(z.iter()) {
                     same_shape(&format!("{at}.*"), rv, zv, false);
                 }
                 return;
