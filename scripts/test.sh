@@ -14,9 +14,12 @@
 #      ZooKeeper, ensembles, Curator and the Java client, and the Kerberos tests in an MIT
 #      realm on loopback;
 #   4. the README's set-up and quickstart commands, run verbatim in a fresh clone of HEAD
-#      (scripts/readme-commands.py; the README's server needs port 2181 free);
+#      (scripts/readme-commands.py; the README's server needs port 2181 free); then
+#      $RZK_WORLD_SEEDS_GATE (10,000) seeds of the seeded world (crates/rzk-world),
+#      release-built, run in the background through steps 5-8;
 #   5. interop suites with unmodified clients (kazoo, zkCli, Curator, C client) against rzk and,
-#      to keep the suites honest, against Apache ZooKeeper; Debian's Prometheus scraping rzk;
+#      to keep the suites honest, against Apache ZooKeeper, the two side by side; Debian's
+#      Prometheus scraping rzk;
 #   6. the differential test: one scripted scenario, rzk vs Apache ZooKeeper, byte for byte
 #      modulo masked ids and times;
 #   7. a fuzz smoke run of every fuzz target ($RZK_FUZZ_SECONDS per target, default 30);
@@ -38,6 +41,9 @@ export CARGO_INCREMENTAL=0
 export CARGO_PROFILE_DEV_DEBUG=line-tables-only
 
 # Each banner carries the seconds since the gate started, so a log shows where the time goes.
+# Seeds of the full-system world (crates/rzk-world) each run sweeps.
+WORLD_SEEDS="${RZK_WORLD_SEEDS_GATE:-10000}"
+
 step() { printf '\n==== [%ds] %s\n' "$SECONDS" "$*"; }
 
 step "Debian packages"
@@ -60,10 +66,29 @@ step "tests: every test of the workspace, side by side, with Kerberos built in"
 step "README commands, verbatim, in a fresh clone"
 /usr/bin/python3 -m scripts.readme-commands
 
-step "interop suites against rzk"
-tests/interop/run_all.sh --server rzk
-step "interop suites against Apache ZooKeeper (the suites' own reference)"
-tests/interop/run_all.sh --server zookeeper
+step "the seeded world: $WORLD_SEEDS seeds, in the background while the next steps wait on JVMs"
+# Release-built, at the lowest priority: it takes the CPU the suites below leave idle, and is
+# waited for before the benchmark guard, which needs the machine to itself. Worlds of 10 s of
+# faults and 9 s of calm (the calm outlasts any holder's pause); every invariant is checked
+# after each, and a failure is printed with its replay command and shrunk.
+cargo build --release -p rzk-world --bin rzk-world-soak
+world_log=$(mktemp)
+nice -n 19 target/release/rzk-world-soak --seeds "$WORLD_SEEDS" --threads 2 \
+    --faulty-s 10 --calm-s 9 >"$world_log" 2>&1 & world_run=$!
+trap 'kill "$world_run" 2>/dev/null || true' EXIT
+
+step "interop suites against rzk and against Apache ZooKeeper (their own reference), side by side"
+# The suites wait on JVMs and servers more than they compute, and every server they start
+# takes a free port of its own (tests/support/net.py), so the two runs share the machine.
+interop=$(mktemp -d)
+tests/interop/run_all.sh --server rzk >"$interop/rzk.log" 2>&1 & rzk_run=$!
+tests/interop/run_all.sh --server zookeeper >"$interop/zookeeper.log" 2>&1 & zk_run=$!
+rzk_rc=0; wait "$rzk_run" || rzk_rc=$?
+zk_rc=0; wait "$zk_run" || zk_rc=$?
+echo "---- against rzk"; cat "$interop/rzk.log"
+echo "---- against Apache ZooKeeper"; cat "$interop/zookeeper.log"
+rm -rf "$interop"
+[ "$rzk_rc" -eq 0 ] && [ "$zk_rc" -eq 0 ]
 
 step "Prometheus scrapes rzk's metrics endpoint"
 /usr/bin/python3 -m tests.interop.prometheus_suite --server rzk
@@ -83,6 +108,11 @@ grep -qxF '| delete to the event sent | 445 | 486 | 501 |' <<<"$timeline"
 
 step "micro-benchmarks, each run once"
 cargo bench -p rzk-microbench -- --test
+
+step "the seeded world's sweep, waited for"
+world_rc=0; wait "$world_run" || world_rc=$?
+cat "$world_log"; rm -f "$world_log"
+[ "$world_rc" -eq 0 ]
 
 step "coarse benchmark guard: rzk against Apache ZooKeeper, side by side"
 cargo build --release -p rzk

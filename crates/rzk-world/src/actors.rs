@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use rzk_client::MultiWriteResult;
 use rzk_recipes::{
-    ConnectionPolicy, InterProcessMutex, InterProcessSemaphore, Leadership, MutexOptions, Session,
-    SessionConfig,
+    ConnectionPolicy, InterProcessMutex, InterProcessSemaphore, LatchOptions, LeaderLatch,
+    Leadership, MutexOptions, Session, SessionConfig,
 };
 
 use crate::checks::{Recipe, Term, SEMAPHORE_LEASES};
@@ -18,15 +18,24 @@ use crate::net::SimNet;
 pub(crate) const LOCK: &str = "/world/lock";
 /// The semaphore the semaphore processes take leases of.
 pub(crate) const SEMAPHORE: &str = "/world/sem";
-/// The node the holders write under their fencing token.
+/// The node the mutex holders write under their fencing token.
 pub(crate) const DATA: &str = "/world/data";
+/// The election the latch processes join.
+pub(crate) const LATCH: &str = "/world/latch";
+/// The node the latch leaders write under their fencing token.
+pub(crate) const LATCH_DATA: &str = "/world/latch-data";
+/// How long a latch waits to lead, in session timeouts, before it gives up and joins anew
+/// (a latch of an expired session may never be elected).
+const LATCH_PATIENCE_TIMEOUTS: u32 = 4;
 /// Guarded writes in one hold, at most.
 const WRITES_PER_HOLD_MAX: usize = 3;
 /// The longest a holder works between two writes.
 const WORK_MS_MAX: u64 = 40;
 /// How often (percent of writes) a holder stalls before writing, as a process paused by GC
-/// or SIGSTOP would, for up to twice its session timeout.
+/// or SIGSTOP would, for up to [`PAUSE_TIMEOUTS_MAX`] of its session timeouts.
 const PAUSE_PERCENT: u32 = 2;
+/// A pause's longest, in session timeouts: past the session's expiry.
+pub(crate) const PAUSE_TIMEOUTS_MAX: u64 = 2;
 /// How long a semaphore process keeps a lease: long enough that its leases, not the
 /// semaphore's internal lock, are what the others wait for.
 const LEASE_MS_MIN: u64 = 50;
@@ -40,11 +49,19 @@ pub(crate) struct Recorder {
     inner: Mutex<Records>,
 }
 
+/// An acknowledged guarded write: by a holder of `recipe`, under `token`, at `mzxid`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Write {
+    pub recipe: Recipe,
+    pub mzxid: i64,
+    pub token: i64,
+}
+
 #[derive(Default)]
 pub(crate) struct Records {
     pub terms: Vec<Term>,
-    /// `(mzxid, token)` of every acknowledged guarded write.
-    pub writes: Vec<(i64, i64)>,
+    /// Every acknowledged guarded write.
+    pub writes: Vec<Write>,
     /// What happened, in order, with the world's time: the replay's record.
     pub trace: Vec<String>,
     /// The leadership of each term still running, by the term's index.
@@ -112,8 +129,8 @@ impl Recorder {
         }
     }
 
-    fn wrote(&self, mzxid: i64, token: i64) {
-        self.lock().writes.push((mzxid, token));
+    fn wrote(&self, recipe: Recipe, mzxid: i64, token: i64) {
+        self.lock().writes.push(Write { recipe, mzxid, token });
     }
 
     /// Puts taken records back, so that a failure can report their trace.
@@ -155,6 +172,7 @@ pub(crate) async fn life(
     match recipe {
         Recipe::Mutex => hold_mutex(me, &session, options).await,
         Recipe::Semaphore => hold_semaphore(me, &session, options).await,
+        Recipe::Latch => hold_latch(me, &session, options.common.policy).await,
     }
 }
 
@@ -167,37 +185,69 @@ struct Me {
 }
 
 /// Acquire, work with guarded writes, release, forever.
-async fn hold_mutex(me: Me, session: &Session, options: MutexOptions) {
-    let Me { process, rec, mut rng, session_timeout } = me;
+async fn hold_mutex(mut me: Me, session: &Session, options: MutexOptions) {
     let mutex = InterProcessMutex::new(session, LOCK, options).expect("the lock path is valid");
     loop {
-        let guard = until_ok(process, &rec, || mutex.acquire()).await;
-        let token = guard.token().0;
-        let term = rec.started(Recipe::Mutex, process, guard.leadership());
-        for _ in 0..rng.usize(1..=WRITES_PER_HOLD_MAX) {
-            tokio::time::sleep(Duration::from_millis(rng.u64(0..=WORK_MS_MAX))).await;
-            if !guard.is_valid() {
-                break;
-            }
-            if rng.u32(0..100) < PAUSE_PERCENT {
-                let pause = rng.u64(0..=2 * session_timeout.as_millis() as u64);
-                rec.note(format!("p{process} pauses {pause} ms before a write"));
-                tokio::time::sleep(Duration::from_millis(pause)).await;
-            }
-            let Ok(mut w) = guard.guarded() else { break };
-            w.set_data(DATA, &token.to_be_bytes(), None).expect("a valid set");
-            match w.commit().await {
-                Ok(results) => {
-                    if let Some(MultiWriteResult::SetData { stat }) = results.last() {
-                        rec.wrote(stat.mzxid, token);
-                    }
-                }
-                Err(_) => break,
-            }
-        }
-        rec.ended(term);
+        let guard = until_ok(me.process, &me.rec, || mutex.acquire()).await;
+        let term = me.rec.started(Recipe::Mutex, me.process, guard.leadership());
+        work(&mut me, guard.leadership(), Recipe::Mutex, DATA).await;
+        me.rec.ended(term);
         let _ = guard.release().await;
-        tokio::time::sleep(Duration::from_millis(rng.u64(0..20))).await;
+        tokio::time::sleep(Duration::from_millis(me.rng.u64(0..20))).await;
+    }
+}
+
+/// Join the election with a new latch, lead, work with guarded writes, resign (close the
+/// latch), forever. Each latch leads at most once: a latch that resumes its node after a
+/// step-down would lead again with the same token, which is not a new term.
+async fn hold_latch(mut me: Me, session: &Session, policy: ConnectionPolicy) {
+    let patience = me.session_timeout * LATCH_PATIENCE_TIMEOUTS;
+    loop {
+        let mut options = LatchOptions::default().with_id(format!("p{}", me.process));
+        options.common.policy = policy;
+        let latch = LeaderLatch::new(session, LATCH, options).expect("the latch path is valid");
+        match latch.start().await {
+            Err(e) => me.rec.note(format!("p{} cannot join: {e}", me.process)),
+            Ok(_) => match latch.await_leadership_timeout(patience).await {
+                Ok(Some(leadership)) => {
+                    let term = me.rec.started(Recipe::Latch, me.process, &leadership);
+                    work(&mut me, &leadership, Recipe::Latch, LATCH_DATA).await;
+                    me.rec.ended(term);
+                }
+                Ok(None) => me.rec.note(format!("p{} not elected in {patience:?}", me.process)),
+                Err(e) => me.rec.note(format!("p{} election failed: {e}", me.process)),
+            },
+        }
+        let _ = latch.close().await;
+        tokio::time::sleep(Duration::from_millis(me.rng.u64(0..20))).await;
+    }
+}
+
+/// A term's work: up to [`WRITES_PER_HOLD_MAX`] guarded writes of its token to `data`, with
+/// work (and now and then a long pause) before each; it stops at the term's loss or the
+/// first write that fails.
+async fn work(me: &mut Me, leadership: &Leadership, recipe: Recipe, data: &str) {
+    let token = leadership.token().0;
+    for _ in 0..me.rng.usize(1..=WRITES_PER_HOLD_MAX) {
+        tokio::time::sleep(Duration::from_millis(me.rng.u64(0..=WORK_MS_MAX))).await;
+        if !leadership.is_valid() {
+            break;
+        }
+        if me.rng.u32(0..100) < PAUSE_PERCENT {
+            let pause = me.rng.u64(0..=PAUSE_TIMEOUTS_MAX * me.session_timeout.as_millis() as u64);
+            me.rec.note(format!("p{} pauses {pause} ms before a write", me.process));
+            tokio::time::sleep(Duration::from_millis(pause)).await;
+        }
+        let Ok(mut w) = leadership.guarded() else { break };
+        w.set_data(data, &token.to_be_bytes(), None).expect("a valid set");
+        match w.commit().await {
+            Ok(results) => {
+                if let Some(MultiWriteResult::SetData { stat }) = results.last() {
+                    me.rec.wrote(recipe, stat.mzxid, token);
+                }
+            }
+            Err(_) => break,
+        }
     }
 }
 

@@ -10,6 +10,18 @@ pub enum Recipe {
     Mutex,
     /// The InterProcessSemaphore at `/world/sem`: [`SEMAPHORE_LEASES`] holders.
     Semaphore,
+    /// The LeaderLatch election at `/world/latch`: one leader.
+    Latch,
+}
+
+impl Recipe {
+    /// How many may hold at once.
+    pub fn holders(self) -> usize {
+        match self {
+            Recipe::Mutex | Recipe::Latch => 1,
+            Recipe::Semaphore => SEMAPHORE_LEASES as usize,
+        }
+    }
 }
 
 /// Leases of the world's semaphore.

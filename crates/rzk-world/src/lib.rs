@@ -9,15 +9,20 @@
 //! driven as its shell would drive them ([`server`], over `rzk_sim::Machine`).
 //!
 //! `run(seed, &Options::default())` runs one world; a failure names the seed, and the same
-//! seed runs the same world again. See tests/README.md for seeds, replay and soak runs.
+//! seed runs the same world again, and [`shrink`] reduces it to the few faults that break
+//! it. See tests/README.md for seeds, replay and soak runs.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod actors;
 pub mod checks;
+mod faults;
 mod net;
 mod server;
+mod shrink;
 mod world;
 
+pub use faults::Kept;
+pub use shrink::{shrink, Shrunk};
 pub use world::{run, Failure, Options, Outcome};

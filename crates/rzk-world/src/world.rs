@@ -8,9 +8,10 @@ use rzk_recipes::{Session, SessionConfig};
 use rzk_sim::Rng;
 use tokio::task::JoinHandle;
 
-use crate::actors::{life, Recorder, DATA};
+use crate::actors::{life, Recorder, Records, DATA, LATCH_DATA, PAUSE_TIMEOUTS_MAX};
 use crate::checks;
-use crate::checks::{Recipe, SEMAPHORE_LEASES};
+use crate::checks::Recipe;
+use crate::faults::{draw, Fault, Kept};
 use crate::net::SimNet;
 use crate::server::Server;
 
@@ -22,8 +23,9 @@ const WORLD_SLACK: Duration = Duration::from_secs(120);
 const SESSION_MS_MIN: u64 = 1_000;
 const SESSION_MS_STEP: u64 = 500;
 const SESSION_STEPS: u64 = 6;
+const SESSION_MS_MAX: u64 = SESSION_MS_MIN + SESSION_MS_STEP * SESSION_STEPS;
 /// The world time between two faults: at least this...
-const FAULT_GAP_MS_MIN: u64 = 100;
+pub(crate) const FAULT_GAP_MS_MIN: u64 = 100;
 /// ...and up to this much more, so that sessions live long enough between faults for
 /// locks to change hands under them.
 const FAULT_GAP_MS_SPREAD: u64 = 900;
@@ -35,6 +37,8 @@ pub struct Options {
     pub processes: usize,
     /// Client processes taking leases of the semaphore.
     pub semaphore_processes: usize,
+    /// Client processes joining the LeaderLatch election.
+    pub latch_processes: usize,
     /// World time with faults.
     pub faulty: Duration,
     /// World time without faults, after them, in which the lock must change hands again.
@@ -43,6 +47,8 @@ pub struct Options {
     pub faults: bool,
     /// A fixed bug brought back for this run, to show the checks find it.
     pub bug: Option<rzk_recipes::bugs::Bug>,
+    /// Which of the drawn faults are applied (the shrinker's and a short replay's choice).
+    pub kept: Kept,
 }
 
 impl Default for Options {
@@ -50,10 +56,12 @@ impl Default for Options {
         Options {
             processes: 4,
             semaphore_processes: 3,
+            latch_processes: 3,
             faulty: Duration::from_secs(30),
             calm: Duration::from_secs(10),
             faults: true,
             bug: None,
+            kept: Kept::All,
         }
     }
 }
@@ -82,8 +90,8 @@ pub struct Outcome {
 pub struct Failure {
     /// The seed that replays it.
     pub seed: u64,
-    /// The bug brought back for the run, if one was.
-    pub bug: Option<rzk_recipes::bugs::Bug>,
+    /// The run's options (its bug, its faults kept, its lengths).
+    pub options: Box<Options>,
     /// What broke.
     pub what: String,
     /// The trace.
@@ -93,13 +101,27 @@ pub struct Failure {
 impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(f, "world seed {} failed: {}", self.seed, self.what)?;
-        let bug = match self.bug {
-            Some(rzk_recipes::bugs::Bug::LeaseTrustsRequestedTimeout) => "RZK_WORLD_BUG=lease ",
-            _ => "",
-        };
+        let o = &self.options;
+        let mut env = String::new();
+        if matches!(o.bug, Some(rzk_recipes::bugs::Bug::LeaseTrustsRequestedTimeout)) {
+            env.push_str("RZK_WORLD_BUG=lease ");
+        }
+        if o.kept != Kept::All {
+            env.push_str(&format!("RZK_WORLD_KEEP={} ", o.kept));
+        }
+        let default = Options::default();
+        if o.faulty != default.faulty || o.calm != default.calm {
+            let (faulty, calm) = (o.faulty.as_secs(), o.calm.as_secs());
+            env.push_str(&format!("RZK_WORLD_FAULTY_S={faulty} RZK_WORLD_CALM_S={calm} "));
+        }
+        let mix = (o.processes, o.semaphore_processes, o.latch_processes);
+        if mix != (default.processes, default.semaphore_processes, default.latch_processes) {
+            env.push_str(&format!("RZK_WORLD_MIX={},{},{} ", mix.0, mix.1, mix.2));
+        }
         writeln!(
             f,
-            "replay: {bug}RZK_WORLD_SEED={} cargo test -p rzk-world --test world every_seed",
+            "replay: {env}RZK_WORLD_SEED={} cargo test -p rzk-world --test world every_seed \
+             -- --nocapture",
             self.seed
         )?;
         for line in &self.trace {
@@ -115,9 +137,18 @@ impl std::fmt::Display for Failure {
 /// The first broken invariant, with the trace; a task that panicked; a world that did not
 /// finish in its time.
 pub fn run(seed: u64, options: &Options) -> Result<Outcome, Failure> {
-    let failure = |what: String, trace| Failure { seed, bug: options.bug, what, trace };
-    if options.processes == 0 {
-        return Err(failure("a world needs a mutex process".into(), Vec::new()));
+    let failure =
+        |what: String, trace| Failure { seed, options: Box::new(options.clone()), what, trace };
+    if options.processes + options.semaphore_processes + options.latch_processes == 0 {
+        return Err(failure("a world needs a process".into(), Vec::new()));
+    }
+    // A holder paused through the whole calm would hold it up, and the progress check would
+    // blame the recipe.
+    let pause_max = Duration::from_millis(PAUSE_TIMEOUTS_MAX * SESSION_MS_MAX);
+    if options.calm <= pause_max {
+        let what =
+            format!("a calm of {:?} is not longer than a pause ({pause_max:?})", options.calm);
+        return Err(failure(what, Vec::new()));
     }
     let _switches = Switches::set(seed, options.bug);
     let mut builder = tokio::runtime::Builder::new_current_thread();
@@ -195,28 +226,39 @@ async fn world(
         Duration::from_millis(SESSION_MS_MIN + SESSION_MS_STEP * rng.below(SESSION_STEPS + 1));
     rec.note(format!("session timeout {} ms", timeout.as_millis()));
     setup(&server).await?;
-    let mut procs: Vec<Process> = (0..options.processes + options.semaphore_processes)
+    let recipes = [
+        (Recipe::Mutex, options.processes),
+        (Recipe::Semaphore, options.semaphore_processes),
+        (Recipe::Latch, options.latch_processes),
+    ];
+    let each: Vec<Recipe> = recipes.iter().flat_map(|&(r, n)| std::iter::repeat_n(r, n)).collect();
+    let mut procs: Vec<Process> = (0..each.len())
         .map(|p| {
-            let recipe = if p < options.processes { Recipe::Mutex } else { Recipe::Semaphore };
+            let recipe = each[p];
             let net = SimNet::new(server.clone(), p);
             let life = spawn_life(recipe, p, &net, &rec, rng.next_u64(), timeout);
             Process { recipe, net, life, lives: 1 }
         })
         .collect();
-    let mut faults = 0;
+    let (mut faults, mut drawn) = (0, 0);
     let faulty_until = tokio::time::Instant::now() + options.faulty;
     while tokio::time::Instant::now() < faulty_until {
         let gap = FAULT_GAP_MS_MIN + rng.below(FAULT_GAP_MS_SPREAD);
         tokio::time::sleep(Duration::from_millis(gap)).await;
         if options.faults {
-            inject(&mut rng, &server, &rec, &mut procs, timeout, seed).await;
-            faults += 1;
+            let fault = draw(&mut rng, procs.len(), timeout.as_millis() as u64);
+            if options.kept.keeps(drawn) {
+                rec.note(format!("fault {drawn}: {fault}"));
+                inject(fault, &server, &rec, &mut procs, timeout, seed);
+                faults += 1;
+            } else {
+                rec.note(format!("fault {drawn} left out: {fault}"));
+            }
+            drawn += 1;
         }
     }
     rec.note("calm".into());
     server.calm();
-    let recipes =
-        [(Recipe::Mutex, options.processes), (Recipe::Semaphore, options.semaphore_processes)];
     let before: Vec<usize> = recipes.iter().map(|(r, _)| rec.holds(*r)).collect();
     tokio::time::sleep(options.calm).await;
     for p in &procs {
@@ -234,17 +276,7 @@ async fn world(
         return Err(e);
     }
     let records = rec.take();
-    let of = |recipe: Recipe| -> Vec<checks::Term> {
-        records.terms.iter().filter(|t| t.recipe == recipe).cloned().collect()
-    };
-    let check = checks::terms_exclusive(&of(Recipe::Mutex), 1)
-        .and_then(|()| checks::terms_exclusive(&of(Recipe::Semaphore), SEMAPHORE_LEASES as usize))
-        .and_then(|()| checks::fenced_writes(&records.writes))
-        .and_then(|()| {
-            checks::writes_inside_terms(&records.writes, &records.terms, |z| {
-                server.landing(z).and_then(|l| l.conn_opened_ms)
-            })
-        });
+    let check = check(&records, &server);
     if let Err(what) = check {
         // Put the trace back for the failure's report.
         rec.restore(records);
@@ -259,6 +291,29 @@ async fn world(
         digest: digest(&records.trace),
         trace: records.trace,
     })
+}
+
+/// The invariants over a finished run's records, recipe by recipe.
+fn check(records: &Records, server: &Server) -> Result<(), String> {
+    for recipe in [Recipe::Mutex, Recipe::Semaphore, Recipe::Latch] {
+        let terms: Vec<checks::Term> =
+            records.terms.iter().filter(|t| t.recipe == recipe).cloned().collect();
+        let writes: Vec<(i64, i64)> = records
+            .writes
+            .iter()
+            .filter(|w| w.recipe == recipe)
+            .map(|w| (w.mzxid, w.token))
+            .collect();
+        checks::terms_exclusive(&terms, recipe.holders())
+            .and_then(|()| checks::fenced_writes(&writes))
+            .and_then(|()| {
+                checks::writes_inside_terms(&writes, &terms, |z| {
+                    server.landing(z).and_then(|l| l.conn_opened_ms)
+                })
+            })
+            .map_err(|e| format!("{recipe:?}: {e}"))?;
+    }
+    Ok(())
 }
 
 fn spawn_life(
@@ -279,7 +334,7 @@ async fn setup(server: &Arc<Server>) -> Result<(), String> {
     let session = Session::connect(config).await.map_err(|e| format!("setup: {e}"))?;
     let client = session.client().map_err(|e| format!("setup: {e}"))?;
     let open = rzk_client::CreateMode::Persistent.with_acls(rzk_client::Acls::anyone_all());
-    for path in ["/world", DATA] {
+    for path in ["/world", DATA, LATCH_DATA] {
         client.create(path, b"", &open).await.map_err(|e| format!("setup: create {path}: {e}"))?;
     }
     session.close().await;
@@ -287,25 +342,18 @@ async fn setup(server: &Arc<Server>) -> Result<(), String> {
     Ok(())
 }
 
-/// One fault, drawn from the seed.
-async fn inject(
-    rng: &mut Rng,
+/// Applies one drawn fault.
+fn inject(
+    fault: Fault,
     server: &Arc<Server>,
     rec: &Arc<Recorder>,
     procs: &mut [Process],
     timeout: Duration,
     seed: u64,
 ) {
-    let p = rng.below(procs.len() as u64) as usize;
-    let t = timeout.as_millis() as u64;
-    match rng.below(100) {
-        0..=24 => {
-            rec.note(format!("fault: cut p{p}"));
-            server.set_links(Some(p), |l| l.cut = true);
-        }
-        25..=49 => {
-            let ms = rng.below(2 * t);
-            rec.note(format!("fault: black-hole p{p} for {ms} ms"));
+    match fault {
+        Fault::Cut { p } => server.set_links(Some(p), |l| l.cut = true),
+        Fault::BlackHole { p, ms } => {
             server.isolate(p);
             let s = server.clone();
             tokio::spawn(async move {
@@ -313,19 +361,12 @@ async fn inject(
                 s.rejoin(p);
             });
         }
-        50..=69 => {
-            let ms = rng.below(t / 2);
-            rec.note(format!("fault: delay p{p} by {ms} ms"));
-            server.set_links(Some(p), |l| l.delay_ms = ms);
-        }
-        70..=77 => {
-            let ms = rng.below(rzk_sim::machine::RECOVERY_TO_SERVING_MS_MAX + 1);
-            rec.note(format!("fault: server crash, {ms} ms to recover"));
+        Fault::Delay { p, ms } => server.set_links(Some(p), |l| l.delay_ms = ms),
+        Fault::ServerCrash { ms } => {
             let s = server.clone();
             tokio::spawn(async move { s.crash(Duration::from_millis(ms)).await });
         }
-        _ => {
-            rec.note(format!("fault: p{p} crashes and restarts"));
+        Fault::ProcessCrash { p } => {
             let proc = &mut procs[p];
             proc.life.abort();
             proc.net.kill();

@@ -3,11 +3,14 @@
 //!
 //! - `RZK_WORLD_SEED=S`: run that one seed (a failure's replay), printing its trace;
 //! - `RZK_WORLD_SEEDS=N`: how many seeds the sweep runs (default [`SEEDS_DEFAULT`]);
-//! - `RZK_WORLD_FIRST=F`: the sweep's first seed (default 0), for soak runs elsewhere.
+//! - `RZK_WORLD_FIRST=F`: the sweep's first seed (default 0), for soak runs elsewhere;
+//! - `RZK_WORLD_KEEP=3,8`: with `RZK_WORLD_SEED`, apply only those faults (a shrunk replay);
+//! - `RZK_WORLD_FAULTY_S`, `RZK_WORLD_CALM_S`: the world's lengths (a soak run's replay);
+//! - `RZK_WORLD_MIX=m,s,l`: mutex, semaphore and latch processes (default 4,3,3).
 
 use std::time::Instant;
 
-use rzk_world::{run, Options};
+use rzk_world::{run, shrink, Failure, Kept, Options};
 
 /// Seeds run twice by the replay test.
 const REPLAYED_SEEDS: u64 = 5;
@@ -25,6 +28,22 @@ fn every_seed_keeps_the_invariants() {
     let mut options = Options::default();
     if std::env::var("RZK_WORLD_BUG").is_ok_and(|b| b == "lease") {
         options.bug = Some(rzk_recipes::bugs::Bug::LeaseTrustsRequestedTimeout);
+    }
+    if let Some(s) = env("RZK_WORLD_FAULTY_S") {
+        options.faulty = std::time::Duration::from_secs(s);
+    }
+    if let Some(s) = env("RZK_WORLD_CALM_S") {
+        options.calm = std::time::Duration::from_secs(s);
+    }
+    if let Ok(mix) = std::env::var("RZK_WORLD_MIX") {
+        let n: Vec<usize> =
+            mix.split(',').map(|n| n.parse().expect("RZK_WORLD_MIX=m,s,l")).collect();
+        assert_eq!(n.len(), 3, "RZK_WORLD_MIX=m,s,l: mutex, semaphore and latch processes");
+        (options.processes, options.semaphore_processes, options.latch_processes) =
+            (n[0], n[1], n[2]);
+    }
+    if let Ok(keep) = std::env::var("RZK_WORLD_KEEP") {
+        options.kept = Kept::parse(&keep).unwrap_or_else(|e| panic!("RZK_WORLD_KEEP: {e}"));
     }
     if let Some(seed) = env("RZK_WORLD_SEED") {
         match run(seed, &options) {
@@ -53,7 +72,10 @@ fn every_seed_keeps_the_invariants() {
                 faults += o.faults;
                 crashes += o.crashes;
             }
-            Err(f) => panic!("{f}"),
+            Err(f) => match shrink(seed, &options) {
+                Some(s) => panic!("{}\n{s}", f.what),
+                None => panic!("{f}\n(it did not fail again when shrinking)"),
+            },
         }
     }
     println!(
@@ -94,16 +116,49 @@ fn a_seed_replays_the_same_world() {
 const SEEDS_TO_FIND_MAX: u64 = 50;
 
 #[test]
-fn reintroduced_bugs_are_found() {
+fn reintroduced_bugs_are_found_and_shrunk() {
     use rzk_recipes::bugs::Bug;
-    // One bug so far; each one brought back gets a line here.
-    #[allow(clippy::single_element_loop)]
-    for bug in [Bug::LeaseTrustsRequestedTimeout] {
-        let options = Options { bug: Some(bug), ..Options::default() };
+    // Each bug brought back gets a line here, with the world that must find it.
+    let latch_only = Options { processes: 0, semaphore_processes: 0, ..Options::default() };
+    for (bug, world) in [
+        (Bug::LeaseTrustsRequestedTimeout, Options::default()),
+        // The latch's leaders trust the same lease: a world of leaders alone finds it too.
+        (Bug::LeaseTrustsRequestedTimeout, latch_only),
+    ] {
+        let options = Options { bug: Some(bug), ..world };
         let found = (0..SEEDS_TO_FIND_MAX).find_map(|seed| run(seed, &options).err());
-        match found {
-            Some(f) => println!("{bug:?}: found by seed {}: {}", f.seed, f.what),
-            None => panic!("{bug:?} went unnoticed for {SEEDS_TO_FIND_MAX} seeds"),
-        }
+        let Some(f) = found else { panic!("{bug:?} went unnoticed for {SEEDS_TO_FIND_MAX} seeds") };
+        let s = shrink(f.seed, &options).expect("a found failure replays");
+        let before = applied(&f);
+        println!(
+            "{bug:?}: found by seed {} ({before} faults), shrunk to {} in {} runs: {}",
+            f.seed, s.faults, s.runs, s.failure.what
+        );
+        assert!(s.faults < before, "nothing left out of {before} faults");
+        assert_eq!(applied(&s.failure), s.faults);
+        let again = Options { kept: s.failure.options.kept.clone(), ..options };
+        assert!(run(f.seed, &again).is_err(), "the shrunk world passed when replayed");
     }
+}
+
+/// The faults a failed run applied, from its trace.
+fn applied(f: &Failure) -> usize {
+    f.trace.iter().filter(|l| l.contains(" fault ") && !l.contains("left out")).count()
+}
+
+#[test]
+fn a_left_out_fault_leaves_the_rest_of_the_schedule() {
+    let faults = |o: &rzk_world::Outcome| -> Vec<String> {
+        let lines = o.trace.iter().filter_map(|l| l.split_once(" fault ").map(|(_, f)| f));
+        lines.map(|f| f.replace(" left out:", ":")).collect()
+    };
+    let all = run(3, &Options::default()).unwrap_or_else(|f| panic!("{f}"));
+    let some = Options { kept: Kept::Only([0, 1, 3].into()), ..Options::default() };
+    let fewer = run(3, &some).unwrap_or_else(|f| panic!("{f}"));
+    let (a, b) = (faults(&all), faults(&fewer));
+    assert!(a.len() > 10, "seed 3 draws faults: {a:?}");
+    // Every fault is drawn, applied or not, so the schedule is the same fault for fault.
+    assert_eq!(a, b);
+    assert!(fewer.trace.iter().any(|l| l.contains("fault 2 left out")), "{:?}", fewer.trace);
+    assert_eq!(fewer.faults, 3);
 }
