@@ -224,16 +224,20 @@ async fn hold_latch(mut me: Me, session: &Session, policy: ConnectionPolicy) {
 }
 
 /// A term's work: up to [`WRITES_PER_HOLD_MAX`] guarded writes of its token to `data`, with
-/// work (and now and then a long pause) before each; it stops at the term's loss or the
+/// work before each (and, now and then, one long pause in the term); it stops at the term's loss or the
 /// first write that fails.
 async fn work(me: &mut Me, leadership: &Leadership, recipe: Recipe, data: &str) {
     let token = leadership.token().0;
+    let mut paused = false;
     for _ in 0..me.rng.usize(1..=WRITES_PER_HOLD_MAX) {
         tokio::time::sleep(Duration::from_millis(me.rng.u64(0..=WORK_MS_MAX))).await;
         if !leadership.is_valid() {
             break;
         }
-        if me.rng.u32(0..100) < PAUSE_PERCENT {
+        // One pause a term at most, so that a term outlasts a calm only when the recipe
+        // keeps it: the world's calm is longer than one pause.
+        if !paused && me.rng.u32(0..100) < PAUSE_PERCENT {
+            paused = true;
             let pause = me.rng.u64(0..=PAUSE_TIMEOUTS_MAX * me.session_timeout.as_millis() as u64);
             me.rec.note(format!("p{} pauses {pause} ms before a write", me.process));
             tokio::time::sleep(Duration::from_millis(pause)).await;

@@ -246,6 +246,14 @@ impl State {
         triggers: &mut Vec<Fired>,
     ) -> Result<Stat, ApplyError> {
         let zxid = txn.zxid;
+        let parent_path =
+            path::parent(p).ok_or_else(|| ApplyError::NoNode { zxid, path: p.to_string() })?;
+        if mode == Mode::Replay && !self.nodes.contains_key(parent_path) {
+            // The fuzzy snapshot was walked after a later transaction deleted the parent, and
+            // this node before it (only an empty node is deleted): neither is in the end
+            // state, so the create leaves nothing, as ZooKeeper's replay ignores its NoNode.
+            return Ok(Stat { czxid: zxid, mzxid: zxid, pzxid: zxid, ..Stat::default() });
+        }
         // On replay a fuzzy snapshot may already hold this node (or a later incarnation of it,
         // which later transactions will fix): replace it, keeping children already present.
         let mut children = Children::default();
@@ -256,8 +264,6 @@ impl State {
             children = old.children.clone();
             self.remove_entry(p);
         }
-        let parent_path =
-            path::parent(p).ok_or_else(|| ApplyError::NoNode { zxid, path: p.to_string() })?;
         if mode == Mode::Strict && is_session_owner(owner) && !self.sessions.contains_key(&owner) {
             return Err(ApplyError::Session { zxid, session_id: owner });
         }
