@@ -198,6 +198,8 @@ async fn a_growing_tree_is_snapshotted_geometrically() {
 
 #[tokio::test]
 async fn a_dying_disk_stops_the_server_without_acknowledging() {
+    // A 2 s session and the client's connect timeout: time bounds, so a heavy slot.
+    let _slot = rzk_testkit::slots::heavy_async().await;
     let storage = CrashStorage::new();
     let mut disk = DiskConfig::new("/data");
     disk.storage = Arc::new(storage.clone());

@@ -148,7 +148,9 @@ fn bench_refuses_a_fanout_without_watchers() {
 #[test]
 fn bench_handoff_participants_outlive_their_session_timeout_in_the_queue() {
     // Ticks of 100 ms cap the session timeout at 2 s; each follower waits two gaps of 1.5 s for
-    // its turn, so only its pings keep its session (and its place in the queue) alive.
+    // its turn, so only its pings keep its session (and its place in the queue) alive: time
+    // bounds, so a heavy slot.
+    let _slot = support::serial();
     let s = server();
     let args = [
         "bench",
