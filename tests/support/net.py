@@ -13,6 +13,7 @@ import threading
 PORT_MIN = 10000
 EPHEMERAL_MIN_DEFAULT = 32768
 _next = None
+_top = None
 
 
 def _ephemeral_min():
@@ -27,8 +28,10 @@ def free_port():
     """A loopback port free right now, below the ephemeral range (another process may still
     take it before it is bound: the server launchers check that the server answering is
     theirs)."""
-    global _next
-    top = max(_ephemeral_min(), PORT_MIN + 1000)
+    global _next, _top
+    if _top is None:
+        _top = max(_ephemeral_min(), PORT_MIN + 1000)
+    top = _top
     span = top - PORT_MIN
     if _next is None:
         _next = (os.getpid() * 7919) % span

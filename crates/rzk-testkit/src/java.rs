@@ -51,12 +51,7 @@ pub fn compile(source: &Path, out: &Path) -> PathBuf {
     if let Some(parent) = lock_path.parent() {
         std::fs::create_dir_all(parent).expect("class dir's parent");
     }
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .unwrap_or_else(|e| panic!("open {}: {e}", lock_path.display()));
+    let lock = crate::slots::lock_file(&lock_path);
     lock.lock().unwrap_or_else(|e| panic!("lock {}: {e}", lock_path.display()));
     let class = out.join(source.file_stem().expect("a .java file")).with_extension("class");
     let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();

@@ -11,6 +11,7 @@
 
 use std::net::{Ipv4Addr, TcpListener};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::OnceLock;
 
 /// The lowest port handed out: above the well-known and most registered service ports.
 const PORT_MIN: u16 = 10_000;
@@ -36,10 +37,14 @@ fn ephemeral_min() -> u16 {
         .unwrap_or(EPHEMERAL_MIN_DEFAULT)
 }
 
-/// The ports handed out: `PORT_MIN` up to the ephemeral range, and how many there are.
+/// The ports handed out: `PORT_MIN` up to the ephemeral range, and how many there are (the
+/// range read once per process).
 fn range() -> (u16, u32) {
-    let top = ephemeral_min().max(PORT_MIN + 1_000);
-    (top, u32::from(top - PORT_MIN))
+    static RANGE: OnceLock<(u16, u32)> = OnceLock::new();
+    *RANGE.get_or_init(|| {
+        let top = ephemeral_min().max(PORT_MIN + 1_000);
+        (top, u32::from(top - PORT_MIN))
+    })
 }
 
 fn next_free() -> u16 {

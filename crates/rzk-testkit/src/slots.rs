@@ -12,7 +12,7 @@
 //! sets `RZK_TEST_HEAVY_SLOTS` for the whole run.
 
 use std::fs::{File, OpenOptions};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Slots when `RZK_TEST_HEAVY_SLOTS` is not set.
@@ -51,18 +51,23 @@ fn try_take() -> Option<Slot> {
 }
 
 /// One of the `count` slots in `dir` taken now, if one is free.
-fn try_take_in(dir: &std::path::Path, count: usize) -> Option<Slot> {
+fn try_take_in(dir: &Path, count: usize) -> Option<Slot> {
     std::fs::create_dir_all(dir).unwrap_or_else(|e| panic!("create {}: {e}", dir.display()));
     (0..count).find_map(|i| {
-        let path = dir.join(format!("slot-{i}"));
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .unwrap_or_else(|e| panic!("open {}: {e}", path.display()));
+        let file = lock_file(&dir.join(format!("slot-{i}")));
         file.try_lock().ok().map(|()| Slot { _file: file })
     })
+}
+
+/// `path` opened (created if need be, never truncated) for an `flock`, which the caller
+/// takes; closing the file releases it.
+pub(crate) fn lock_file(path: &Path) -> File {
+    OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .unwrap_or_else(|e| panic!("open {}: {e}", path.display()))
 }
 
 /// Waits for a slot, blocking the thread.

@@ -19,10 +19,14 @@ mod actors;
 pub mod checks;
 mod faults;
 mod net;
+mod replay;
 mod server;
 mod shrink;
+mod sweep;
 mod world;
 
 pub use faults::Kept;
+pub use replay::bug_named;
 pub use shrink::{shrink, Shrunk};
+pub use sweep::{sweep, Totals};
 pub use world::{run, Failure, Options, Outcome};

@@ -101,23 +101,7 @@ pub struct Failure {
 impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(f, "world seed {} failed: {}", self.seed, self.what)?;
-        let o = &self.options;
-        let mut env = String::new();
-        if matches!(o.bug, Some(rzk_recipes::bugs::Bug::LeaseTrustsRequestedTimeout)) {
-            env.push_str("RZK_WORLD_BUG=lease ");
-        }
-        if o.kept != Kept::All {
-            env.push_str(&format!("RZK_WORLD_KEEP={} ", o.kept));
-        }
-        let default = Options::default();
-        if o.faulty != default.faulty || o.calm != default.calm {
-            let (faulty, calm) = (o.faulty.as_secs(), o.calm.as_secs());
-            env.push_str(&format!("RZK_WORLD_FAULTY_S={faulty} RZK_WORLD_CALM_S={calm} "));
-        }
-        let mix = (o.processes, o.semaphore_processes, o.latch_processes);
-        if mix != (default.processes, default.semaphore_processes, default.latch_processes) {
-            env.push_str(&format!("RZK_WORLD_MIX={},{},{} ", mix.0, mix.1, mix.2));
-        }
+        let env = self.options.replay_env();
         writeln!(
             f,
             "replay: {env}RZK_WORLD_SEED={} cargo test -p rzk-world --test world every_seed \

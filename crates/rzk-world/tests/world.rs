@@ -4,13 +4,10 @@
 //! - `RZK_WORLD_SEED=S`: run that one seed (a failure's replay), printing its trace;
 //! - `RZK_WORLD_SEEDS=N`: how many seeds the sweep runs (default [`SEEDS_DEFAULT`]);
 //! - `RZK_WORLD_FIRST=F`: the sweep's first seed (default 0), for soak runs elsewhere;
-//! - `RZK_WORLD_KEEP=3,8`: with `RZK_WORLD_SEED`, apply only those faults (a shrunk replay);
-//! - `RZK_WORLD_FAULTY_S`, `RZK_WORLD_CALM_S`: the world's lengths (a soak run's replay);
-//! - `RZK_WORLD_MIX=m,s,l`: mutex, semaphore and latch processes (default 4,3,3).
+//! - `RZK_WORLD_BUG`, `RZK_WORLD_KEEP`, `RZK_WORLD_FAULTY_S`, `RZK_WORLD_CALM_S`,
+//!   `RZK_WORLD_MIX`: the world's options (`Options::from_env`), as a failure prints them.
 
-use std::time::Instant;
-
-use rzk_world::{run, shrink, Failure, Kept, Options};
+use rzk_world::{run, shrink, sweep, Failure, Kept, Options};
 
 /// Seeds run twice by the replay test.
 const REPLAYED_SEEDS: u64 = 5;
@@ -25,26 +22,7 @@ fn env(name: &str) -> Option<u64> {
 
 #[test]
 fn every_seed_keeps_the_invariants() {
-    let mut options = Options::default();
-    if std::env::var("RZK_WORLD_BUG").is_ok_and(|b| b == "lease") {
-        options.bug = Some(rzk_recipes::bugs::Bug::LeaseTrustsRequestedTimeout);
-    }
-    if let Some(s) = env("RZK_WORLD_FAULTY_S") {
-        options.faulty = std::time::Duration::from_secs(s);
-    }
-    if let Some(s) = env("RZK_WORLD_CALM_S") {
-        options.calm = std::time::Duration::from_secs(s);
-    }
-    if let Ok(mix) = std::env::var("RZK_WORLD_MIX") {
-        let n: Vec<usize> =
-            mix.split(',').map(|n| n.parse().expect("RZK_WORLD_MIX=m,s,l")).collect();
-        assert_eq!(n.len(), 3, "RZK_WORLD_MIX=m,s,l: mutex, semaphore and latch processes");
-        (options.processes, options.semaphore_processes, options.latch_processes) =
-            (n[0], n[1], n[2]);
-    }
-    if let Ok(keep) = std::env::var("RZK_WORLD_KEEP") {
-        options.kept = Kept::parse(&keep).unwrap_or_else(|e| panic!("RZK_WORLD_KEEP: {e}"));
-    }
+    let options = Options::from_env().unwrap_or_else(|e| panic!("{e}"));
     if let Some(seed) = env("RZK_WORLD_SEED") {
         match run(seed, &options) {
             Ok(o) => {
@@ -62,27 +40,18 @@ fn every_seed_keeps_the_invariants() {
     }
     let first = env("RZK_WORLD_FIRST").unwrap_or(0);
     let n = env("RZK_WORLD_SEEDS").unwrap_or(SEEDS_DEFAULT);
-    let t = Instant::now();
-    let (mut holds, mut writes, mut faults, mut crashes) = (0, 0, 0, 0);
-    for seed in first..first + n {
-        match run(seed, &options) {
-            Ok(o) => {
-                holds += o.holds;
-                writes += o.writes;
-                faults += o.faults;
-                crashes += o.crashes;
-            }
-            Err(f) => match shrink(seed, &options) {
-                Some(s) => panic!("{}\n{s}", f.what),
-                None => panic!("{f}\n(it did not fail again when shrinking)"),
-            },
-        }
-    }
+    let t = match sweep(first, n, 1, &options) {
+        Ok(t) => t,
+        Err(f) => match shrink(f.seed, &options) {
+            Some(s) => panic!("{}\n{s}", f.what),
+            None => panic!("{f}\n(it did not fail again when shrinking)"),
+        },
+    };
     println!(
-        "{n} seeds in {:?}: {holds} holds, {writes} guarded writes, {faults} faults ({crashes} server crashes)",
-        t.elapsed()
+        "{n} seeds in {:?}: {} holds, {} guarded writes, {} faults ({} server crashes)",
+        t.elapsed, t.holds, t.writes, t.faults, t.crashes
     );
-    assert!(holds as u64 > 10 * n, "the worlds did too little: {holds} holds");
+    assert!(t.holds > 10 * n, "the worlds did too little: {} holds", t.holds);
 }
 
 #[test]

@@ -3,20 +3,14 @@
 //!     cargo run --release -p rzk-world --bin rzk-world-soak -- --seeds 10000 [--first F]
 //!         [--threads T] [--faulty-s S] [--calm-s S] [--bug lease]
 //!
-//! Each thread runs worlds of its own (a world's seeded sources are the thread's), taking the
-//! next seed from a shared counter. The first failure stops the run: it is printed, shrunk,
-//! and the process exits 1. Exit 2: bad arguments.
+//! The seeds run as `rzk_world::sweep` runs them. The first failure stops the run: it is
+//! printed, shrunk, and the process exits 1. Exit 2: bad arguments.
 
 #![forbid(unsafe_code)]
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use rzk_world::{run, shrink, Failure, Options};
-
-/// Seeds between two progress lines.
-const PROGRESS_EVERY: u64 = 1_000;
+use rzk_world::{shrink, sweep, Options};
 
 struct Args {
     seeds: u64,
@@ -37,12 +31,10 @@ fn parse() -> Result<Args, String> {
             "--threads" => args.threads = number(value()?)?.max(1) as usize,
             "--faulty-s" => args.options.faulty = Duration::from_secs(number(value()?)?),
             "--calm-s" => args.options.calm = Duration::from_secs(number(value()?)?),
-            "--bug" => match value()?.as_str() {
-                "lease" => {
-                    args.options.bug = Some(rzk_recipes::bugs::Bug::LeaseTrustsRequestedTimeout)
-                }
-                other => return Err(format!("--bug {other}: the known bugs are: lease")),
-            },
+            "--bug" => {
+                let bug = rzk_world::bug_named(&value()?).map_err(|e| format!("--bug {e}"))?;
+                args.options.bug = Some(bug);
+            }
             other => return Err(format!("unknown argument {other}")),
         }
     }
@@ -57,52 +49,18 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let next = AtomicU64::new(args.first);
-    let end = args.first + args.seeds;
-    let stop = AtomicBool::new(false);
-    let failed: Mutex<Option<Failure>> = Mutex::new(None);
-    let (holds, faults) = (AtomicU64::new(0), AtomicU64::new(0));
-    let t = Instant::now();
-    std::thread::scope(|scope| {
-        for _ in 0..args.threads {
-            scope.spawn(|| {
-                while !stop.load(Ordering::Relaxed) {
-                    let seed = next.fetch_add(1, Ordering::Relaxed);
-                    if seed >= end {
-                        return;
-                    }
-                    match run(seed, &args.options) {
-                        Ok(o) => {
-                            holds.fetch_add(o.holds as u64, Ordering::Relaxed);
-                            faults.fetch_add(o.faults as u64, Ordering::Relaxed);
-                        }
-                        Err(f) => {
-                            stop.store(true, Ordering::Relaxed);
-                            failed.lock().expect("no panic holding it").get_or_insert(f);
-                        }
-                    }
-                    if (seed + 1 - args.first) % PROGRESS_EVERY == 0 {
-                        eprintln!("{} seeds, {:.0?}", seed + 1 - args.first, t.elapsed());
-                    }
-                }
-            });
+    match sweep(args.first, args.seeds, args.threads, &args.options) {
+        Ok(t) => println!(
+            "{} seeds from {} in {:.1?} on {} threads: {} holds, {} faults, no invariant broken",
+            t.seeds, args.first, t.elapsed, args.threads, t.holds, t.faults
+        ),
+        Err(f) => {
+            println!("{f}");
+            match shrink(f.seed, &args.options) {
+                Some(s) => println!("{s}"),
+                None => println!("seed {} did not fail again when shrinking", f.seed),
+            }
+            std::process::exit(1);
         }
-    });
-    if let Some(f) = failed.into_inner().expect("no panic holding it") {
-        println!("{f}");
-        match shrink(f.seed, &args.options) {
-            Some(s) => println!("{s}"),
-            None => println!("seed {} did not fail again when shrinking", f.seed),
-        }
-        std::process::exit(1);
     }
-    println!(
-        "{} seeds from {} in {:.1?} on {} threads: {} holds, {} faults, no invariant broken",
-        args.seeds,
-        args.first,
-        t.elapsed(),
-        args.threads,
-        holds.into_inner(),
-        faults.into_inner()
-    );
 }
