@@ -38,6 +38,8 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+#[cfg_attr(not(feature = "bug-switches"), allow(dead_code))]
+pub mod bugs;
 mod client;
 mod core;
 mod error;

@@ -85,6 +85,9 @@ impl Backoff {
     /// `served` or longer resets the back-off and gets a short random pause; one that died
     /// sooner counts as one more failure.
     pub fn before_reconnect(&mut self, served: Duration, session: Duration) -> Duration {
+        if crate::bugs::reconnect_storm() {
+            return Duration::ZERO;
+        }
         if served < HEALTHY_AFTER {
             return self.after_failure();
         }
@@ -96,6 +99,9 @@ impl Backoff {
     /// The pause after a round in which every host failed: the current back-off, drawn from
     /// its upper half; the next one is twice as long, up to [`BACKOFF_MAX`].
     pub fn after_failure(&mut self) -> Duration {
+        if crate::bugs::reconnect_storm() {
+            return Duration::ZERO;
+        }
         let cur = self.next;
         self.next = (cur * 2).min(BACKOFF_MAX);
         self.uniform(cur / 2, cur)

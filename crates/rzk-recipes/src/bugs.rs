@@ -11,6 +11,21 @@ pub enum Bug {
     /// negotiated (which may be shorter): a holder keeps acting after the server could have
     /// expired its session.
     LeaseTrustsRequestedTimeout,
+    /// A guarded write made as the connection drops is kept for the reconnect, as other
+    /// requests are: it lands whenever the session comes back, after the holder's loss
+    /// signal fired and it stopped acting.
+    GuardedWriteKeptForReconnect,
+    /// A release asked for while the term's release is already under way (our node taken,
+    /// its delete in flight) is answered at once: `release()` returns with the node still
+    /// there.
+    ResignAnsweredBeforeDelete,
+    /// A recipe whose session was replaced keeps the node it created on the earlier session
+    /// and leads with it: the earlier session, which the server may still keep alive, expires
+    /// on its own schedule and takes the node with it, not on the lease the holder trusts.
+    LockOnEarlierSessionNode,
+    /// rzk-client retries every reconnect at once, with no pause or back-off (the storm a
+    /// session with credentials once caused against a server enforcing authentication).
+    ReconnectStorm,
 }
 
 #[cfg(feature = "bug-switches")]
@@ -22,16 +37,42 @@ thread_local! {
 #[cfg(feature = "bug-switches")]
 pub fn reintroduce(bug: Option<Bug>) {
     ON.with(|b| b.set(bug));
+    // Two of them live in rzk-client.
+    use rzk_client::bugs::Bug as ClientBug;
+    rzk_client::bugs::reintroduce(match bug {
+        Some(Bug::ReconnectStorm) => Some(ClientBug::ReconnectStorm),
+        Some(Bug::GuardedWriteKeptForReconnect) => Some(ClientBug::ConnectedCommitKept),
+        _ => None,
+    });
 }
 
-/// Whether the lease should trust the requested timeout (the bug).
-pub(crate) fn lease_trusts_requested_timeout() -> bool {
-    #[cfg(feature = "bug-switches")]
-    {
-        ON.with(|b| b.get() == Some(Bug::LeaseTrustsRequestedTimeout))
-    }
-    #[cfg(not(feature = "bug-switches"))]
-    {
-        false
-    }
+/// Declares `fn $name() -> bool`: whether `Bug::$bug` is back on this thread; always false
+/// without the feature.
+macro_rules! switch {
+    ($(#[$doc:meta])* $name:ident => $bug:ident) => {
+        $(#[$doc])*
+        pub(crate) fn $name() -> bool {
+            #[cfg(feature = "bug-switches")]
+            {
+                ON.with(|b| b.get() == Some(Bug::$bug))
+            }
+            #[cfg(not(feature = "bug-switches"))]
+            {
+                false
+            }
+        }
+    };
 }
+
+switch!(
+    /// Whether the lease should trust the requested timeout.
+    lease_trusts_requested_timeout => LeaseTrustsRequestedTimeout
+);
+switch!(
+    /// Whether a resign during a release is answered at once.
+    resign_answered_before_delete => ResignAnsweredBeforeDelete
+);
+switch!(
+    /// Whether a recipe keeps its node across sessions.
+    lock_on_earlier_session_node => LockOnEarlierSessionNode
+);

@@ -165,10 +165,11 @@ pub(crate) async fn life(
     session_timeout: Duration,
 ) {
     let mut rng = fastrand::Rng::with_seed(seed);
-    let Some((session, options)) = open(process, net, &rec, &mut rng, session_timeout).await else {
+    let Some((session, options)) = open(process, &net, &rec, &mut rng, session_timeout).await
+    else {
         return;
     };
-    let me = Me { process, rec, rng, session_timeout };
+    let me = Me { process, rec, rng, session_timeout, net };
     match recipe {
         Recipe::Mutex => hold_mutex(me, &session, options).await,
         Recipe::Semaphore => hold_semaphore(me, &session, options).await,
@@ -176,12 +177,52 @@ pub(crate) async fn life(
     }
 }
 
-/// A process's own: its number, the recorder, its random source, its session timeout.
+/// A process's own: its number, the recorder, its random source, its session timeout, its
+/// network (and through it the server, which the checks read).
 struct Me {
     process: usize,
     rec: Arc<Recorder>,
     rng: fastrand::Rng,
     session_timeout: Duration,
+    net: Arc<SimNet>,
+}
+
+impl Me {
+    /// A term that starts valid runs on a node of the session the process has now, the one
+    /// its lease is measured on: a node of an earlier session goes when the server expires
+    /// that session, on a schedule no lease of this one bounds.
+    fn check_owned(&self, l: &Leadership, session: &Session) {
+        let current = session.client().ok().map(|c| c.session_id());
+        let owner = self.net.server().owner_of(l.node_path());
+        let Some(owner) = owner.filter(|_| l.is_valid()) else { return };
+        if current.is_some_and(|c| c.0 != owner) {
+            self.net.server().report(format!(
+                "p{} holds {:#x} on {}, a node of session {owner:#x}, while its session is {:#x}",
+                self.process,
+                l.token().0,
+                l.node_path(),
+                current.map_or(0, |c| c.0)
+            ));
+        }
+    }
+
+    /// A release that returned `Ok` left no node behind on the session it still has:
+    /// `release()` answers once the delete is done (a node of a session that has since been
+    /// replaced is that session's to take, on the server's schedule).
+    fn check_released(&self, l: &Leadership, session: &Session) {
+        let current = session.client().ok().map(|c| c.session_id());
+        if current != Some(l.session_id()) {
+            return;
+        }
+        if self.net.server().owner_of(l.node_path()) == Some(l.session_id().0) {
+            self.net.server().report(format!(
+                "p{} released {:#x}, and its node {} was still there",
+                self.process,
+                l.token().0,
+                l.node_path()
+            ));
+        }
+    }
 }
 
 /// Acquire, work with guarded writes, release, forever.
@@ -190,9 +231,13 @@ async fn hold_mutex(mut me: Me, session: &Session, options: MutexOptions) {
     loop {
         let guard = until_ok(me.process, &me.rec, || mutex.acquire()).await;
         let term = me.rec.started(Recipe::Mutex, me.process, guard.leadership());
+        me.check_owned(guard.leadership(), session);
         work(&mut me, guard.leadership(), Recipe::Mutex, DATA).await;
         me.rec.ended(term);
-        let _ = guard.release().await;
+        let leadership = guard.leadership().clone();
+        if guard.release().await.is_ok() {
+            me.check_released(&leadership, session);
+        }
         tokio::time::sleep(Duration::from_millis(me.rng.u64(0..20))).await;
     }
 }
@@ -211,6 +256,7 @@ async fn hold_latch(mut me: Me, session: &Session, policy: ConnectionPolicy) {
             Ok(_) => match latch.await_leadership_timeout(patience).await {
                 Ok(Some(leadership)) => {
                     let term = me.rec.started(Recipe::Latch, me.process, &leadership);
+                    me.check_owned(&leadership, session);
                     work(&mut me, &leadership, Recipe::Latch, LATCH_DATA).await;
                     me.rec.ended(term);
                 }
@@ -256,17 +302,21 @@ async fn work(me: &mut Me, leadership: &Leadership, recipe: Recipe, data: &str) 
 }
 
 /// Acquire a lease, hold it a while, release, forever.
-async fn hold_semaphore(me: Me, session: &Session, options: MutexOptions) {
-    let Me { process, rec, mut rng, .. } = me;
+async fn hold_semaphore(mut me: Me, session: &Session, options: MutexOptions) {
     let semaphore = InterProcessSemaphore::new(session, SEMAPHORE, SEMAPHORE_LEASES, options)
         .expect("the semaphore path is valid");
     loop {
-        let lease = until_ok(process, &rec, || semaphore.acquire()).await;
-        let term = rec.started(Recipe::Semaphore, process, &lease);
-        tokio::time::sleep(Duration::from_millis(rng.u64(LEASE_MS_MIN..=LEASE_MS_MAX))).await;
-        rec.ended(term);
-        let _ = lease.release().await;
-        tokio::time::sleep(Duration::from_millis(rng.u64(0..20))).await;
+        let lease = until_ok(me.process, &me.rec, || semaphore.acquire()).await;
+        let term = me.rec.started(Recipe::Semaphore, me.process, &lease);
+        me.check_owned(&lease, session);
+        let hold = me.rng.u64(LEASE_MS_MIN..=LEASE_MS_MAX);
+        tokio::time::sleep(Duration::from_millis(hold)).await;
+        me.rec.ended(term);
+        let leadership = Leadership::clone(&lease);
+        if lease.release().await.is_ok() {
+            me.check_released(&leadership, session);
+        }
+        tokio::time::sleep(Duration::from_millis(me.rng.u64(0..20))).await;
     }
 }
 
@@ -288,13 +338,14 @@ where
 /// lives keep their holds through a disconnect, bounded by the lease alone.
 async fn open(
     process: usize,
-    net: Arc<SimNet>,
+    net: &Arc<SimNet>,
     rec: &Recorder,
     rng: &mut fastrand::Rng,
     session_timeout: Duration,
 ) -> Option<(Session, MutexOptions)> {
-    let config =
-        SessionConfig::new("world:2181").with_session_timeout(session_timeout).with_transport(net);
+    let config = SessionConfig::new("world:2181")
+        .with_session_timeout(session_timeout)
+        .with_transport(net.clone());
     let session = match Session::connect(config).await {
         Ok(s) => s,
         Err(e) => {

@@ -3,9 +3,10 @@
 //! black-hole or slow down. One `SimNet` per client process: a crashed process's network
 //! refuses everything, as a dead machine's would.
 
+use std::collections::VecDeque;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rzk_client::{OpenFuture, Stream, Transport};
@@ -22,17 +23,54 @@ const READ_CHUNK_BYTES: usize = 16 * 1024;
 /// The largest frame the server takes, as its `jute.maxbuffer`.
 const MAX_FRAME_BYTES: usize = rzk_proto::DEFAULT_MAX_PACKET_BYTES;
 
+/// Connection attempts one process's network allows in any [`STORM_WINDOW`]; more is a
+/// reconnect storm. rzk-client's pacing (a random pause before a reconnect, then a doubling
+/// back-off from 50 ms) and the session's own back-off between sessions make about six in
+/// the densest second; twenty-five leaves room and still stops a loop that never pauses.
+pub(crate) const STORM_ATTEMPTS_MAX: usize = 25;
+/// The window [`STORM_ATTEMPTS_MAX`] counts over.
+const STORM_WINDOW: Duration = Duration::from_secs(1);
+
 /// One process's network.
 pub(crate) struct SimNet {
     server: Arc<Server>,
     process: usize,
     alive: Arc<AtomicBool>,
+    /// When each of the last attempts was made, oldest first, at most [`STORM_ATTEMPTS_MAX`].
+    attempts: Mutex<VecDeque<tokio::time::Instant>>,
 }
 
 impl SimNet {
     /// The network of `process`, alive until [`SimNet::kill`].
     pub fn new(server: Arc<Server>, process: usize) -> Arc<SimNet> {
-        Arc::new(SimNet { server, process, alive: Arc::new(AtomicBool::new(true)) })
+        let attempts = Mutex::new(VecDeque::with_capacity(STORM_ATTEMPTS_MAX + 1));
+        Arc::new(SimNet { server, process, alive: Arc::new(AtomicBool::new(true)), attempts })
+    }
+
+    /// The world's server.
+    pub fn server(&self) -> &Arc<Server> {
+        &self.server
+    }
+
+    /// Counts an attempt; false when it makes a storm, which the server records as the
+    /// world's failure.
+    fn paced(&self) -> bool {
+        let now = tokio::time::Instant::now();
+        let mut a = self.attempts.lock().expect("a world task panicked holding the attempts");
+        a.push_back(now);
+        while a.front().is_some_and(|&t| now.duration_since(t) >= STORM_WINDOW) {
+            a.pop_front();
+        }
+        if a.len() <= STORM_ATTEMPTS_MAX {
+            return true;
+        }
+        a.pop_front();
+        self.server.report(format!(
+            "reconnect storm: p{} made more than {STORM_ATTEMPTS_MAX} connection attempts in \
+             {STORM_WINDOW:?}",
+            self.process
+        ));
+        false
     }
 
     /// The process died: its connections are cut and it opens no more.
@@ -45,6 +83,11 @@ impl SimNet {
 impl Transport for SimNet {
     fn open<'a>(&'a self, _addr: &'a str) -> OpenFuture<'a> {
         Box::pin(async move {
+            if !self.paced() {
+                // A storm spins without letting the world's clock move; held, the attempt
+                // times out on the client's clock instead, and the world runs to its end.
+                std::future::pending::<()>().await;
+            }
             if !self.alive.load(Ordering::SeqCst) {
                 return Err(io::Error::new(io::ErrorKind::ConnectionRefused, "process dead"));
             }

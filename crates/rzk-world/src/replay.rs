@@ -9,7 +9,13 @@ use crate::faults::Kept;
 use crate::world::Options;
 
 /// The bugs a run can bring back, by the name `RZK_WORLD_BUG` and `--bug` take.
-const BUGS: &[(&str, Bug)] = &[("lease", Bug::LeaseTrustsRequestedTimeout)];
+const BUGS: &[(&str, Bug)] = &[
+    ("lease", Bug::LeaseTrustsRequestedTimeout),
+    ("kept-write", Bug::GuardedWriteKeptForReconnect),
+    ("resign", Bug::ResignAnsweredBeforeDelete),
+    ("earlier-session", Bug::LockOnEarlierSessionNode),
+    ("storm", Bug::ReconnectStorm),
+];
 
 /// The bug called `name`.
 ///

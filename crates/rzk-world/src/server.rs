@@ -147,6 +147,16 @@ impl Server {
         g.landings.get(i).filter(|l| l.zxid == zxid).copied()
     }
 
+    /// Records `what` as the world's failure (the first one reported stays).
+    pub fn report(&self, what: String) {
+        self.lock().fail(what);
+    }
+
+    /// The owner word of the node at `path` (an ephemeral's session), if the node exists.
+    pub fn owner_of(&self, path: &str) -> Option<i64> {
+        self.lock().machine.core().state().node(path).map(|n| n.ephemeral_owner)
+    }
+
     /// Crashes so far.
     pub fn crashes(&self) -> u64 {
         self.lock().crashes

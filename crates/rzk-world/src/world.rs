@@ -253,11 +253,12 @@ async fn world(
         .iter()
         .zip(before)
         .find(|((recipe, n), before)| *n > 0 && rec.holds(*recipe) == *before);
-    if let Some(((recipe, _), _)) = stalled {
-        return Err(format!("no {recipe:?} hold in {} ms of calm", options.calm.as_millis()));
-    }
+    // What the server and the network saw break comes first: a storm also stalls the recipes.
     if let Some(e) = server.failure() {
         return Err(e);
+    }
+    if let Some(((recipe, _), _)) = stalled {
+        return Err(format!("no {recipe:?} hold in {} ms of calm", options.calm.as_millis()));
     }
     let records = rec.take();
     let check = check(&records, &server);
@@ -321,6 +322,8 @@ async fn setup(server: &Arc<Server>) -> Result<(), String> {
     for path in ["/world", DATA, LATCH_DATA] {
         client.create(path, b"", &open).await.map_err(|e| format!("setup: create {path}: {e}"))?;
     }
+    // The session closes on the server once no clone of its client is left.
+    drop(client);
     session.close().await;
     net.kill();
     Ok(())

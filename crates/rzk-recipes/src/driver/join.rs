@@ -19,7 +19,10 @@ impl Driver {
         }
         self.shared.set_status(Status::Joining);
         let (client, generation, sid) = self.connected().await?;
-        if let Some(own) = self.own.take() {
+        if let Some(mut own) = self.own.take() {
+            if own.generation != generation && crate::bugs::lock_on_earlier_session_node() {
+                own.generation = generation;
+            }
             if own.generation == generation {
                 self.own = Some(own);
                 return Ok(Step::Evaluate);

@@ -310,7 +310,13 @@ impl Driver {
                     }
                     // The current term's release answers once its node is deleted, also when
                     // the release is already under way (our node taken, its delete in flight).
-                    Lifecycle::Mutex if current => self.resign_waiters.push(done),
+                    Lifecycle::Mutex
+                        if current
+                            && (self.own.is_some()
+                                || !crate::bugs::resign_answered_before_delete()) =>
+                    {
+                        self.resign_waiters.push(done)
+                    }
                     Lifecycle::Mutex => {
                         let _ = done.send(Ok(()));
                     }
