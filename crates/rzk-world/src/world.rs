@@ -30,6 +30,9 @@ pub(crate) const FAULT_GAP_MS_MIN: u64 = 100;
 /// locks to change hands under them.
 const FAULT_GAP_MS_SPREAD: u64 = 900;
 
+/// How often the calm looks whether every recipe has changed hands since the faults stopped.
+const CALM_POLL: Duration = Duration::from_millis(50);
+
 /// What a run looks like.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -41,7 +44,8 @@ pub struct Options {
     pub latch_processes: usize,
     /// World time with faults.
     pub faulty: Duration,
-    /// World time without faults, after them, in which the lock must change hands again.
+    /// World time without faults, after them, in which every recipe must change hands again;
+    /// the world ends as soon as each has, so this is the longest a calm lasts.
     pub calm: Duration,
     /// Inject faults (off: a calm world, the baseline).
     pub faults: bool,
@@ -244,10 +248,21 @@ async fn world(
     rec.note("calm".into());
     server.calm();
     let before: Vec<usize> = recipes.iter().map(|(r, _)| rec.holds(*r)).collect();
-    tokio::time::sleep(options.calm).await;
-    for p in &procs {
+    let calm_until = tokio::time::Instant::now() + options.calm;
+    let changed_hands =
+        || recipes.iter().zip(&before).all(|((r, n), b)| *n == 0 || rec.holds(*r) > *b);
+    // The calm proves progress: it ends once every recipe has changed hands, or at its
+    // length, when the check below names the recipe that did not.
+    while tokio::time::Instant::now() < calm_until && !changed_hands() {
+        tokio::time::sleep(CALM_POLL).await;
+    }
+    rec.note("calm ends".into());
+    // Every process stops here, as a crash stops it: a term still running ends at its loss
+    // or its lease's deadline if one came first (a holder paused past its lease), else now.
+    for (i, p) in procs.iter().enumerate() {
         p.life.abort();
         p.net.kill();
+        rec.crashed(i);
     }
     let stalled = recipes
         .iter()
