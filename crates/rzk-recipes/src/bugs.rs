@@ -23,6 +23,10 @@ pub enum Bug {
     /// and leads with it: the earlier session, which the server may still keep alive, expires
     /// on its own schedule and takes the node with it, not on the lease the holder trusts.
     LockOnEarlierSessionNode,
+    /// A semaphore lease lost to a suspension, then released, is answered at once while the
+    /// reaper still owes its node's delete: `release()` returns with the node still counting
+    /// against the leases.
+    SemaphoreReleaseBeforeDelete,
     /// rzk-client retries every reconnect at once, with no pause or back-off (the storm a
     /// session with credentials once caused against a server enforcing authentication).
     ReconnectStorm,
@@ -71,6 +75,10 @@ switch!(
 switch!(
     /// Whether a resign during a release is answered at once.
     resign_answered_before_delete => ResignAnsweredBeforeDelete
+);
+switch!(
+    /// Whether a lost lease's release skips the delete it owes.
+    semaphore_release_before_delete => SemaphoreReleaseBeforeDelete
 );
 switch!(
     /// Whether a recipe keeps its node across sessions.

@@ -113,8 +113,7 @@ impl DistributedAtomicLong {
     /// # Cancellation safety
     /// Safe: it only reads.
     pub async fn get(&self) -> Result<i64, Error> {
-        let client = ops::client(&self.session).await?;
-        Ok(self.read(&client).await?.0)
+        Ok(self.read().await?.1)
     }
 
     /// Sets `new` if the value is `expected`, in one attempt; `false` if it is not, or if
@@ -128,8 +127,7 @@ impl DistributedAtomicLong {
     /// # Cancellation safety
     /// Dropping it after the write was sent leaves the same uncertainty as a lost reply.
     pub async fn compare_and_set(&self, expected: i64, new: i64) -> Result<bool, Error> {
-        let client = ops::client(&self.session).await?;
-        let (value, stat) = self.read(&client).await?;
+        let (client, value, stat) = self.read().await?;
         if value != expected {
             return Ok(false);
         }
@@ -176,8 +174,7 @@ impl DistributedAtomicLong {
 
     async fn update(&self, f: impl Fn(i64) -> i64) -> Result<AtomicValue, Error> {
         for attempt in 1..=self.retry.max_attempts {
-            let client = ops::client(&self.session).await?;
-            let (pre, stat) = self.read(&client).await?;
+            let (client, pre, stat) = self.read().await?;
             let post = f(pre);
             if self.write(&client, stat.as_ref(), post).await? {
                 return Ok(AtomicValue { pre, post });
@@ -190,12 +187,15 @@ impl DistributedAtomicLong {
         Err(Error::RetriesExhausted { path: self.path.clone(), attempts })
     }
 
-    /// The value and the node's stat (`None`: absent), retrying connection troubles.
-    async fn read(&self, client: &Client) -> Result<(i64, Option<Stat>), Error> {
+    /// The value and the node's stat (`None`: absent), with the client that read them,
+    /// retrying connection troubles. Each retry takes the session's current client: after an
+    /// expiry the old one fails every request, and the session has opened a new one.
+    async fn read(&self) -> Result<(Client, i64, Option<Stat>), Error> {
         loop {
+            let client = ops::client(&self.session).await?;
             match client.get_data(&self.path).await {
-                Ok((data, stat)) => return Ok((decode(&self.path, &data)?, Some(stat))),
-                Err(ZkError::NoNode) => return Ok((0, None)),
+                Ok((data, stat)) => return Ok((client, decode(&self.path, &data)?, Some(stat))),
+                Err(ZkError::NoNode) => return Ok((client, 0, None)),
                 Err(e) => ops::pause_or_fail(e, &self.path).await?,
             }
         }

@@ -255,6 +255,8 @@ impl DistributedQueue {
     }
 
     /// [`DistributedQueue::take`], giving up after `timeout` with `Ok(None)`.
+    /// A delete sent before the timeout is waited for, so that an item it took is returned
+    /// and a lost reply is reported: the answer can come that much later.
     ///
     /// # Errors
     /// As [`DistributedQueue::poll`].
@@ -263,8 +265,7 @@ impl DistributedQueue {
     /// As [`DistributedQueue::poll`].
     pub async fn take_timeout(&self, timeout: Duration) -> Result<Option<Vec<Vec<u8>>>, Error> {
         let deadline = crate::clock::now() + timeout;
-        let take = self.take_with(Wait::Until(Some(deadline)));
-        tokio::time::timeout_at(deadline.into(), take).await.unwrap_or(Ok(None))
+        self.queue.until(deadline, self.take_with(Wait::Until(Some(deadline)))).await
     }
 
     /// Waits for the head node and runs `process` on its items (Curator's `QueueConsumer`).

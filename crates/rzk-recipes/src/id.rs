@@ -5,7 +5,7 @@
 
 use std::ops::Range;
 
-use rzk_client::{Acls, Client, CreateMode};
+use rzk_client::{Acls, CreateMode};
 
 use crate::acl_provider::NodeAcls;
 use tokio::sync::OnceCell;
@@ -121,7 +121,7 @@ impl IdGenerator {
         let options = CreateMode::PersistentSequential.with_acls(acl.acls());
         loop {
             let client = ops::client(&self.session).await?;
-            self.checked.get_or_try_init(|| self.ensure_path(&client)).await?;
+            self.checked.get_or_try_init(|| self.ensure_path()).await?;
             match client.create(&prefix, &[], &options).await {
                 Ok((_, seq)) => {
                     let node = format!("{prefix}{seq}");
@@ -135,17 +135,20 @@ impl IdGenerator {
                     let start = seq * self.batch;
                     return Ok(start..start + self.batch);
                 }
-                Err(ZkError::NoNode) => self.ensure_path(&client).await?,
+                Err(ZkError::NoNode) => self.ensure_path().await?,
                 Err(e) => ops::pause_or_fail(e, &prefix).await?,
             }
         }
     }
 
-    /// Creates the path (PERSISTENT, its batch size as data) and checks its batch size.
-    async fn ensure_path(&self, client: &Client) -> Result<(), Error> {
+    /// Creates the path (PERSISTENT, its batch size as data) and checks its batch size. Each
+    /// retry takes the session's current client: after an expiry the old one fails every
+    /// request, and the session has opened a new one.
+    async fn ensure_path(&self) -> Result<(), Error> {
         let acl = self.acls.at(&self.path);
         let persistent = CreateMode::Persistent.with_acls(acl.acls());
         loop {
+            let client = &ops::client(&self.session).await?;
             let parent = naming::parent_of(&self.path);
             if parent != "/" {
                 match ops::mkdirs(client, parent, CreateMode::Persistent, &self.acls).await {

@@ -319,6 +319,8 @@ impl SimpleDistributedQueue {
 
     /// [`SimpleDistributedQueue::take`], giving up after `timeout` with `Ok(None)` (Curator's
     /// `poll(timeout, unit)`).
+    /// A delete sent before the timeout is waited for, so that an item it took is returned
+    /// and a lost reply is reported: the answer can come that much later.
     ///
     /// # Errors
     /// As [`SimpleDistributedQueue::poll`].
@@ -327,9 +329,34 @@ impl SimpleDistributedQueue {
     /// As [`SimpleDistributedQueue::poll`].
     pub async fn take_timeout(&self, timeout: Duration) -> Result<Option<Vec<u8>>, Error> {
         let deadline = crate::clock::now() + timeout;
-        // Also bounds the waits for a connection; dropping a take is safe.
-        let take = self.take_with(Wait::Until(Some(deadline)));
-        tokio::time::timeout_at(deadline.into(), take).await.unwrap_or(Ok(None))
+        self.until(deadline, self.take_with(Wait::Until(Some(deadline)))).await
+    }
+
+    /// Runs `take` until `deadline` (which also bounds its waits for a connection), then
+    /// `Ok(None)`, but never while a delete of this handle is in flight: only that delete's
+    /// answer says whether its item was taken (a lost reply is an unknown take, reported as
+    /// [`Error::ConnectionLoss`], not an empty queue), so the take goes on until it is in.
+    /// A request's own timeout bounds that.
+    pub(crate) async fn until<T>(
+        &self,
+        deadline: Instant,
+        take: impl std::future::Future<Output = Result<Option<T>, Error>>,
+    ) -> Result<Option<T>, Error> {
+        tokio::pin!(take);
+        if let Ok(r) = tokio::time::timeout_at(deadline.into(), &mut take).await {
+            return r;
+        }
+        loop {
+            if self.inner.deletes.try_write().is_ok() {
+                // Nothing in flight: dropping the take loses nothing.
+                return Ok(None);
+            }
+            tokio::select! {
+                biased;
+                r = &mut take => return r,
+                _ = self.inner.deletes.write() => {}
+            }
+        }
     }
 
     /// The head of the queue without removing it, or `None` if it is empty.

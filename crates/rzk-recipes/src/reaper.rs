@@ -34,6 +34,8 @@ pub(crate) enum Target {
 struct Stale {
     generation: u64,
     target: Target,
+    /// The lease term whose node it was, if it was a granted lease's.
+    term: Option<u64>,
     /// Answered once the node is gone.
     done: Vec<oneshot::Sender<Result<(), Error>>>,
 }
@@ -79,7 +81,7 @@ impl Reaper {
     /// Hands over a node nobody holds; the receiver answers once it is gone.
     pub fn abandon(&self, generation: u64, target: Target) -> oneshot::Receiver<Result<(), Error>> {
         let (tx, rx) = oneshot::channel();
-        let stale = Stale { generation, target, done: vec![tx] };
+        let stale = Stale { generation, target, term: None, done: vec![tx] };
         self.pending.lock().expect("poisoned").stale.push(stale);
         let _ = self.cmd.send(Command::Wake);
         rx
@@ -122,15 +124,19 @@ impl Task {
     fn on_command(&mut self, cmd: Command) {
         let Command::Resign { term, done } = cmd else { return };
         let mut p = self.pending.lock().expect("poisoned");
-        match p.held.remove(&term) {
-            Some((path, generation)) => {
-                let target = Target::Node(path);
-                p.stale.push(Stale { generation, target, done: vec![done] });
-            }
-            // Released before (a loss, then the guard's own release): nothing more to do.
-            None => {
-                let _ = done.send(Ok(()));
-            }
+        if let Some((path, generation)) = p.held.remove(&term) {
+            let target = Target::Node(path);
+            p.stale.push(Stale { generation, target, term: Some(term), done: vec![done] });
+        } else if let Some(s) = (p.stale.iter_mut())
+            .find(|s| s.term == Some(term))
+            .filter(|_| !crate::bugs::semaphore_release_before_delete())
+        {
+            // Lost before (a suspension), and its node's delete still owed: the guard's own
+            // release is answered with that delete, as its docs promise.
+            s.done.push(done);
+        } else {
+            // Lost and deleted before: nothing more to do.
+            let _ = done.send(Ok(()));
         }
     }
 

@@ -18,6 +18,7 @@
 mod actors;
 pub mod checks;
 mod faults;
+mod mix;
 mod net;
 mod replay;
 mod server;
@@ -26,6 +27,7 @@ mod sweep;
 mod world;
 
 pub use faults::Kept;
+pub use mix::{Mix, Recipe, SEMAPHORE_LEASES};
 pub use replay::bug_named;
 pub use shrink::{shrink, Shrunk};
 pub use sweep::{sweep, Totals};

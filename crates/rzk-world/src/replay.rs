@@ -6,6 +6,7 @@ use std::time::Duration;
 use rzk_recipes::bugs::Bug;
 
 use crate::faults::Kept;
+use crate::mix::Mix;
 use crate::world::Options;
 
 /// The bugs a run can bring back, by the name `RZK_WORLD_BUG` and `--bug` take.
@@ -15,6 +16,7 @@ const BUGS: &[(&str, Bug)] = &[
     ("resign", Bug::ResignAnsweredBeforeDelete),
     ("earlier-session", Bug::LockOnEarlierSessionNode),
     ("storm", Bug::ReconnectStorm),
+    ("lease-release", Bug::SemaphoreReleaseBeforeDelete),
 ];
 
 /// The bug called `name`.
@@ -38,7 +40,8 @@ fn number(name: &str, v: &str) -> Result<u64, String> {
 
 impl Options {
     /// The default options, changed by `RZK_WORLD_BUG`, `RZK_WORLD_FAULTY_S`,
-    /// `RZK_WORLD_CALM_S`, `RZK_WORLD_MIX` (mutex, semaphore and latch processes: `4,3,3`)
+    /// `RZK_WORLD_CALM_S`, `RZK_WORLD_MIX` (the processes of each recipe: `mutex=4,latch=3`, or
+    /// `drawn`, the default)
     /// and `RZK_WORLD_KEEP` (the faults applied: `3,8`).
     ///
     /// # Errors
@@ -56,14 +59,7 @@ impl Options {
             o.calm = Duration::from_secs(number("RZK_WORLD_CALM_S", &s)?);
         }
         if let Some(mix) = var("RZK_WORLD_MIX") {
-            let n = mix
-                .split(',')
-                .map(|n| number("RZK_WORLD_MIX", n).map(|n| n as usize))
-                .collect::<Result<Vec<usize>, String>>()?;
-            let [m, s, l] = n[..] else {
-                return Err(format!("RZK_WORLD_MIX={mix}: mutex, semaphore and latch processes"));
-            };
-            (o.processes, o.semaphore_processes, o.latch_processes) = (m, s, l);
+            o.mix = Mix::parse(&mix).map_err(|e| format!("RZK_WORLD_MIX={mix}: {e}"))?;
         }
         if let Some(keep) = var("RZK_WORLD_KEEP") {
             o.kept = Kept::parse(&keep).map_err(|e| format!("RZK_WORLD_KEEP: {e}"))?;
@@ -87,9 +83,8 @@ impl Options {
             let (faulty, calm) = (self.faulty.as_secs(), self.calm.as_secs());
             env.push_str(&format!("RZK_WORLD_FAULTY_S={faulty} RZK_WORLD_CALM_S={calm} "));
         }
-        let mix = (self.processes, self.semaphore_processes, self.latch_processes);
-        if mix != (default.processes, default.semaphore_processes, default.latch_processes) {
-            env.push_str(&format!("RZK_WORLD_MIX={},{},{} ", mix.0, mix.1, mix.2));
+        if self.mix != default.mix {
+            env.push_str(&format!("RZK_WORLD_MIX={} ", self.mix));
         }
         env
     }

@@ -157,6 +157,23 @@ impl Server {
         self.lock().machine.core().state().node(path).map(|n| n.ephemeral_owner)
     }
 
+    /// The data of the node at `path`, if it exists.
+    pub fn data_of(&self, path: &str) -> Option<Vec<u8>> {
+        let g = self.lock();
+        g.machine.core().state().node(path).map(|n| n.data.as_deref().unwrap_or_default().to_vec())
+    }
+
+    /// The data of each child of `path`, in name order (none if `path` does not exist).
+    pub fn children_data(&self, path: &str) -> Vec<Vec<u8>> {
+        let g = self.lock();
+        let state = g.machine.core().state();
+        let Some(parent) = state.node(path) else { return Vec::new() };
+        (parent.children.iter())
+            .filter_map(|name| state.node(&format!("{path}/{name}")))
+            .map(|n| n.data.as_deref().unwrap_or_default().to_vec())
+            .collect()
+    }
+
     /// Crashes so far.
     pub fn crashes(&self) -> u64 {
         self.lock().crashes

@@ -8,10 +8,12 @@ use rzk_recipes::{Session, SessionConfig};
 use rzk_sim::Rng;
 use tokio::task::JoinHandle;
 
-use crate::actors::{life, Recorder, Records, DATA, LATCH_DATA, PAUSE_TIMEOUTS_MAX};
+use crate::actors::{
+    be_u64, life, Op, Recorder, Records, COUNTER, PAUSE_TIMEOUTS_MAX, QUEUE, SETUP_PATHS,
+};
 use crate::checks;
-use crate::checks::Recipe;
 use crate::faults::{draw, Fault, Kept};
+use crate::mix::{Mix, Recipe};
 use crate::net::SimNet;
 use crate::server::Server;
 
@@ -36,12 +38,8 @@ const CALM_POLL: Duration = Duration::from_millis(50);
 /// What a run looks like.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// Client processes contending for the mutex.
-    pub processes: usize,
-    /// Client processes taking leases of the semaphore.
-    pub semaphore_processes: usize,
-    /// Client processes joining the LeaderLatch election.
-    pub latch_processes: usize,
+    /// The recipes and their processes (drawn from the seed by default).
+    pub mix: Mix,
     /// World time with faults.
     pub faulty: Duration,
     /// World time without faults, after them, in which every recipe must change hands again;
@@ -58,9 +56,7 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Options {
         Options {
-            processes: 4,
-            semaphore_processes: 3,
-            latch_processes: 3,
+            mix: Mix::Drawn,
             faulty: Duration::from_secs(30),
             calm: Duration::from_secs(10),
             faults: true,
@@ -127,7 +123,7 @@ impl std::fmt::Display for Failure {
 pub fn run(seed: u64, options: &Options) -> Result<Outcome, Failure> {
     let failure =
         |what: String, trace| Failure { seed, options: Box::new(options.clone()), what, trace };
-    if options.processes + options.semaphore_processes + options.latch_processes == 0 {
+    if matches!(&options.mix, Mix::Fixed(counts) if counts.iter().all(|&(_, n)| n == 0)) {
         return Err(failure("a world needs a process".into(), Vec::new()));
     }
     // A holder paused through the whole calm would hold it up, and the progress check would
@@ -213,12 +209,9 @@ async fn world(
     let timeout =
         Duration::from_millis(SESSION_MS_MIN + SESSION_MS_STEP * rng.below(SESSION_STEPS + 1));
     rec.note(format!("session timeout {} ms", timeout.as_millis()));
+    let recipes = options.mix.counts(&mut rng);
+    rec.note(format!("mix {}", Mix::Fixed(recipes.clone())));
     setup(&server).await?;
-    let recipes = [
-        (Recipe::Mutex, options.processes),
-        (Recipe::Semaphore, options.semaphore_processes),
-        (Recipe::Latch, options.latch_processes),
-    ];
     let each: Vec<Recipe> = recipes.iter().flat_map(|&(r, n)| std::iter::repeat_n(r, n)).collect();
     let mut procs: Vec<Process> = (0..each.len())
         .map(|p| {
@@ -247,10 +240,10 @@ async fn world(
     }
     rec.note("calm".into());
     server.calm();
-    let before: Vec<usize> = recipes.iter().map(|(r, _)| rec.holds(*r)).collect();
+    let before: Vec<usize> = recipes.iter().map(|(r, _)| rec.progress(*r)).collect();
     let calm_until = tokio::time::Instant::now() + options.calm;
     let changed_hands =
-        || recipes.iter().zip(&before).all(|((r, n), b)| *n == 0 || rec.holds(*r) > *b);
+        || recipes.iter().zip(&before).all(|((r, n), b)| *n == 0 || rec.progress(*r) > *b);
     // The calm proves progress: it ends once every recipe has changed hands, or at its
     // length, when the check below names the recipe that did not.
     while tokio::time::Instant::now() < calm_until && !changed_hands() {
@@ -267,13 +260,13 @@ async fn world(
     let stalled = recipes
         .iter()
         .zip(before)
-        .find(|((recipe, n), before)| *n > 0 && rec.holds(*recipe) == *before);
+        .find(|((recipe, n), before)| *n > 0 && rec.progress(*recipe) == *before);
     // What the server and the network saw break comes first: a storm also stalls the recipes.
     if let Some(e) = server.failure() {
         return Err(e);
     }
     if let Some(((recipe, _), _)) = stalled {
-        return Err(format!("no {recipe:?} hold in {} ms of calm", options.calm.as_millis()));
+        return Err(format!("no {recipe:?} progress in {} ms of calm", options.calm.as_millis()));
     }
     let records = rec.take();
     let check = check(&records, &server);
@@ -293,9 +286,9 @@ async fn world(
     })
 }
 
-/// The invariants over a finished run's records, recipe by recipe.
+/// The invariants over a finished run's records and the server's state, recipe by recipe.
 fn check(records: &Records, server: &Server) -> Result<(), String> {
-    for recipe in [Recipe::Mutex, Recipe::Semaphore, Recipe::Latch] {
+    for recipe in Recipe::ALL {
         let terms: Vec<checks::Term> =
             records.terms.iter().filter(|t| t.recipe == recipe).cloned().collect();
         let writes: Vec<(i64, i64)> = records
@@ -304,7 +297,11 @@ fn check(records: &Records, server: &Server) -> Result<(), String> {
             .filter(|w| w.recipe == recipe)
             .map(|w| (w.mzxid, w.token))
             .collect();
-        checks::terms_exclusive(&terms, recipe.holders())
+        let exclusive = match recipe {
+            Recipe::RwLock => checks::read_write_exclusive(&terms),
+            _ => checks::terms_exclusive(&terms, recipe.holders()),
+        };
+        exclusive
             .and_then(|()| checks::fenced_writes(&writes))
             .and_then(|()| {
                 checks::writes_inside_terms(&writes, &terms, |z| {
@@ -313,7 +310,14 @@ fn check(records: &Records, server: &Server) -> Result<(), String> {
             })
             .map_err(|e| format!("{recipe:?}: {e}"))?;
     }
-    Ok(())
+    let mut counter = records.counter.clone();
+    counter.unknown += records.in_flight(Op::Increment);
+    let value = server.data_of(COUNTER).map_or(0, |d| be_u64(&d) as i64);
+    checks::counter_adds_up(&counter, value).map_err(|e| format!("Counter: {e}"))?;
+    let mut queue = records.queue.clone();
+    queue.unknown_takes += records.in_flight(Op::Take);
+    let queued: Vec<u64> = server.children_data(QUEUE).iter().map(|d| be_u64(d)).collect();
+    checks::queue_takes_once(&queue, &queued).map_err(|e| format!("Queue: {e}"))
 }
 
 fn spawn_life(
@@ -334,7 +338,7 @@ async fn setup(server: &Arc<Server>) -> Result<(), String> {
     let session = Session::connect(config).await.map_err(|e| format!("setup: {e}"))?;
     let client = session.client().map_err(|e| format!("setup: {e}"))?;
     let open = rzk_client::CreateMode::Persistent.with_acls(rzk_client::Acls::anyone_all());
-    for path in ["/world", DATA, LATCH_DATA] {
+    for path in SETUP_PATHS {
         client.create(path, b"", &open).await.map_err(|e| format!("setup: create {path}: {e}"))?;
     }
     // The session closes on the server once no clone of its client is left.

@@ -1,31 +1,10 @@
-//! The world's invariants over what the processes saw: the terms they believed they held
-//! (on the world's clock) and the guarded writes the server acknowledged (on its zxids).
+//! Invariants of the recipes whose holds are terms (locks, elections, the semaphore's
+//! leases): the terms their holders believed they held, on the world's clock, and the guarded
+//! writes the server acknowledged, on its zxids.
 
 use std::fmt;
 
-/// The recipe a term was held in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Recipe {
-    /// The InterProcessMutex at `/world/lock`: one holder.
-    Mutex,
-    /// The InterProcessSemaphore at `/world/sem`: [`SEMAPHORE_LEASES`] holders.
-    Semaphore,
-    /// The LeaderLatch election at `/world/latch`: one leader.
-    Latch,
-}
-
-impl Recipe {
-    /// How many may hold at once.
-    pub fn holders(self) -> usize {
-        match self {
-            Recipe::Mutex | Recipe::Latch => 1,
-            Recipe::Semaphore => SEMAPHORE_LEASES as usize,
-        }
-    }
-}
-
-/// Leases of the world's semaphore.
-pub const SEMAPHORE_LEASES: u32 = 2;
+use crate::mix::Recipe;
 
 /// One hold of a lock as its holder saw it, in milliseconds of world time.
 #[derive(Debug, Clone)]
@@ -34,6 +13,8 @@ pub struct Term {
     pub recipe: Recipe,
     /// The process.
     pub process: usize,
+    /// A read-write lock's read side (shared), not its write side.
+    pub shared: bool,
     /// Its fencing token (the lock node's czxid).
     pub token: i64,
     /// When `acquire` returned.
@@ -77,6 +58,30 @@ pub fn terms_exclusive(terms: &[Term], holders: usize) -> Result<(), String> {
         }
         if let Some(a) = earlier.iter().find(|a| a.token >= b.token) {
             return Err(format!("token order broken: {a} began before {b}"));
+        }
+    }
+    Ok(())
+}
+
+/// A read-write lock's terms: a write term overlaps no other term, read or write; a term
+/// that starts after a write term started has a larger token (it queued behind the writer's
+/// node). Readers share, and among themselves hold in no token order: two readers behind one
+/// writer both hold when it goes, in the order their watches fire.
+///
+/// # Errors
+/// The first violation.
+pub fn read_write_exclusive(terms: &[Term]) -> Result<(), String> {
+    let overlap = |a: &Term, b: &Term| {
+        a.start_ms < b.end_ms.unwrap_or(u64::MAX) && b.start_ms < a.end_ms.unwrap_or(u64::MAX)
+    };
+    for w in terms.iter().filter(|t| !t.shared) {
+        for t in terms.iter().filter(|t| !std::ptr::eq(*t, w)) {
+            if overlap(w, t) {
+                return Err(format!("write {w} held while {t}"));
+            }
+            if t.start_ms > w.start_ms && t.token <= w.token {
+                return Err(format!("token order broken: {t} began after write {w}"));
+            }
         }
     }
     Ok(())
@@ -133,7 +138,29 @@ mod tests {
     use super::*;
 
     fn t(process: usize, token: i64, start_ms: u64, end_ms: Option<u64>) -> Term {
-        Term { recipe: Recipe::Mutex, process, token, start_ms, end_ms }
+        Term { recipe: Recipe::Mutex, process, shared: false, token, start_ms, end_ms }
+    }
+
+    fn read(process: usize, token: i64, start_ms: u64, end_ms: Option<u64>) -> Term {
+        Term { shared: true, ..t(process, token, start_ms, end_ms) }
+    }
+
+    #[test]
+    fn a_writer_beside_a_reader_and_a_late_small_token_are_caught() {
+        let ok = [
+            read(0, 1, 0, Some(10)),
+            read(1, 2, 5, Some(20)),
+            t(2, 3, 20, Some(30)),
+            read(0, 4, 30, None),
+            read(1, 5, 31, None),
+        ];
+        assert!(read_write_exclusive(&ok).is_ok());
+        let beside = [read(0, 1, 0, Some(11)), t(1, 2, 10, Some(20))];
+        assert!(read_write_exclusive(&beside).unwrap_err().contains("while"));
+        let under = [t(0, 2, 0, Some(10)), read(1, 3, 5, Some(6))];
+        assert!(read_write_exclusive(&under).unwrap_err().contains("while"));
+        let back = [t(0, 5, 0, Some(10)), read(1, 4, 11, None)];
+        assert!(read_write_exclusive(&back).unwrap_err().contains("token order"));
     }
 
     #[test]
