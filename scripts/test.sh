@@ -8,22 +8,23 @@
 #   1. Debian packages for the real-client suites (Apache ZooKeeper 3.8, Curator 5.4, kazoo,
 #      Prometheus, MIT Kerberos);
 #   2. rustfmt, clippy -D warnings;
-#   3. every test of the workspace (what `cargo test --workspace` runs), with the `gssapi`
-#      feature, each in its own process, several at once (scripts/run-tests.py): codec golden
-#      bytes, unit tests, the seeded world, the suites against in-process servers, Apache
-#      ZooKeeper, ensembles, Curator and the Java client, and the Kerberos tests in an MIT
-#      realm on loopback;
-#   4. the README's set-up and quickstart commands, run verbatim in a fresh clone of HEAD
-#      (scripts/readme-commands.py; the README's server needs port 2181 free); then
-#      $RZK_WORLD_SEEDS_GATE (10,000) seeds of the seeded world (crates/rzk-world),
-#      release-built, run in the background through steps 5-8;
-#   5. interop suites with unmodified clients (kazoo, zkCli, Curator, C client) against rzk and,
+#   3. in the background, at the lowest priority, through steps 4-7: $RZK_WORLD_SEEDS_GATE
+#      (10,000) seeds of the seeded world (crates/rzk-world), release-built; a fuzz smoke run
+#      of every fuzz target ($RZK_FUZZ_SECONDS per target, default 15); every criterion
+#      micro-benchmark run once (`-- --test`), so they keep building and working;
+#   4. every test of the workspace (what `cargo test --workspace` runs), with the `gssapi` and
+#      `zookeeper-tests` features, each in its own process, several at once
+#      (scripts/run-tests.py): codec golden bytes, unit tests, the seeded world, the suites
+#      against in-process servers, Apache ZooKeeper, ensembles, Curator and the Java client,
+#      and the Kerberos tests in an MIT realm on loopback;
+#   5. the README's set-up and quickstart commands, run verbatim in a fresh clone of HEAD
+#      (scripts/readme-commands.py; the README's server needs port 2181 free);
+#   6. interop suites with unmodified clients (kazoo, zkCli, Curator, C client) against rzk and,
 #      to keep the suites honest, against Apache ZooKeeper, the two side by side; Debian's
 #      Prometheus scraping rzk;
-#   6. the differential test: one scripted scenario, rzk vs Apache ZooKeeper, byte for byte
+#   7. the differential test: one scripted scenario, rzk vs Apache ZooKeeper, byte for byte
 #      modulo masked ids and times;
-#   7. a fuzz smoke run of every fuzz target ($RZK_FUZZ_SECONDS per target, default 15);
-#   8. every criterion micro-benchmark run once (`-- --test`), so they keep building and working;
+#   8. the background checks of step 3, waited for;
 #   9. a coarse benchmark guard: a release rzk server must serve get, set, create and ephemeral
 #      churn at 1.5x Apache ZooKeeper's throughput or more, measured side by side in this run
 #      (the target is 2x; full runs measure about 3-18x on them, docs/BENCHMARKS.md). It catches
@@ -44,6 +45,13 @@ export CARGO_PROFILE_DEV_DEBUG=line-tables-only
 # Seeds of the full-system world (crates/rzk-world) each run sweeps.
 WORLD_SEEDS="${RZK_WORLD_SEEDS_GATE:-10000}"
 
+# Kerberos built in, and the tests that start Apache ZooKeeper or a JVM, which a plain
+# `cargo test` (the fast tier) leaves out: every crate that has them names the feature.
+FEATURES=rzk/gssapi
+for krate in rzk rzk-server rzk-client rzk-recipes; do
+  FEATURES="$FEATURES,$krate/zookeeper-tests"
+done
+
 step() { printf '\n==== [%ds] %s\n' "$SECONDS" "$*"; }
 
 step "Debian packages"
@@ -51,31 +59,53 @@ scripts/install-deps.sh
 
 step "format and lints"
 cargo fmt --all -- --check
-# With Kerberos built in, so the `gssapi` code is linted too.
-cargo clippy --workspace --all-targets --features rzk/gssapi -- -D warnings
+# With every feature the tests use, so the `gssapi` code and the ZooKeeper tests are linted.
+cargo clippy --workspace --all-targets --features "$FEATURES" -- -D warnings
+
+step "in the background, at the lowest priority: the seeded world, fuzzing, micro-benchmarks"
+# CPU-bound checks that time nothing: they take the CPU the test suites below leave idle
+# (most tests wait on session timeouts, reconnects and JVMs), yield it to them at once (nice
+# 19), and are waited for before the benchmark guard, which needs the machine to itself.
+# - $WORLD_SEEDS seeds of the full-system world (crates/rzk-world), release-built: worlds of
+#   10 s of faults and a calm of up to 9 s (longer than any holder's pause); every invariant is
+#   checked after each, and a failure is printed with its replay command and shrunk;
+# - a fuzz smoke run of every fuzz target ($RZK_FUZZ_SECONDS per target, default 15);
+# - every criterion micro-benchmark run once (`-- --test`), so they keep building and working.
+# Each writes its own log; the release builds share target/release one after another.
+background=$(mktemp -d)
+(
+  cd "$PWD"
+  rc=0
+  nice -n 19 cargo build --release -p rzk-world --bin rzk-world-soak || rc=1
+  if [ "$rc" -eq 0 ]; then
+    nice -n 19 target/release/rzk-world-soak --seeds "$WORLD_SEEDS" --threads 2 \
+        --faulty-s 10 --calm-s 9 >"$background/world.log" 2>&1 &
+    world=$!
+  fi
+  nice -n 19 scripts/fuzz-smoke.sh "${RZK_FUZZ_SECONDS:-15}" >"$background/fuzz.log" 2>&1 \
+      || echo "fuzz smoke failed" >>"$background/failed"
+  nice -n 19 cargo bench -p rzk-microbench -- --test >"$background/bench.log" 2>&1 \
+      || echo "micro-benchmarks failed" >>"$background/failed"
+  if [ "$rc" -ne 0 ]; then
+    echo "the world's release build failed" >>"$background/failed"
+  elif ! wait "$world"; then
+    echo "the seeded world's sweep failed" >>"$background/failed"
+  fi
+) >"$background/build.log" 2>&1 &
+background_run=$!
+trap 'kill "$background_run" 2>/dev/null || true; pkill -f rzk-world-soak 2>/dev/null || true' EXIT
 
 step "tests: every test of the workspace, side by side, with Kerberos built in"
-# scripts/run-tests.py builds what `cargo test --workspace` builds, here with the `gssapi`
-# feature (the set clippy lints above), and runs each test in its own process, several at
+# scripts/run-tests.py builds what `cargo test --workspace` builds, here with the features
+# clippy lints above, and runs each test in its own process, several at
 # once: the Kerberos tests (an MIT KDC on loopback, Kerberized ZooKeeper and rzk, the Java
 # client) run among the others. It also builds every binary the later steps run
 # (target/debug/rzk). Without `gssapi` (a default build) the Kerberos entry points say how to
 # get it: the release binary below checks the server's; `cargo test` checks the client's.
-/usr/bin/python3 -m scripts.run-tests -- --features rzk/gssapi
+/usr/bin/python3 -m scripts.run-tests -- --features "$FEATURES"
 
 step "README commands, verbatim, in a fresh clone"
 /usr/bin/python3 -m scripts.readme-commands
-
-step "the seeded world: $WORLD_SEEDS seeds, in the background while the next steps wait on JVMs"
-# Release-built, at the lowest priority: it takes the CPU the suites below leave idle, and is
-# waited for before the benchmark guard, which needs the machine to itself. Worlds of 10 s of
-# faults and 9 s of calm (the calm outlasts any holder's pause); every invariant is checked
-# after each, and a failure is printed with its replay command and shrunk.
-cargo build --release -p rzk-world --bin rzk-world-soak
-world_log=$(mktemp)
-nice -n 19 target/release/rzk-world-soak --seeds "$WORLD_SEEDS" --threads 2 \
-    --faulty-s 10 --calm-s 9 >"$world_log" 2>&1 & world_run=$!
-trap 'kill "$world_run" 2>/dev/null || true' EXIT
 
 step "interop suites against rzk and against Apache ZooKeeper (their own reference), side by side"
 # The suites wait on JVMs and servers more than they compute, and every server they start
@@ -96,9 +126,6 @@ step "Prometheus scrapes rzk's metrics endpoint"
 step "differential test: rzk vs Apache ZooKeeper"
 /usr/bin/python3 -m tests.differential.diff_test
 
-step "fuzz smoke"
-scripts/fuzz-smoke.sh "${RZK_FUZZ_SECONDS:-15}"
-
 step "profiling scripts: handoff-timeline.py splits a recorded idle handoff"
 # A real `perf sched timehist -w` excerpt (four handoffs against a server of pid 10815).
 timeline=$(/usr/bin/python3 -m scripts.handoff-timeline \
@@ -106,13 +133,23 @@ timeline=$(/usr/bin/python3 -m scripts.handoff-timeline \
 grep -qx '4 handoffs with every step seen' <<<"$timeline"
 grep -qxF '| delete to the event sent | 445 | 486 | 501 |' <<<"$timeline"
 
-step "micro-benchmarks, each run once"
-cargo bench -p rzk-microbench -- --test
-
-step "the seeded world's sweep, waited for"
-world_rc=0; wait "$world_run" || world_rc=$?
-cat "$world_log"; rm -f "$world_log"
-[ "$world_rc" -eq 0 ]
+step "the background checks, waited for: the seeded world, fuzzing, micro-benchmarks"
+wait "$background_run" || true
+for log in build fuzz bench world; do
+  [ -f "$background/$log.log" ] || continue
+  echo "---- $log"
+  # The fuzzers' and the benchmarks' full output is long; their last lines say how they ended.
+  case "$log" in
+    fuzz|bench) tail -n 15 "$background/$log.log" ;;
+    *) cat "$background/$log.log" ;;
+  esac
+done
+if [ -f "$background/failed" ]; then
+  cat "$background/failed" >&2
+  for log in fuzz bench; do cat "$background/$log.log"; done
+  exit 1
+fi
+rm -rf "$background"
 
 step "coarse benchmark guard: rzk against Apache ZooKeeper, side by side"
 # target/release/rzk is the README step's build: its `cargo run --release` in a clone of HEAD

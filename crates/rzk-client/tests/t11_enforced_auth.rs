@@ -10,7 +10,11 @@ use rzk_testkit::enforcing::EnforcingServer;
 use rzk_testkit::wait::{resumed, within};
 use rzk_testkit::Kind;
 
+/// Apache ZooKeeper too only in the `zookeeper-tests` tier (it needs Java and ZooKeeper).
+#[cfg(feature = "zookeeper-tests")]
 const KINDS: [Kind; 2] = [Kind::Rzk, Kind::ZooKeeper];
+#[cfg(not(feature = "zookeeper-tests"))]
+const KINDS: [Kind; 1] = [Kind::Rzk];
 const LIMIT: Duration = Duration::from_secs(30);
 
 async fn connect(hosts: &str, auth: Option<&str>) -> Client {

@@ -3,6 +3,9 @@
 //! members killed in turn, black-holed and refusing hosts in the connect string. Each asserts
 //! the same session (no expiry), its watches intact, and a bound on the time to be served.
 
+// Apache ZooKeeper ensembles only: the fast tier leaves them out.
+#![cfg(feature = "zookeeper-tests")]
+
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 

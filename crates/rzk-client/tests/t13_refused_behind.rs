@@ -5,6 +5,9 @@
 //! empty `behind`; `ahead` is stopped, the client is refused by `behind` and counts it
 //! (`rzk_client_connect_attempts_total{outcome="refused"}`), then `ahead` comes back.
 
+// Apache ZooKeeper only: the fast tier leaves it out.
+#![cfg(feature = "zookeeper-tests")]
+
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;

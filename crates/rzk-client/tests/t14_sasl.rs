@@ -12,7 +12,11 @@ use rzk_testkit::enforcing::{client_jaas, EnforcingServer};
 use rzk_testkit::wait::{resumed, within};
 use rzk_testkit::Kind;
 
+/// Apache ZooKeeper too only in the `zookeeper-tests` tier (it needs Java and ZooKeeper).
+#[cfg(feature = "zookeeper-tests")]
 const KINDS: [Kind; 2] = [Kind::Rzk, Kind::ZooKeeper];
+#[cfg(not(feature = "zookeeper-tests"))]
+const KINDS: [Kind; 1] = [Kind::Rzk];
 const LIMIT: Duration = Duration::from_secs(30);
 const USERS: [(&str, &str); 2] = [("bob", "bob-secret"), ("eve", "eve-secret")];
 /// How soon a refused login must be reported: one exchange, not a round of retries.

@@ -9,6 +9,9 @@
 //! One test in its own binary: the Kerberos library reads its configuration and credentials
 //! from the environment, which the test sets between phases with no runtime running.
 
+// A Kerberized Apache ZooKeeper: `gssapi` (its [[test]] requires it too) and `zookeeper-tests`.
+#![cfg(all(feature = "gssapi", feature = "zookeeper-tests"))]
+
 use std::time::{Duration, Instant};
 
 use rzk_client::{Acls, Client, CreateMode, Error, EventType, Jaas, SaslLogin};

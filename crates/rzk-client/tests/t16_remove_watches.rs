@@ -12,7 +12,11 @@ use rzk_testkit::server::AnyServer;
 use rzk_testkit::wait::within;
 use rzk_testkit::Kind;
 
+/// Apache ZooKeeper too only in the `zookeeper-tests` tier (it needs Java and ZooKeeper).
+#[cfg(feature = "zookeeper-tests")]
 const KINDS: [Kind; 2] = [Kind::Rzk, Kind::ZooKeeper];
+#[cfg(not(feature = "zookeeper-tests"))]
+const KINDS: [Kind; 1] = [Kind::Rzk];
 const TICK_MS: u32 = 200;
 const LIMIT: Duration = Duration::from_secs(20);
 

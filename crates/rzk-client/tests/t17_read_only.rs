@@ -3,6 +3,9 @@
 //! refuses one that did not, and the read-only client moves to a read-write member as soon as
 //! one answers its probe, on a new session with its watch set again.
 
+// Apache ZooKeeper ensembles only: the fast tier leaves them out.
+#![cfg(feature = "zookeeper-tests")]
+
 use std::time::{Duration, Instant};
 
 use rzk_client::{Acls, Client, CreateMode, Error, EventType, SessionState};

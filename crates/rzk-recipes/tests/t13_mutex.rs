@@ -27,6 +27,7 @@ use std::time::Duration;
 use rzk_recipes::{
     FencingToken, InterProcessMutex, LockGuard, LossReason, MutexOptions, Session, Status,
 };
+#[cfg(feature = "zookeeper-tests")]
 use support::java::JavaParticipant;
 use support::*;
 
@@ -34,11 +35,16 @@ both_servers! {
     t13_mutex_exclusion_and_order => exclusion_and_order;
     t13_mutex_reentrant_per_handle => reentrant_per_handle;
     t13_mutex_no_node_left_behind => no_node_left_behind;
-    t13_mutex_with_curator => with_curator;
     t13_mutex_uncontended_requests => uncontended_requests;
     t13_mutex_uncontended_holder_node_deleted => uncontended_holder_node_deleted;
     t13_mutex_handoff_requests => handoff_requests;
     t13_mutex_lookahead_requests => lookahead_requests;
+}
+
+// Curator in a JVM, against both servers: the `zookeeper-tests` tier only.
+#[cfg(feature = "zookeeper-tests")]
+both_servers! {
+    t13_mutex_with_curator => with_curator;
 }
 
 async fn mutexes(server: &Server, path: &str, n: usize) -> (Vec<Session>, Vec<InterProcessMutex>) {
@@ -164,6 +170,7 @@ async fn no_node_left_behind(kind: Kind) {
 
 /// rust-0 holds; Java queues behind it, then rust-2 behind Java. rust-0 releases: Java holds
 /// (for 300 ms) while rust-2 waits, then rust-2 holds.
+#[cfg(feature = "zookeeper-tests")]
 async fn with_curator(kind: Kind) {
     let server = Server::start(kind, Settings::default());
     let path = test_path("t13", kind);

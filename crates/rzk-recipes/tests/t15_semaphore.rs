@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rzk_recipes::{FencingToken, InterProcessSemaphore, LossReason, SemaphoreOptions, Session};
+#[cfg(feature = "zookeeper-tests")]
 use support::java::JavaParticipant;
 use support::*;
 
@@ -28,6 +29,11 @@ both_servers! {
     t15_semaphore_limit_and_progress => limit_and_progress;
     t15_semaphore_no_lease_left_behind => no_lease_left_behind;
     t15_semaphore_loss_releases => loss_releases;
+}
+
+// Curator in a JVM, against both servers: the `zookeeper-tests` tier only.
+#[cfg(feature = "zookeeper-tests")]
+both_servers! {
     t15_semaphore_with_curator => with_curator;
 }
 
@@ -213,6 +219,7 @@ async fn loss_releases(kind: Kind) {
 
 /// rust-0 and rust-1 hold both leases; Java waits. rust-0 releases: Java holds (for 300 ms)
 /// while rust-2 waits, then rust-2 holds.
+#[cfg(feature = "zookeeper-tests")]
 async fn with_curator(kind: Kind) {
     let server = Server::start(kind, Settings::default());
     let path = test_path("t15", kind);

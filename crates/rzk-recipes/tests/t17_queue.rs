@@ -26,9 +26,14 @@ both_servers! {
     t17_queue_order_and_exactly_once => order_and_exactly_once;
     t17_queue_take_waits_and_wakes => take_waits_and_wakes;
     t17_queue_dropped_take_loses_nothing => dropped_take_loses_nothing;
-    t17_queue_with_curator => with_curator;
     t17_queue_take_requests => take_requests;
     t17_queue_listing_of_a_recreated_path => listing_of_a_recreated_path;
+}
+
+// Curator in a JVM, against both servers: the `zookeeper-tests` tier only.
+#[cfg(feature = "zookeeper-tests")]
+both_servers! {
+    t17_queue_with_curator => with_curator;
 }
 
 const PRODUCERS: usize = 4;
@@ -199,6 +204,7 @@ async fn take_dropping(n: usize, handle: impl Fn() -> SimpleDistributedQueue) ->
     tokio::time::timeout(TAKE_LIMIT, drain).await.expect("an item was lost")
 }
 
+#[cfg(feature = "zookeeper-tests")]
 async fn with_curator(kind: Kind) {
     let server = Server::start(kind, Settings::default());
     let path = test_path("t17", kind);

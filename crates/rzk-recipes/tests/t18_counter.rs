@@ -20,6 +20,11 @@ both_servers! {
     t18_counter_contention_sums_exactly => contention_sums_exactly;
     t18_counter_retry_exhaustion => retry_exhaustion;
     t18_counter_shared_count => shared_count;
+}
+
+// Curator in a JVM, against both servers: the `zookeeper-tests` tier only.
+#[cfg(feature = "zookeeper-tests")]
+both_servers! {
     t18_counter_with_curator => with_curator;
 }
 
@@ -151,6 +156,7 @@ async fn shared_count(kind: Kind) {
     assert!(matches!(a.get().await, Err(Error::BadData { .. })));
 }
 
+#[cfg(feature = "zookeeper-tests")]
 async fn with_curator(kind: Kind) {
     let server = Server::start(kind, Settings::default());
     let path = test_path("t18", kind);

@@ -24,6 +24,11 @@ both_servers! {
     t23_barrier_wakes_all_waiters => barrier_wakes_all_waiters;
     t23_double_barrier_enters_and_leaves_together => double_enters_and_leaves_together;
     t23_double_barrier_timeout_leaves_nothing => double_timeout_leaves_nothing;
+}
+
+// Curator in a JVM, against both servers: the `zookeeper-tests` tier only.
+#[cfg(feature = "zookeeper-tests")]
+both_servers! {
     t23_barrier_with_curator => barrier_with_curator;
     t23_double_barrier_with_curator => double_with_curator;
 }
@@ -197,6 +202,7 @@ async fn double_timeout_leaves_nothing(kind: Kind) {
     wait_members(&raw, &pair_path, 0).await;
 }
 
+#[cfg(feature = "zookeeper-tests")]
 async fn barrier_with_curator(kind: Kind) {
     let server = Server::start(kind, Settings::default());
     let base = test_path("t23", kind);
@@ -224,6 +230,7 @@ async fn barrier_with_curator(kind: Kind) {
     joined(ours, "our waiter was not released").await;
 }
 
+#[cfg(feature = "zookeeper-tests")]
 async fn double_with_curator(kind: Kind) {
     let server = Server::start(kind, Settings::default());
     let path = test_path("t23", kind);

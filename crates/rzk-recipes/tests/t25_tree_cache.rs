@@ -19,9 +19,14 @@ use support::*;
 
 both_servers! {
     t25_events_in_order => events_in_order;
-    t25_same_events_as_curator => same_events_as_curator;
     t25_limits => limits;
     t25_unreadable_node_skipped => unreadable_node_skipped;
+}
+
+// Curator in a JVM, against both servers: the `zookeeper-tests` tier only.
+#[cfg(feature = "zookeeper-tests")]
+both_servers! {
+    t25_same_events_as_curator => same_events_as_curator;
 }
 
 /// How long one change may take to reach a cache on a loaded machine.
@@ -104,6 +109,7 @@ async fn events_in_order(kind: Kind) {
     }
 }
 
+#[cfg(feature = "zookeeper-tests")]
 async fn same_events_as_curator(kind: Kind) {
     let server = Server::start(kind, Settings::default());
     let raw = raw_client(&server).await;

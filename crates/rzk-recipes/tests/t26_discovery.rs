@@ -18,9 +18,10 @@ use std::time::Duration;
 
 use rzk_client::{Acl, Acls, CreateMode, Permission};
 use rzk_recipes::{
-    Error, Random, ServerList, ServiceDiscovery, ServiceInstance, ServiceProvider, ServiceType,
-    UriSpec, SERVER_PREFIX,
+    Error, Random, ServerList, ServiceDiscovery, ServiceInstance, ServiceProvider, SERVER_PREFIX,
 };
+#[cfg(feature = "zookeeper-tests")]
+use rzk_recipes::{ServiceType, UriSpec};
 use serde_json::{json, Value};
 use support::*;
 
@@ -29,6 +30,11 @@ both_servers! {
     t26_discovery_reregisters_current_data_after_expiry => reregisters_current_data;
     t26_discovery_skips_malformed_and_denies => skips_malformed_and_denies;
     t26_discovery_server_list => server_list;
+}
+
+// Curator in a JVM, against both servers: the `zookeeper-tests` tier only.
+#[cfg(feature = "zookeeper-tests")]
+both_servers! {
     t26_discovery_with_curator => with_curator;
 }
 
@@ -219,6 +225,7 @@ async fn server_list(kind: Kind) {
     }
 }
 
+#[cfg(feature = "zookeeper-tests")]
 async fn with_curator(kind: Kind) {
     let server = Server::start(kind, Settings::default());
     let base = test_path("t26", kind);

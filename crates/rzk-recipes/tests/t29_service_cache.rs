@@ -16,8 +16,11 @@ use rzk_client::{Acls, CreateMode};
 use rzk_recipes::{
     ServerCache, ServerList, ServiceCache, ServiceDiscovery, ServiceInstance, ServiceProvider,
 };
-use serde_json::{json, Value};
+#[cfg(feature = "zookeeper-tests")]
+use serde_json::json;
+use serde_json::Value;
 use support::cache::CONVERGE;
+#[cfg(feature = "zookeeper-tests")]
 use support::curator::JavaCache;
 use support::services::*;
 use support::*;
@@ -26,6 +29,11 @@ both_servers! {
     t29_service_cache_follows_the_registry => follows_the_registry;
     t29_service_cache_skips_malformed => skips_malformed;
     t29_server_cache_follows_the_list => server_cache_follows_the_list;
+}
+
+// Curator in a JVM, against both servers: the `zookeeper-tests` tier only.
+#[cfg(feature = "zookeeper-tests")]
+both_servers! {
     t29_service_cache_with_curator => with_curator;
 }
 
@@ -137,6 +145,7 @@ async fn server_cache_follows_the_list(kind: Kind) {
 }
 
 /// Waits until the Java cache prints `want` (its set, sorted ids joined by commas).
+#[cfg(feature = "zookeeper-tests")]
 async fn java_sees(java: &mut JavaCache, want: &str) {
     loop {
         let line = java.next(CONVERGE).await;
@@ -146,6 +155,7 @@ async fn java_sees(java: &mut JavaCache, want: &str) {
     }
 }
 
+#[cfg(feature = "zookeeper-tests")]
 async fn with_curator(kind: Kind) {
     let server = Server::start(kind, Settings::default());
     let base = test_path("t29", kind);

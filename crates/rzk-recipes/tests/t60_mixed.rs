@@ -2,6 +2,9 @@
 //! with LeaderLatch, LeaderSelector with LeaderSelector. One leader at a time, FIFO across the
 //! languages, and both sides list the same participants in the same order.
 
+// Curator in a JVM in every scenario, against both servers: the `zookeeper-tests` tier only.
+#![cfg(feature = "zookeeper-tests")]
+
 mod support;
 
 use std::time::{Duration, Instant};

@@ -21,6 +21,9 @@
 //! (its node's owner is not its session); the checker leaves it out and the witness writes,
 //! fenced by the node, judge it. The Rust recipes never take a node of an earlier session.
 
+// Curator in a JVM in every scenario, against both servers: the `zookeeper-tests` tier only.
+#![cfg(feature = "zookeeper-tests")]
+
 mod support;
 
 use std::time::{Duration, Instant};

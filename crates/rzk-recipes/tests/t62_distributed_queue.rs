@@ -24,18 +24,25 @@ use std::time::Duration;
 
 use rzk_client::{Acls, CreateMode};
 use rzk_recipes::{DistributedQueue, Error, ErrorMode, Session};
+#[cfg(feature = "zookeeper-tests")]
 use rzk_testkit::wait::within;
+#[cfg(feature = "zookeeper-tests")]
 use support::curator::{self, JavaCache};
 use support::*;
 
 both_servers! {
-    t62_queue_with_curator => with_curator;
-    t62_queue_with_curator_under_lock_path => with_curator_under_lock_path;
     t62_queue_error_modes => error_modes;
     t62_queue_consumers_under_one_lock_path => consumers_under_one_lock_path;
     t62_queue_bad_data => bad_data;
     t62_queue_dropped_takes_lose_nothing => dropped_takes_lose_nothing;
     t62_queue_locked_by_another => locked_by_another;
+}
+
+// Curator in a JVM, against both servers: the `zookeeper-tests` tier only.
+#[cfg(feature = "zookeeper-tests")]
+both_servers! {
+    t62_queue_with_curator => with_curator;
+    t62_queue_with_curator_under_lock_path => with_curator_under_lock_path;
 }
 
 /// How long anything that must happen may take on a loaded machine (a JVM start included).
@@ -52,11 +59,13 @@ fn strings(items: Vec<Vec<u8>>) -> Vec<String> {
 }
 
 /// Java's consumer's next item.
+#[cfg(feature = "zookeeper-tests")]
 async fn java_took(java: &mut JavaCache) -> String {
     let event = java.next(LIMIT).await;
     event.strip_prefix("took ").unwrap_or_else(|| panic!("not an item: {event}")).to_string()
 }
 
+#[cfg(feature = "zookeeper-tests")]
 async fn with_curator(kind: Kind) {
     let server = Server::start(kind, Settings::default());
     let path = test_path("t62", kind);
@@ -91,6 +100,7 @@ async fn with_curator(kind: Kind) {
 }
 
 /// Waits until the queue holds `n` nodes (Java's consumer deletes a node after its items).
+#[cfg(feature = "zookeeper-tests")]
 async fn wait_len(q: &DistributedQueue, n: usize) {
     within(LIMIT, &format!("{n} nodes left in the queue"), async {
         while q.len().await.unwrap() != n {
@@ -100,6 +110,7 @@ async fn wait_len(q: &DistributedQueue, n: usize) {
     .await;
 }
 
+#[cfg(feature = "zookeeper-tests")]
 async fn with_curator_under_lock_path(kind: Kind) {
     let server = Server::start(kind, Settings::default());
     let path = test_path("t62", kind);

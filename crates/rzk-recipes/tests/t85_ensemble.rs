@@ -22,6 +22,9 @@
 //! participant joins while the survivors are LOOKING. Exactly one successor (p1) within `T` of
 //! the kill with a larger token, sessions survive, p4 has exactly one node.
 
+// Apache ZooKeeper ensembles only (rzk refuses them): the `zookeeper-tests` tier.
+#![cfg(feature = "zookeeper-tests")]
+
 mod support;
 
 use std::future::Future;

@@ -13,6 +13,11 @@ use rzk_testkit::enforcing::EnforcingServer;
 use rzk_testkit::proxy::Proxy;
 use rzk_testkit::Kind;
 
+/// Apache ZooKeeper too only in the `zookeeper-tests` tier (it needs Java and ZooKeeper).
+#[cfg(feature = "zookeeper-tests")]
+const KINDS: [Kind; 2] = [Kind::Rzk, Kind::ZooKeeper];
+#[cfg(not(feature = "zookeeper-tests"))]
+const KINDS: [Kind; 1] = [Kind::Rzk];
 const T: Duration = Duration::from_secs(4);
 const LIMIT: Duration = Duration::from_secs(30);
 const CREDENTIAL: &[u8] = b"app:secret";
@@ -54,9 +59,8 @@ async fn leads(latch: &LeaderLatch) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rebuilt_session_sends_the_credentials_too() {
-    for (login, kind) in [Login::Digest, Login::Sasl]
-        .into_iter()
-        .flat_map(|l| [(l, Kind::Rzk), (l, Kind::ZooKeeper)])
+    for (login, kind) in
+        [Login::Digest, Login::Sasl].into_iter().flat_map(|l| KINDS.map(|k| (l, k)))
     {
         let server = tokio::task::block_in_place(|| login.server(kind));
         let proxy = Proxy::start(server.hosts());
@@ -91,7 +95,7 @@ async fn a_rebuilt_session_sends_the_credentials_too() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_without_credentials_fails_instead_of_reconnecting() {
-    for kind in [Kind::Rzk, Kind::ZooKeeper] {
+    for kind in KINDS {
         let server = tokio::task::block_in_place(|| EnforcingServer::start(kind));
         let s = Session::connect(SessionConfig::new(server.hosts()).with_session_timeout(T))
             .await

@@ -11,6 +11,9 @@
 //! throughout (the read-write lock: no overlap of the writer with the reader; the semaphore:
 //! at most 2 leases; token order; token = czxid); the thawed member serves again.
 
+// Apache ZooKeeper ensembles only (rzk refuses them): the `zookeeper-tests` tier.
+#![cfg(feature = "zookeeper-tests")]
+
 mod support;
 
 use std::time::{Duration, Instant};

@@ -4,6 +4,7 @@
 //! rzk's admin port (malformed and oversized requests, slowloris clients silent, half-sent or
 //! dribbling) is bounded and leaves the client port serving.
 
+#[cfg(feature = "zookeeper-tests")]
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -16,6 +17,7 @@ use rzk_server::{
 use rzk_testkit::http_abuse::{assert_bounded_while_serving, HttpLimits};
 use rzk_testkit::ports::free_port;
 use rzk_testkit::tempdir::TempDir;
+#[cfg(feature = "zookeeper-tests")]
 use rzk_testkit::zookeeper::{Settings, ZooKeeper};
 use serde_json::Value;
 use zookeeper_client as zk;
@@ -25,6 +27,7 @@ const PATIENCE: Duration = Duration::from_secs(30);
 const TICK_MS: u32 = 2000;
 
 /// Every command rzk serves, by a name or alias ZooKeeper 3.8 also knows.
+#[cfg(feature = "zookeeper-tests")]
 const COMMANDS: &[&str] = &[
     "ruok",
     "srvr",
@@ -77,6 +80,7 @@ const COMMANDS: &[&str] = &[
 ];
 
 /// Commands whose keys are ZooKeeper's JVM and metrics registry: rzk has a subset of them.
+#[cfg(feature = "zookeeper-tests")]
 const SUBSET: &[&str] = &["monitor", "system_properties"];
 
 /// The zoo.cfg text rzk reports as its initial configuration in these tests.
@@ -84,6 +88,7 @@ const RZK_CFG: &str = "tickTime=2000\nadmin.enableServer=true\n";
 
 /// Fields whose keys are data (session ids, expiry times): the two servers' keys differ, so
 /// their entries are compared by count and by the shape of their values.
+#[cfg(feature = "zookeeper-tests")]
 const DATA_KEYED: &[&str] =
     &["session_id_to_watched_paths", "expiry_time_to_session_ids", "session_id_to_ephemeral_paths"];
 
@@ -106,6 +111,7 @@ fn command(addr: SocketAddr, name: &str) -> Value {
     serde_json::from_str(&body).unwrap_or_else(|e| panic!("{name} on {addr}: {e}: {body}"))
 }
 
+#[cfg(feature = "zookeeper-tests")]
 fn kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
@@ -121,6 +127,7 @@ fn kind(v: &Value) -> &'static str {
 /// Asserts that `rzk` has `zk`'s shape: the same keys at every level (a subset of them if
 /// `subset`), the same JSON types, arrays as long as ZooKeeper's with elements shaped like
 /// its first one.
+#[cfg(feature = "zookeeper-tests")]
 fn same_shape(at: &str, rzk: &Value, zk: &Value, subset: bool) {
     assert_eq!(kind(rzk), kind(zk), "{at}: rzk {rzk} vs ZooKeeper {zk}");
     match (rzk, zk) {
@@ -170,6 +177,7 @@ fn same_shape(at: &str, rzk: &Value, zk: &Value, subset: bool) {
 
 /// The same writes and watches on a server: two persistent nodes, an ephemeral, and a data,
 /// a child and an exists watch. Returns the client, whose session must stay open.
+#[cfg(feature = "zookeeper-tests")]
 async fn populate(hosts: &str) -> (zk::Client, Vec<zk::OneshotWatcher>) {
     let client = zk::Client::connect(hosts).await.unwrap();
     let open = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
@@ -197,6 +205,7 @@ fn rzk_with_admin() -> (TestServer, SocketAddr) {
     (server, admin)
 }
 
+#[cfg(feature = "zookeeper-tests")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_command_has_zookeepers_shape_and_the_values_that_must_agree() {
     let dir = TempDir::new("rzk-admin-zk");
@@ -219,6 +228,7 @@ async fn every_command_has_zookeepers_shape_and_the_values_that_must_agree() {
     drop(zookeeper);
 }
 
+#[cfg(feature = "zookeeper-tests")]
 fn compare(rzk: SocketAddr, zk: SocketAddr) {
     for name in COMMANDS {
         let (r, z) = (command(rzk, name), command(zk, name));
@@ -274,6 +284,7 @@ fn compare(rzk: SocketAddr, zk: SocketAddr) {
 
 /// The commands answered from the host and the configuration, where rzk has no counterpart
 /// of ZooKeeper's state or answers it in ZooKeeper's terms.
+#[cfg(feature = "zookeeper-tests")]
 fn compare_host_commands(rzk: SocketAddr, zk: SocketAddr) {
     let (r, z) = (command(rzk, "system_properties"), command(zk, "system_properties"));
     // Both run on this host, ZooKeeper from the test's working directory.
@@ -306,6 +317,7 @@ fn compare_host_commands(rzk: SocketAddr, zk: SocketAddr) {
 }
 
 /// The command list, unknown commands, other paths and methods.
+#[cfg(feature = "zookeeper-tests")]
 fn compare_http(rzk: SocketAddr, zk: SocketAddr) {
     for name in ["nosuch", "RUOK", "ruok/extra"] {
         assert_eq!(command(rzk, name), command(zk, name), "unknown command {name:?}");

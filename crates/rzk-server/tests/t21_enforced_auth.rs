@@ -2,6 +2,9 @@
 //! the wire: rzk answers every scenario with the bytes Apache ZooKeeper 3.8 sends for the same
 //! zoo.cfg keys, and `zookeeper-client` is refused with AuthFailed or served as with ZooKeeper.
 
+// Every test compares rzk with Apache ZooKeeper: the `zookeeper-tests` tier only.
+#![cfg(feature = "zookeeper-tests")]
+
 use std::net::SocketAddr;
 use std::time::Duration;
 

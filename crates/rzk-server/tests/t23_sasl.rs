@@ -3,16 +3,23 @@
 //! and on Apache ZooKeeper 3.8 with the same JAAS users and zoo.cfg keys; and a garbage token
 //! answered with the bytes ZooKeeper sends.
 
+#[cfg(feature = "zookeeper-tests")]
 use std::net::SocketAddr;
 use std::time::Duration;
 
+#[cfg(feature = "zookeeper-tests")]
 use rzk_proto::Request;
 use rzk_testkit::enforcing::EnforcingServer;
+#[cfg(feature = "zookeeper-tests")]
 use rzk_testkit::raw::BlockingClient;
 use rzk_testkit::Kind;
 use zookeeper_client as zk;
 
+/// Apache ZooKeeper too only in the `zookeeper-tests` tier (it needs Java and ZooKeeper).
+#[cfg(feature = "zookeeper-tests")]
 const KINDS: [Kind; 2] = [Kind::Rzk, Kind::ZooKeeper];
+#[cfg(not(feature = "zookeeper-tests"))]
+const KINDS: [Kind; 1] = [Kind::Rzk];
 /// zookeeper-client's test users.
 const USERS: [(&str, &str); 2] = [("client1", "password1"), ("client2", "password2")];
 
@@ -58,6 +65,7 @@ async fn zookeeper_clients_test_sasl_digest_md5() {
 
 /// The frames a server sends after the handshake for an empty sasl packet (xid 1), then
 /// `token` (xid 2), until it closes the connection.
+#[cfg(feature = "zookeeper-tests")]
 fn after_sasl(hosts: &str, token: &[u8]) -> Vec<Vec<u8>> {
     let addr: SocketAddr = hosts.parse().unwrap();
     let (mut raw, _) = BlockingClient::connect(addr, Duration::from_secs(10)).expect("session");
@@ -68,6 +76,7 @@ fn after_sasl(hosts: &str, token: &[u8]) -> Vec<Vec<u8>> {
     std::iter::from_fn(|| raw.read_frame().ok()).collect()
 }
 
+#[cfg(feature = "zookeeper-tests")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_garbage_response_gets_the_bytes_zookeeper_sends() {
     let rzk = start(Kind::Rzk).await;

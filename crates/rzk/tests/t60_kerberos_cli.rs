@@ -8,6 +8,10 @@
 //! through SERVER_JVMFLAGS, sasl enforced): the CLI and ZooKeeper's Java client both log in,
 //! as the same `sasl` id ZooKeeper gives them, and a client with no SASL is turned away.
 
+// A Kerberized Apache ZooKeeper, and ZooKeeper's Java client against rzk: `gssapi` (its
+// [[test]] requires it too) and `zookeeper-tests`.
+#![cfg(all(feature = "gssapi", feature = "zookeeper-tests"))]
+
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};

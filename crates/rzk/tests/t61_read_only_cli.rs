@@ -3,6 +3,9 @@
 //! is refused with exit 2 and the reason, and without the flag the member turns the command
 //! away.
 
+// An Apache ZooKeeper ensemble only (rzk refuses them): the `zookeeper-tests` tier.
+#![cfg(feature = "zookeeper-tests")]
+
 mod support;
 
 use std::time::{Duration, Instant};

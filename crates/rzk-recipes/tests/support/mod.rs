@@ -296,7 +296,8 @@ pub fn test_path(test: &str, kind: Kind) -> String {
     )
 }
 
-/// Defines `#[tokio::test]`s `<name>_rzk` and `<name>_zookeeper` running `scenario(kind)`.
+/// Defines `#[tokio::test]`s `<name>_rzk` and `<name>_zookeeper` running `scenario(kind)`;
+/// `<name>_zookeeper` only with the `zookeeper-tests` feature.
 #[macro_export]
 macro_rules! both_servers {
     ($($name:ident => $scenario:ident;)*) => {
@@ -310,6 +311,9 @@ macro_rules! both_servers {
                     super::$scenario($crate::support::Kind::Rzk).await;
                     eprintln!("{}::Rzk: {:?}", stringify!($name), t.elapsed());
                 }
+                // Apache ZooKeeper only in the `zookeeper-tests` tier: the cfg is the test
+                // crate's, where this expands.
+                #[cfg(feature = "zookeeper-tests")]
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn zookeeper() {
                     $crate::support::init_tracing();

@@ -49,7 +49,8 @@ pub fn serial() -> rzk_testkit::slots::Slot {
     rzk_testkit::slots::heavy()
 }
 
-/// Defines `#[test]`s `<name>::rzk` and `<name>::zookeeper` running `scenario(kind)`.
+/// Defines `#[test]`s `<name>::rzk` and `<name>::zookeeper` running `scenario(kind)`;
+/// `<name>::zookeeper` only with the `zookeeper-tests` feature.
 #[macro_export]
 macro_rules! both_servers {
     ($($name:ident => $scenario:ident;)*) => {
@@ -60,6 +61,9 @@ macro_rules! both_servers {
                     let _g = $crate::support::serial();
                     super::$scenario($crate::support::Kind::Rzk);
                 }
+                // Apache ZooKeeper only in the `zookeeper-tests` tier: the cfg is the test
+                // crate's, where this expands.
+                #[cfg(feature = "zookeeper-tests")]
                 #[test]
                 fn zookeeper() {
                     let _g = $crate::support::serial();
