@@ -27,6 +27,10 @@ pub enum Bug {
     /// reaper still owes its node's delete: `release()` returns with the node still counting
     /// against the leases.
     SemaphoreReleaseBeforeDelete,
+    /// An acquire given up (timed out or dropped) forgets its queued node instead of deleting
+    /// it: the node stays in the queue for the session's life, and every later waiter queues
+    /// behind it.
+    WithdrawnNodeKept,
     /// rzk-client retries every reconnect at once, with no pause or back-off (the storm a
     /// session with credentials once caused against a server enforcing authentication).
     ReconnectStorm,
@@ -79,6 +83,10 @@ switch!(
 switch!(
     /// Whether a lost lease's release skips the delete it owes.
     semaphore_release_before_delete => SemaphoreReleaseBeforeDelete
+);
+switch!(
+    /// Whether a withdrawn attempt's node is forgotten, not deleted.
+    withdrawn_node_kept => WithdrawnNodeKept
 );
 switch!(
     /// Whether a recipe keeps its node across sessions.

@@ -196,4 +196,8 @@ async fn unreadable_node_skipped(kind: Kind) {
     assert!(matches!(&errors[..], [Error::NoAuth { path }] if *path == secret), "{errors:?}");
     let held: Vec<String> = cache.snapshot().into_keys().collect();
     assert_eq!(held, [root.clone(), format!("{root}/open")]);
+    // A subscriber that comes after the load learns of the skipped node too (the first one
+    // may also have come after it: the load starts with the cache).
+    let late = Recorder::start(cache.events());
+    eventually(WITHIN, "replayed", || late.items().iter().any(|i| i.is_err())).await;
 }

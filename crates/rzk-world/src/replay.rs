@@ -17,6 +17,7 @@ const BUGS: &[(&str, Bug)] = &[
     ("earlier-session", Bug::LockOnEarlierSessionNode),
     ("storm", Bug::ReconnectStorm),
     ("lease-release", Bug::SemaphoreReleaseBeforeDelete),
+    ("withdrawn-node", Bug::WithdrawnNodeKept),
 ];
 
 /// The bug called `name`.

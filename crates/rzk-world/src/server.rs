@@ -157,6 +157,13 @@ impl Server {
         self.lock().machine.core().state().node(path).map(|n| n.ephemeral_owner)
     }
 
+    /// The ephemeral nodes session `session` owns under `prefix`.
+    pub fn ephemerals_under(&self, session: i64, prefix: &str) -> Vec<String> {
+        let g = self.lock();
+        let state = g.machine.core().state();
+        state.ephemerals_of(session).filter(|p| p.starts_with(prefix)).map(String::from).collect()
+    }
+
     /// The data of the node at `path`, if it exists.
     pub fn data_of(&self, path: &str) -> Option<Vec<u8>> {
         let g = self.lock();

@@ -240,6 +240,7 @@ async fn world(
     }
     rec.note("calm".into());
     server.calm();
+    rec.calm();
     let before: Vec<usize> = recipes.iter().map(|(r, _)| rec.progress(*r)).collect();
     let calm_until = tokio::time::Instant::now() + options.calm;
     let changed_hands =
@@ -357,6 +358,15 @@ fn inject(
     timeout: Duration,
     seed: u64,
 ) {
+    let now = rec.now_ms();
+    match fault {
+        Fault::Cut { p } => rec.disturbed(Some(p), now),
+        Fault::BlackHole { p, ms } => rec.disturbed(Some(p), now + ms),
+        // A delay lasts as long as the connection, or until the calm.
+        Fault::Delay { p, .. } => rec.disturbed(Some(p), u64::MAX),
+        Fault::ServerCrash { ms } => rec.disturbed(None, now + ms),
+        Fault::ProcessCrash { .. } => {}
+    }
     match fault {
         Fault::Cut { p } => server.set_links(Some(p), |l| l.cut = true),
         Fault::BlackHole { p, ms } => {

@@ -148,6 +148,11 @@ fn a_lost_lease_released_before_its_delete_is_found() {
 }
 
 #[test]
+fn a_given_up_acquire_that_leaves_its_node_is_found() {
+    found(rzk_recipes::bugs::Bug::WithdrawnNodeKept, Options::default(), false);
+}
+
+#[test]
 fn a_reconnect_storm_is_found() {
     found(rzk_recipes::bugs::Bug::ReconnectStorm, Options::default(), false);
 }

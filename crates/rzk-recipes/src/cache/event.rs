@@ -65,8 +65,10 @@ pub enum CacheEvent {
 pub type CacheItem = Result<CacheEvent, Error>;
 
 /// The events of a cache, from [`TreeCache::events`](crate::TreeCache::events): first the
-/// current content as `Added` events (and `Initialized` if the initial load is done), then
-/// every change. Ends when the cache is closed or fails (the failure is the last item).
+/// current content as `Added` events, the errors of the initial load so far (the nodes it
+/// could not read, so that a subscriber that came after them still learns of them), and
+/// `Initialized` if that load is done; then every change. Ends when the cache is closed or
+/// fails (the failure is the last item).
 pub struct CacheEvents {
     replay: VecDeque<CacheItem>,
     live: Option<Subscription<CacheItem>>,

@@ -26,6 +26,9 @@ pub(super) enum Status {
 struct Inner {
     model: Model,
     initialized: bool,
+    /// The errors of the first load (nodes it could not read), at most the event queue's
+    /// length: a subscriber that comes after them still learns why its content lacks them.
+    load_errors: Vec<Error>,
     /// `None` once the cache has ended: the streams end.
     tx: Option<broadcast::Sender<CacheItem>>,
 }
@@ -40,7 +43,12 @@ pub(super) struct Shared {
 impl Shared {
     pub fn new(path: String, options: CacheOptions) -> Self {
         let (tx, _) = broadcast::channel(options.event_queue.max(1));
-        let inner = Inner { model: Model::default(), initialized: false, tx: Some(tx) };
+        let inner = Inner {
+            model: Model::default(),
+            initialized: false,
+            load_errors: Vec::new(),
+            tx: Some(tx),
+        };
         let (status, _) = watch::channel(Status::Loading);
         Shared { path, options, inner: Mutex::new(inner), status }
     }
@@ -79,7 +87,11 @@ impl Shared {
 
     /// Tells the subscribers of an error that does not end the cache.
     pub fn report(&self, e: Error) {
-        if let Some(tx) = &self.lock().tx {
+        let mut inner = self.lock();
+        if !inner.initialized && inner.load_errors.len() < self.options.event_queue {
+            inner.load_errors.push(e.clone());
+        }
+        if let Some(tx) = &inner.tx {
             let _ = tx.send(Err(e));
         }
     }
@@ -117,7 +129,7 @@ impl Shared {
         });
     }
 
-    /// A new subscriber: the current content, then every change.
+    /// A new subscriber: the current content and the first load's errors, then every change.
     pub fn subscribe(&self) -> CacheEvents {
         let inner = self.lock();
         let mut replay: VecDeque<CacheItem> = inner
@@ -125,6 +137,7 @@ impl Shared {
             .nodes()
             .iter()
             .map(|(path, node)| Ok(CacheEvent::Added { path: path.clone(), node: node.clone() }))
+            .chain(inner.load_errors.iter().cloned().map(Err))
             .collect();
         if inner.initialized {
             replay.push_back(Ok(CacheEvent::Initialized));

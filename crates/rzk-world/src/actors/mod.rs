@@ -109,6 +109,28 @@ impl Me {
         }
     }
 
+    /// After an acquire of `lock` given up at `since_ms` (world time), a session that stayed
+    /// healthy throughout holds no node there once the withdrawal had its time: a cancelled
+    /// acquire leaves nothing behind (checked only when no fault touched this process or the
+    /// server from well before the attempt to the check).
+    async fn check_withdrawn(&self, session: &Session, lock: &str, since_ms: u64) {
+        tokio::time::sleep(Duration::from_millis(terms::WITHDRAW_MS)).await;
+        let quiet_from = since_ms
+            .saturating_sub(terms::QUIET_TIMEOUTS * self.session_timeout.as_millis() as u64);
+        let Ok(client) = session.client() else { return };
+        if !self.rec.quiet_since(self.process, quiet_from) || !client.state().is_connected() {
+            return;
+        }
+        let sid = client.session_id().0;
+        let left = self.net.server().ephemerals_under(sid, &format!("{lock}/"));
+        if !left.is_empty() {
+            self.net.server().report(format!(
+                "p{} gave up an acquire at {since_ms} ms, and session {sid:#x} still has {left:?}",
+                self.process
+            ));
+        }
+    }
+
     /// Notes `what` in the trace, as this process.
     fn note(&self, what: impl std::fmt::Display) {
         self.rec.note(format!("p{} {what}", self.process));

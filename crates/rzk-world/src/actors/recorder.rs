@@ -2,7 +2,7 @@
 //! the guarded writes the server acknowledged, the counter's and the queue's answers, and the
 //! trace.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -42,6 +42,9 @@ pub(crate) struct Records {
     in_flight: BTreeSet<(Op, u64)>,
     next_op: u64,
     next_item: u64,
+    /// Until when (world ms) each process's links, or the server for `None`, were disturbed
+    /// by a fault.
+    disturbed: BTreeMap<Option<usize>, u64>,
 }
 
 impl Records {
@@ -194,6 +197,27 @@ impl Recorder {
     /// A queue handle was made: it may keep one item at its end.
     pub fn queue_handle(&self) {
         self.lock().queue.handles += 1;
+    }
+
+    /// A fault disturbs `process`'s links (`None`: the server) until `until_ms`.
+    pub fn disturbed(&self, process: Option<usize>, until_ms: u64) {
+        let mut r = self.lock();
+        let d = r.disturbed.entry(process).or_default();
+        *d = (*d).max(until_ms);
+    }
+
+    /// The faults stop: nothing is disturbed past now.
+    pub fn calm(&self) {
+        let now = self.now_ms();
+        for d in self.lock().disturbed.values_mut() {
+            *d = (*d).min(now);
+        }
+    }
+
+    /// Whether no fault disturbed `process` or the server since `since_ms`.
+    pub fn quiet_since(&self, process: usize, since_ms: u64) -> bool {
+        let r = self.lock();
+        [Some(process), None].iter().all(|k| r.disturbed.get(k).is_none_or(|&d| d < since_ms))
     }
 
     /// Puts taken records back, so that a failure can report their trace.

@@ -42,16 +42,39 @@ const WORK_MS_MAX: u64 = 40;
 /// How often (percent of writes) a holder stalls before writing, as a process paused by GC
 /// or SIGSTOP would, for up to [`PAUSE_TIMEOUTS_MAX`] of its session timeouts.
 const PAUSE_PERCENT: u32 = 2;
+/// How often (percent of acquires) a mutex process gives an acquire up after a short wait.
+const GIVE_UP_PERCENT: u32 = 15;
+/// How long such an acquire waits.
+const GIVE_UP_AFTER_MS: std::ops::RangeInclusive<u64> = 1..=100;
+/// How long a healthy session takes, at most, to withdraw a given-up acquire's node.
+pub(super) const WITHDRAW_MS: u64 = 500;
+/// How long a process's links and the server must have been free of faults before a
+/// given-up acquire, in session timeouts, for its session to count as healthy: long enough
+/// to reconnect from any fault before it.
+pub(super) const QUIET_TIMEOUTS: u64 = 3;
 /// How long a semaphore process keeps a lease, or a reader its read lock: long enough that
 /// the holds, not the recipe's internal lock, are what the others wait for.
 const LEASE_MS_MIN: u64 = 50;
 const LEASE_MS_MAX: u64 = 300;
 
-/// Acquire, work with guarded writes, release, forever.
+/// Acquire, work with guarded writes, release, forever; now and then, an acquire given up
+/// after a short wait, as a caller with a deadline gives up, and checked to leave no node.
 pub(super) async fn hold_mutex(mut me: Me, session: &Session, options: MutexOptions) {
     let mutex = InterProcessMutex::new(session, LOCK, options).expect("the lock path is valid");
     loop {
-        let guard = until_ok(&me, || mutex.acquire()).await;
+        let guard = if me.rng.u32(0..100) < GIVE_UP_PERCENT {
+            let wait = Duration::from_millis(me.rng.u64(GIVE_UP_AFTER_MS));
+            let since = me.rec.now_ms();
+            match mutex.acquire_timeout(wait).await {
+                Ok(Some(guard)) => guard,
+                Ok(None) | Err(_) => {
+                    me.check_withdrawn(session, LOCK, since).await;
+                    continue;
+                }
+            }
+        } else {
+            until_ok(&me, || mutex.acquire()).await
+        };
         hold_guard(&mut me, session, guard, Recipe::Mutex, Some(DATA)).await;
         me.breathe().await;
     }
