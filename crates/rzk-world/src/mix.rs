@@ -22,6 +22,9 @@ pub enum Recipe {
     Counter,
     /// SimpleDistributedQueue at `/world/queue`: every process offers items and takes them.
     Queue,
+    /// TreeCache of `/world/config`: every process writes keys there while the faults last
+    /// and keeps a cache of the whole subtree, which must equal the server's once they stop.
+    Cache,
 }
 
 /// Leases of the world's semaphore.
@@ -29,7 +32,7 @@ pub const SEMAPHORE_LEASES: u32 = 2;
 
 impl Recipe {
     /// Every recipe, in the order a world starts their processes.
-    pub const ALL: [Recipe; 7] = [
+    pub const ALL: [Recipe; 8] = [
         Recipe::Mutex,
         Recipe::Semaphore,
         Recipe::Latch,
@@ -37,6 +40,7 @@ impl Recipe {
         Recipe::RwLock,
         Recipe::Counter,
         Recipe::Queue,
+        Recipe::Cache,
     ];
 
     /// Its name in `RZK_WORLD_MIX`.
@@ -49,6 +53,7 @@ impl Recipe {
             Recipe::RwLock => "rwlock",
             Recipe::Counter => "counter",
             Recipe::Queue => "queue",
+            Recipe::Cache => "cache",
         }
     }
 
@@ -71,7 +76,7 @@ impl Recipe {
     fn share(self) -> u64 {
         match self {
             Recipe::Mutex => 4,
-            Recipe::Counter => 2,
+            Recipe::Counter | Recipe::Cache => 2,
             _ => 3,
         }
     }

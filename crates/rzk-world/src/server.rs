@@ -164,6 +164,20 @@ impl Server {
         state.ephemerals_of(session).filter(|p| p.starts_with(prefix)).map(String::from).collect()
     }
 
+    /// Every node at and below `path`, with its data.
+    pub fn subtree(&self, path: &str) -> BTreeMap<String, Vec<u8>> {
+        let g = self.lock();
+        let state = g.machine.core().state();
+        let mut out = BTreeMap::new();
+        let mut todo = vec![path.to_string()];
+        while let Some(p) = todo.pop() {
+            let Some(node) = state.node(&p) else { continue };
+            todo.extend(node.children.iter().map(|c| format!("{p}/{c}")));
+            out.insert(p, node.data.as_deref().unwrap_or_default().to_vec());
+        }
+        out
+    }
+
     /// The data of the node at `path`, if it exists.
     pub fn data_of(&self, path: &str) -> Option<Vec<u8>> {
         let g = self.lock();

@@ -9,7 +9,7 @@ use rzk_sim::Rng;
 use tokio::task::JoinHandle;
 
 use crate::actors::{
-    be_u64, life, Op, Recorder, Records, COUNTER, PAUSE_TIMEOUTS_MAX, QUEUE, SETUP_PATHS,
+    be_u64, life, Op, Recorder, Records, CONFIG, COUNTER, PAUSE_TIMEOUTS_MAX, QUEUE, SETUP_PATHS,
 };
 use crate::checks;
 use crate::faults::{draw, Fault, Kept};
@@ -243,8 +243,15 @@ async fn world(
     rec.calm();
     let before: Vec<usize> = recipes.iter().map(|(r, _)| rec.progress(*r)).collect();
     let calm_until = tokio::time::Instant::now() + options.calm;
-    let changed_hands =
-        || recipes.iter().zip(&before).all(|((r, n), b)| *n == 0 || rec.progress(*r) > *b);
+    let caching = recipes.iter().any(|&(r, n)| r == Recipe::Cache && n > 0);
+    let stale_caches = || if caching { rec.stale_caches(&server.subtree(CONFIG)) } else { vec![] };
+    let changed_hands = || {
+        recipes
+            .iter()
+            .zip(&before)
+            .all(|((r, n), b)| *n == 0 || *r == Recipe::Cache || rec.progress(*r) > *b)
+            && stale_caches().is_empty()
+    };
     // The calm proves progress: it ends once every recipe has changed hands, or at its
     // length, when the check below names the recipe that did not.
     while tokio::time::Instant::now() < calm_until && !changed_hands() {
@@ -258,16 +265,20 @@ async fn world(
         p.net.kill();
         rec.crashed(i);
     }
-    let stalled = recipes
-        .iter()
-        .zip(before)
-        .find(|((recipe, n), before)| *n > 0 && rec.progress(*recipe) == *before);
+    let stale = stale_caches();
+    let stalled = recipes.iter().zip(before).find(|((recipe, n), before)| {
+        *n > 0 && *recipe != Recipe::Cache && rec.progress(*recipe) == *before
+    });
     // What the server and the network saw break comes first: a storm also stalls the recipes.
     if let Some(e) = server.failure() {
         return Err(e);
     }
     if let Some(((recipe, _), _)) = stalled {
         return Err(format!("no {recipe:?} progress in {} ms of calm", options.calm.as_millis()));
+    }
+    if !stale.is_empty() {
+        let calm = options.calm.as_millis();
+        return Err(format!("Cache: not converged to the server in {calm} ms of calm: {stale:?}"));
     }
     let records = rec.take();
     let check = check(&records, &server);

@@ -3,7 +3,11 @@
 
 use std::time::Duration;
 
-use rzk_recipes::{DistributedAtomicLong, Error, RetryPolicy, Session, SimpleDistributedQueue};
+use rzk_client::CreateMode;
+use rzk_recipes::{
+    CacheOptions, DistributedAtomicLong, Error, RetryPolicy, Session, SimpleDistributedQueue,
+    TreeCache,
+};
 
 use super::{Me, Op};
 
@@ -11,6 +15,10 @@ use super::{Me, Op};
 pub(super) const COUNTER: &str = "/world/counter";
 /// The queue's node.
 pub(super) const QUEUE: &str = "/world/queue";
+/// The subtree the cache processes write and cache.
+pub(super) const CONFIG: &str = "/world/config";
+/// The keys they write under it.
+const CONFIG_KEYS: u64 = 8;
 /// The pause between two increments: a counter process is one of many clients, not a load
 /// generator, and a world's cost is its operations.
 const INCREMENT_GAP_MS: std::ops::RangeInclusive<u64> = 20..=150;
@@ -69,6 +77,30 @@ pub(super) async fn offer_and_take(mut me: Me, session: &Session) {
                     me.note(format_args!("take failed: {e}"));
                     me.rec.failed(op, true);
                 }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(me.rng.u64(ROUND_GAP_MS))).await;
+    }
+}
+
+/// Keep a TreeCache of [`CONFIG`], and write its keys (create, set, delete, drawn) while the
+/// faults last; in the calm, only the cache works, and the world compares it with the server.
+pub(super) async fn write_and_cache(mut me: Me, session: &Session) {
+    let cache =
+        TreeCache::new(session, CONFIG, CacheOptions::tree()).expect("the cache path is valid");
+    me.rec.cache(me.process, cache.clone());
+    let anyone = CreateMode::Persistent.with_acls(rzk_client::Acls::anyone_all());
+    loop {
+        if let (false, Ok(client)) = (me.rec.is_calm(), session.client()) {
+            let key = format!("{CONFIG}/k{}", me.rng.u64(0..CONFIG_KEYS));
+            let value = me.rng.u64(..).to_be_bytes();
+            let done = match me.rng.u32(0..3) {
+                0 => client.create(&key, &value, &anyone).await.map(drop),
+                1 => client.set_data(&key, &value, None).await.map(drop),
+                _ => client.delete(&key, None).await,
+            };
+            if let Err(e) = done {
+                me.note(format_args!("write of {key}: {e}"));
             }
         }
         tokio::time::sleep(Duration::from_millis(me.rng.u64(ROUND_GAP_MS))).await;

@@ -20,8 +20,10 @@ pub(crate) use recorder::{Op, Recorder, Records};
 
 /// The nodes every world creates before its processes start: `/world`, and the nodes the
 /// holders of each recipe write under their fencing tokens.
-pub(crate) const SETUP_PATHS: [&str; 5] =
-    ["/world", terms::DATA, terms::LATCH_DATA, terms::RACE_DATA, terms::RW_DATA];
+pub(crate) const SETUP_PATHS: [&str; 6] =
+    ["/world", terms::DATA, terms::LATCH_DATA, terms::RACE_DATA, terms::RW_DATA, data::CONFIG];
+/// The subtree the cache processes cache.
+pub(crate) const CONFIG: &str = data::CONFIG;
 /// The counter's node.
 pub(crate) const COUNTER: &str = data::COUNTER;
 /// The queue's node.
@@ -59,6 +61,7 @@ pub(crate) async fn life(
         Recipe::Race => terms::hold_race(me, &session, options.common.policy).await,
         Recipe::Counter => data::count(me, &session).await,
         Recipe::Queue => data::offer_and_take(me, &session).await,
+        Recipe::Cache => data::write_and_cache(me, &session).await,
     }
 }
 

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use rzk_recipes::Leadership;
+use rzk_recipes::{Leadership, TreeCache};
 
 use crate::checks::{CounterLog, QueueLog, Term};
 use crate::mix::Recipe;
@@ -45,6 +45,10 @@ pub(crate) struct Records {
     /// Until when (world ms) each process's links, or the server for `None`, were disturbed
     /// by a fault.
     disturbed: BTreeMap<Option<usize>, u64>,
+    /// Each cache process's current cache.
+    pub caches: BTreeMap<usize, TreeCache>,
+    /// The faults have stopped.
+    pub calm: bool,
 }
 
 impl Records {
@@ -206,12 +210,43 @@ impl Recorder {
         *d = (*d).max(until_ms);
     }
 
-    /// The faults stop: nothing is disturbed past now.
+    /// The faults stop: nothing is disturbed past now, and the writers of the cached subtree
+    /// stop writing.
     pub fn calm(&self) {
         let now = self.now_ms();
-        for d in self.lock().disturbed.values_mut() {
+        let mut r = self.lock();
+        r.calm = true;
+        for d in r.disturbed.values_mut() {
             *d = (*d).min(now);
         }
+    }
+
+    /// Whether the faults have stopped.
+    pub fn is_calm(&self) -> bool {
+        self.lock().calm
+    }
+
+    /// `process`'s cache is `cache` (a new life's replaces its last).
+    pub fn cache(&self, process: usize, cache: TreeCache) {
+        self.lock().caches.insert(process, cache);
+    }
+
+    /// The processes whose cache differs from `truth` (the server's subtree: path to data),
+    /// each with the first difference.
+    pub fn stale_caches(&self, truth: &BTreeMap<String, Vec<u8>>) -> Vec<String> {
+        let r = self.lock();
+        let mut stale = Vec::new();
+        for (p, cache) in &r.caches {
+            let seen: BTreeMap<String, Vec<u8>> =
+                cache.snapshot().into_iter().map(|(path, n)| (path, n.data)).collect();
+            if &seen != truth {
+                let diff = (truth.keys().chain(seen.keys()))
+                    .find(|k| truth.get(*k) != seen.get(*k))
+                    .map_or_else(|| "its content".to_string(), |k| k.clone());
+                stale.push(format!("p{p} differs at {diff}"));
+            }
+        }
+        stale
     }
 
     /// Whether no fault disturbed `process` or the server since `since_ms`.
@@ -236,6 +271,8 @@ impl Recorder {
         match recipe {
             Recipe::Counter => r.counter.acked.len(),
             Recipe::Queue => r.queue.taken.len(),
+            // Progress of a cache is convergence, which the world checks itself.
+            Recipe::Cache => 0,
             _ => r.terms.iter().filter(|t| t.recipe == recipe).count(),
         }
     }
