@@ -175,8 +175,9 @@ impl Leadership {
         confirmed(done, timeout).await
     }
 
-    /// Starts the resignation synchronously; the receiver answers once our node is deleted
-    /// (`None`: the recipe is gone, nothing to wait for).
+    /// Starts the resignation synchronously; the receiver answers once our node is deleted,
+    /// or at once with how the recipe ended if it has (`None` is never returned today; the
+    /// callers keep treating it as nothing to wait for).
     pub(crate) fn resign_now(&self) -> Option<oneshot::Receiver<Result<(), Error>>> {
         if self.inner.lifecycle == Lifecycle::Latch {
             // Resigning a latch closes it, silently.
@@ -185,6 +186,8 @@ impl Leadership {
         self.inner.lose(LossReason::Resigned);
         let (tx, rx) = oneshot::channel();
         let resign = Command::Resign { term: self.inner.term, done: tx };
-        self.inner.cmd.send(resign).is_ok().then_some(rx)
+        // A driver that has ended answers with how it ended (`Mailbox::send`).
+        let _ = self.inner.cmd.send(resign);
+        Some(rx)
     }
 }

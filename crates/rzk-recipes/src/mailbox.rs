@@ -10,11 +10,12 @@
 //! (a guard's drop resigns and cannot wait for room), so they are not dropped.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc;
 
 use crate::control::Command;
+use crate::Error;
 
 /// One flag per coalesced command: set while its message waits in the channel.
 #[derive(Default)]
@@ -22,6 +23,23 @@ struct Queued {
     wake: AtomicBool,
     evaluate: AtomicBool,
     release_current: AtomicBool,
+    /// How the driver ended (its node deleted, or the error it stays with), for a `Close` or
+    /// `Resign` that comes after: set before the channel closes.
+    ended: Mutex<Option<Result<(), Error>>>,
+}
+
+impl Queued {
+    /// Answers a `Close` or `Resign` the driver will never take with how it ended.
+    fn answer_ended(&self, cmd: Command) {
+        let ended = self.ended.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let outcome = ended.unwrap_or(Ok(()));
+        match cmd {
+            Command::Resign { done, .. } | Command::Close { done: Some(done) } => {
+                let _ = done.send(outcome);
+            }
+            _ => {}
+        }
+    }
 }
 
 impl Queued {
@@ -70,11 +88,26 @@ impl Mailbox {
         if self.queued.flag(&cmd).is_some_and(|f| f.swap(true, Ordering::AcqRel)) {
             return if self.tx.is_closed() { Err(DriverGone) } else { Ok(()) };
         }
-        self.tx.send(cmd).map_err(|_| DriverGone)
+        self.tx.send(cmd).map_err(|unsent| {
+            self.queued.answer_ended(unsent.0);
+            DriverGone
+        })
     }
 }
 
 impl Inbox {
+    /// The driver ends with `outcome` (its node deleted, or the error it stays with): every
+    /// `Close` and `Resign` still queued, or sent from now on, is answered with it. Without
+    /// this, a release racing the driver's own end on the same loss (the guard resolves the
+    /// loss, then sends) would be answered `Ok` by a driver that never took it.
+    pub fn end(&mut self, outcome: Result<(), Error>) {
+        *self.queued.ended.lock().unwrap_or_else(|e| e.into_inner()) = Some(outcome);
+        self.rx.close();
+        while let Ok(cmd) = self.rx.try_recv() {
+            self.queued.answer_ended(cmd);
+        }
+    }
+
     /// The next command; `None` once every handle is gone.
     ///
     /// # Cancellation safety

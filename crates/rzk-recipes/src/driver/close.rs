@@ -48,6 +48,7 @@ impl Driver {
         for w in self.close_waiters.drain(..).chain(self.resign_waiters.drain(..)) {
             let _ = w.send(answer.clone());
         }
+        self.cmd_rx.end(answer);
         tracing::warn!(error = %e, path = %self.shared.path, "election failed");
         self.shared.set_status(Status::Failed(e));
         self.shared.emit(ElectionEvent::Closed);
