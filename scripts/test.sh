@@ -44,6 +44,8 @@ export CARGO_PROFILE_DEV_DEBUG=line-tables-only
 # Each banner carries the seconds since the gate started, so a log shows where the time goes.
 # Seeds of the full-system world (crates/rzk-world) each run sweeps.
 WORLD_SEEDS="${RZK_WORLD_SEEDS_GATE:-10000}"
+# Seeds in which the world must find the rarest reintroduced bug (tests/README.md).
+BUG_HUNT_SEEDS=3000
 
 # Kerberos built in, and the tests that start Apache ZooKeeper or a JVM, which a plain
 # `cargo test` (the fast tier) leaves out: every crate that has them names the feature.
@@ -68,7 +70,9 @@ step "in the background, at the lowest priority: the seeded world, fuzzing, micr
 # 19), and are waited for before the benchmark guard, which needs the machine to itself.
 # - $WORLD_SEEDS seeds of the full-system world (crates/rzk-world), release-built: worlds of
 #   10 s of faults and a calm of up to 9 s (longer than any holder's pause); every invariant is
-#   checked after each, and a failure is printed with its replay command and shrunk;
+#   checked after each, and a failure is printed with its replay command and shrunk; then
+#   the reintroduced bug too rare for `cargo test` (`lease-release`), which the world must
+#   find within $BUG_HUNT_SEEDS seeds of four semaphore holders;
 # - a fuzz smoke run of every fuzz target ($RZK_FUZZ_SECONDS per target, default 15);
 # - every criterion micro-benchmark run once (`-- --test`), so they keep building and working.
 # Each writes its own log; the release builds share target/release one after another.
@@ -90,6 +94,9 @@ background=$(mktemp -d)
     echo "the world's release build failed" >>"$background/failed"
   elif ! wait "$world"; then
     echo "the seeded world's sweep failed" >>"$background/failed"
+  elif ! nice -n 19 target/release/rzk-world-soak --bug lease-release --mix semaphore=4 \
+      --seeds "$BUG_HUNT_SEEDS" --threads 2 --expect-found >>"$background/world.log" 2>&1; then
+    echo "the seeded world missed the lease-release bug" >>"$background/failed"
   fi
 ) >"$background/build.log" 2>&1 &
 background_run=$!

@@ -31,6 +31,14 @@ pub enum Bug {
     /// it: the node stays in the queue for the session's life, and every later waiter queues
     /// behind it.
     WithdrawnNodeKept,
+    /// A service registration keeps the data it was first registered with: an update writes
+    /// its node, and the next check after a reconnection writes the old data back (Curator's
+    /// re-registration once used the instance it was given first).
+    RegistrationKeepsFirstData,
+    /// A cache's full read (after a reconnect, or a watch that lagged) adds the children it
+    /// finds and keeps the ones the server no longer has: a node deleted while the
+    /// connection was down, its event lost with it, stays in the cache for good.
+    CacheKeepsVanishedChildren,
     /// rzk-client retries every reconnect at once, with no pause or back-off (the storm a
     /// session with credentials once caused against a server enforcing authentication).
     ReconnectStorm,
@@ -91,4 +99,12 @@ switch!(
 switch!(
     /// Whether a recipe keeps its node across sessions.
     lock_on_earlier_session_node => LockOnEarlierSessionNode
+);
+switch!(
+    /// Whether an update leaves the registration's first data to re-register.
+    registration_keeps_first_data => RegistrationKeepsFirstData
+);
+switch!(
+    /// Whether a cache's full read keeps the children it no longer finds.
+    cache_keeps_vanished_children => CacheKeepsVanishedChildren
 );

@@ -10,11 +10,25 @@ use rzk_sim::Rng;
 
 /// How often (percent of faults) each kind is drawn: the connection cut, black-holed for up
 /// to twice the session timeout, delayed by up to half of it, the server crashed and
-/// recovered, and a client process crashed and restarted (the rest).
+/// recovered, the server stalled for up to twice the session timeout, and a client process
+/// crashed and restarted (the rest).
 const CUT_PERCENT: u64 = 25;
 const BLACK_HOLE_PERCENT: u64 = 25;
 const DELAY_PERCENT: u64 = 20;
 const SERVER_CRASH_PERCENT: u64 = 8;
+const SERVER_STALL_PERCENT: u64 = 6;
+
+/// How far the server's clock runs from the processes' (which share tokio's), at most, in
+/// parts per thousand either way: within the bound the lease assumes. A lease's deadline is
+/// `last_ack_sent + T − safety_margin` on the holder's clock, no later than the server's
+/// earliest expiry `last_ack_sent + T` on the server's while the server's clock runs at most
+/// `safety_margin / (T − safety_margin)` fast: 200 ms / 1,800 ms, 11 %, for the longest
+/// timeout a world's server grants (2 s), more for shorter ones. (A holder's loss signal
+/// fires a stop budget earlier still; the world finds a server clock 50 % fast.)
+pub const CLOCK_DRIFT_PERMILLE_MAX: i64 = 100;
+/// Mixed into the world's seed for the server's clock rate, drawn apart from the schedule so
+/// that a world's faults do not move with it.
+const CLOCK_SEED_SALT: u64 = 0xc10c_c10c;
 
 /// One fault, as drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,6 +43,9 @@ pub(crate) enum Fault {
     ServerCrash { ms: u64 },
     /// Process `p` crashes and starts again with a new session.
     ProcessCrash { p: usize },
+    /// The whole server stops for `ms`, its clock running on; it resumes with its timer
+    /// first when `ticks_first`.
+    ServerStall { ms: u64, ticks_first: bool },
 }
 
 impl std::fmt::Display for Fault {
@@ -39,6 +56,10 @@ impl std::fmt::Display for Fault {
             Fault::Delay { p, ms } => write!(f, "delay p{p} by {ms} ms"),
             Fault::ServerCrash { ms } => write!(f, "server crash, {ms} ms to recover"),
             Fault::ProcessCrash { p } => write!(f, "p{p} crashes and restarts"),
+            Fault::ServerStall { ms, ticks_first } => {
+                let first = if *ticks_first { "its timer" } else { "its connections" };
+                write!(f, "server stalls for {ms} ms, then runs {first} first")
+            }
         }
     }
 }
@@ -55,9 +76,24 @@ pub(crate) fn draw(rng: &mut Rng, processes: usize, timeout_ms: u64) -> Fault {
         Fault::Delay { p, ms: rng.below(timeout_ms / 2) }
     } else if kind < CUT_PERCENT + BLACK_HOLE_PERCENT + DELAY_PERCENT + SERVER_CRASH_PERCENT {
         Fault::ServerCrash { ms: rng.below(rzk_sim::machine::RECOVERY_TO_SERVING_MS_MAX + 1) }
+    } else if kind
+        < CUT_PERCENT
+            + BLACK_HOLE_PERCENT
+            + DELAY_PERCENT
+            + SERVER_CRASH_PERCENT
+            + SERVER_STALL_PERCENT
+    {
+        Fault::ServerStall { ms: rng.below(2 * timeout_ms), ticks_first: rng.percent(50) }
     } else {
         Fault::ProcessCrash { p }
     }
+}
+
+/// The server's clock rate against the processes' for the world of `seed`, in parts per
+/// thousand, within [`CLOCK_DRIFT_PERMILLE_MAX`] either way.
+pub(crate) fn clock_permille(seed: u64) -> i64 {
+    let span = 2 * CLOCK_DRIFT_PERMILLE_MAX as u64 + 1;
+    Rng::new(seed ^ CLOCK_SEED_SALT).below(span) as i64 - CLOCK_DRIFT_PERMILLE_MAX
 }
 
 /// Which drawn faults a run applies, by their index in the draw order.
@@ -114,10 +150,11 @@ mod tests {
     fn the_draws_cover_every_kind() {
         let mut rng = Rng::new(7);
         let mut kinds: Vec<_> =
-            (0..100).map(|_| std::mem::discriminant(&draw(&mut rng, 7, 2000))).collect();
+            (0..200).map(|_| std::mem::discriminant(&draw(&mut rng, 7, 2000))).collect();
         kinds.dedup();
         let distinct: std::collections::HashSet<_> = kinds.into_iter().collect();
-        assert_eq!(distinct.len(), 5);
+        assert_eq!(distinct.len(), 6);
+        assert!((0..100).all(|s| clock_permille(s).abs() <= CLOCK_DRIFT_PERMILLE_MAX));
     }
 
     #[test]

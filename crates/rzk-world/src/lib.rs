@@ -26,7 +26,7 @@ mod shrink;
 mod sweep;
 mod world;
 
-pub use faults::Kept;
+pub use faults::{Kept, CLOCK_DRIFT_PERMILLE_MAX};
 pub use mix::{Mix, Recipe, SEMAPHORE_LEASES};
 pub use replay::bug_named;
 pub use shrink::{shrink, Shrunk};

@@ -25,6 +25,11 @@ pub enum Recipe {
     /// TreeCache of `/world/config`: every process writes keys there while the faults last
     /// and keeps a cache of the whole subtree, which must equal the server's once they stop.
     Cache,
+    /// curator-x-discovery's ServiceDiscovery at `/world/services`: every process registers
+    /// an instance, updates and re-registers it while the faults last, and keeps a
+    /// ServiceCache of the service; once they stop, every instance must be registered with
+    /// its latest data and every cache must equal the registry.
+    Discovery,
 }
 
 /// Leases of the world's semaphore.
@@ -32,7 +37,7 @@ pub const SEMAPHORE_LEASES: u32 = 2;
 
 impl Recipe {
     /// Every recipe, in the order a world starts their processes.
-    pub const ALL: [Recipe; 8] = [
+    pub const ALL: [Recipe; 9] = [
         Recipe::Mutex,
         Recipe::Semaphore,
         Recipe::Latch,
@@ -41,6 +46,7 @@ impl Recipe {
         Recipe::Counter,
         Recipe::Queue,
         Recipe::Cache,
+        Recipe::Discovery,
     ];
 
     /// Its name in `RZK_WORLD_MIX`.
@@ -54,12 +60,19 @@ impl Recipe {
             Recipe::Counter => "counter",
             Recipe::Queue => "queue",
             Recipe::Cache => "cache",
+            Recipe::Discovery => "discovery",
         }
     }
 
     /// The recipe called `name`.
     pub fn named(name: &str) -> Option<Recipe> {
         Recipe::ALL.into_iter().find(|r| r.name() == name)
+    }
+
+    /// Whether its progress is convergence to the server's state (checked by the world in
+    /// the calm), not holds or answers counted by the recorder.
+    pub fn converges(self) -> bool {
+        matches!(self, Recipe::Cache | Recipe::Discovery)
     }
 
     /// How many may hold it at once, for the recipes whose holds are terms (a read-write
@@ -76,7 +89,7 @@ impl Recipe {
     fn share(self) -> u64 {
         match self {
             Recipe::Mutex => 4,
-            Recipe::Counter | Recipe::Cache => 2,
+            Recipe::Counter | Recipe::Cache | Recipe::Discovery => 2,
             _ => 3,
         }
     }

@@ -18,6 +18,8 @@ const BUGS: &[(&str, Bug)] = &[
     ("storm", Bug::ReconnectStorm),
     ("lease-release", Bug::SemaphoreReleaseBeforeDelete),
     ("withdrawn-node", Bug::WithdrawnNodeKept),
+    ("first-data", Bug::RegistrationKeepsFirstData),
+    ("cache-vanished", Bug::CacheKeepsVanishedChildren),
 ];
 
 /// The bug called `name`.
@@ -42,8 +44,8 @@ fn number(name: &str, v: &str) -> Result<u64, String> {
 impl Options {
     /// The default options, changed by `RZK_WORLD_BUG`, `RZK_WORLD_FAULTY_S`,
     /// `RZK_WORLD_CALM_S`, `RZK_WORLD_MIX` (the processes of each recipe: `mutex=4,latch=3`, or
-    /// `drawn`, the default)
-    /// and `RZK_WORLD_KEEP` (the faults applied: `3,8`).
+    /// `drawn`, the default), `RZK_WORLD_CLOCK_PERMILLE` (the server's clock rate: `+100` is
+    /// 10 % fast) and `RZK_WORLD_KEEP` (the faults applied: `3,8`).
     ///
     /// # Errors
     /// A variable that does not parse, named.
@@ -61,6 +63,11 @@ impl Options {
         }
         if let Some(mix) = var("RZK_WORLD_MIX") {
             o.mix = Mix::parse(&mix).map_err(|e| format!("RZK_WORLD_MIX={mix}: {e}"))?;
+        }
+        if let Some(c) = var("RZK_WORLD_CLOCK_PERMILLE") {
+            let rate =
+                c.parse().map_err(|_| format!("RZK_WORLD_CLOCK_PERMILLE={c}: not a number"))?;
+            o.clock_permille = Some(rate);
         }
         if let Some(keep) = var("RZK_WORLD_KEEP") {
             o.kept = Kept::parse(&keep).map_err(|e| format!("RZK_WORLD_KEEP: {e}"))?;
@@ -86,6 +93,9 @@ impl Options {
         }
         if self.mix != default.mix {
             env.push_str(&format!("RZK_WORLD_MIX={} ", self.mix));
+        }
+        if let Some(rate) = self.clock_permille {
+            env.push_str(&format!("RZK_WORLD_CLOCK_PERMILLE={rate} "));
         }
         env
     }

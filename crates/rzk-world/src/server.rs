@@ -76,6 +76,8 @@ struct Inner {
     next_conn: ConnId,
     /// Set while the machine recovers from a crash: connections are refused.
     down: bool,
+    /// Set while the whole server is stopped: nothing is read, written or expired.
+    stalled: bool,
     /// Processes whose links are black-holed, new connections included.
     isolated: BTreeMap<usize, u64>,
     /// The first invariant the machine reported broken.
@@ -90,6 +92,8 @@ pub(crate) struct Server {
     inner: Mutex<Inner>,
     dirty: Notify,
     start: Instant,
+    /// How fast the core's clock runs against the world's, in parts per thousand.
+    clock_permille: i64,
 }
 
 /// A new connection's ends on the server's side.
@@ -105,8 +109,9 @@ fn peer(process: usize) -> SocketAddr {
 
 impl Server {
     /// A server whose own choices (sync moments, torn writes) come from `seed`, and whose
-    /// clock starts at `start`, the world's origin.
-    pub fn new(seed: u64, start: Instant) -> Arc<Server> {
+    /// clock starts at `start`, the world's origin, and runs `clock_permille` parts per
+    /// thousand faster than the world's (slower, if negative).
+    pub fn new(seed: u64, start: Instant, clock_permille: i64) -> Arc<Server> {
         let mut config = Config::with_tick_ms(TICK_MS);
         config.seed = seed.into();
         config.container_check_interval_ms = CONTAINER_CHECK_MS;
@@ -117,22 +122,29 @@ impl Server {
             conns: BTreeMap::new(),
             next_conn: 1,
             down: false,
+            stalled: false,
             isolated: BTreeMap::new(),
             failure: None,
             crashes: 0,
             landings: Vec::new(),
         };
-        Arc::new(Server { inner: Mutex::new(inner), dirty: Notify::new(), start })
+        Arc::new(Server { inner: Mutex::new(inner), dirty: Notify::new(), start, clock_permille })
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().expect("a world task panicked holding the server")
     }
 
-    /// The core's clock, from the world's.
+    /// The core's clock: the world's, at the server's rate.
     pub fn now(&self) -> Now {
-        let ms = self.start.elapsed().as_millis() as u64;
-        Now { mono_ms: MONO_MS_AT_START + ms, wall_ms: WALL_MS_AT_START + ms as i64 }
+        let world = self.world_ms() as i64;
+        let ms = (world + world * self.clock_permille / 1000).max(0);
+        Now { mono_ms: MONO_MS_AT_START + ms as u64, wall_ms: WALL_MS_AT_START + ms }
+    }
+
+    /// Milliseconds of world time since the start: the recorder's clock.
+    fn world_ms(&self) -> u64 {
+        self.start.elapsed().as_millis() as u64
     }
 
     /// The first broken invariant the machine reported.
@@ -186,12 +198,22 @@ impl Server {
 
     /// The data of each child of `path`, in name order (none if `path` does not exist).
     pub fn children_data(&self, path: &str) -> Vec<Vec<u8>> {
+        self.children(path).into_values().map(|(_, data)| data).collect()
+    }
+
+    /// Each child of `path` by name, with its owner word (an ephemeral's session) and data.
+    pub fn children(&self, path: &str) -> BTreeMap<String, (i64, Vec<u8>)> {
         let g = self.lock();
         let state = g.machine.core().state();
-        let Some(parent) = state.node(path) else { return Vec::new() };
+        let Some(parent) = state.node(path) else { return BTreeMap::new() };
         (parent.children.iter())
-            .filter_map(|name| state.node(&format!("{path}/{name}")))
-            .map(|n| n.data.as_deref().unwrap_or_default().to_vec())
+            .filter_map(|name| Some((name, state.node(&format!("{path}/{name}"))?)))
+            .map(|(name, n)| {
+                (
+                    name.to_string(),
+                    (n.ephemeral_owner, n.data.as_deref().unwrap_or_default().to_vec()),
+                )
+            })
             .collect()
     }
 
@@ -212,9 +234,9 @@ impl Server {
         let conn = g.next_conn;
         g.next_conn += 1;
         let (out_tx, out) = mpsc::channel(OUTBOUND_FRAMES_MAX);
-        let hole = g.isolated.contains_key(&process);
+        let hole = g.stalled || g.isolated.contains_key(&process);
         let (link_tx, link) = watch::channel(Link { hole, ..Link::default() });
-        let opened_ms = self.now().mono_ms - MONO_MS_AT_START;
+        let opened_ms = self.world_ms();
         g.conns.insert(conn, Conn { process, opened_ms, out: out_tx, link: link_tx });
         g.machine.core_mut().open(conn, peer(process));
         Ok(Accepted { conn, out, link })
@@ -252,9 +274,13 @@ impl Server {
         }
     }
 
-    /// The faults stop: every black-hole clears and every delay ends.
+    /// The faults stop: every black-hole and stall clears and every delay ends.
     pub fn calm(&self) {
-        self.lock().isolated.clear();
+        {
+            let mut g = self.lock();
+            g.isolated.clear();
+            g.stalled = false;
+        }
         self.set_links(None, |l| {
             l.hole = false;
             l.delay_ms = 0;
@@ -314,26 +340,62 @@ impl Server {
         true
     }
 
+    /// The whole server stops (a long GC pause, SIGSTOP) while its clock runs on: nothing is
+    /// read, answered or expired until [`Server::resume`] or the calm. Returns false when a
+    /// stall is already under way. Applied at once, not from a task, so that a stall drawn
+    /// as the faults end is cleared by the calm that follows.
+    pub fn stall(&self) -> bool {
+        let mut g = self.lock();
+        if g.stalled {
+            return false;
+        }
+        g.stalled = true;
+        for c in g.conns.values() {
+            c.link.send_modify(|l| l.hole = true);
+        }
+        true
+    }
+
+    /// The server runs again after a stall. With `ticks_first`, the timer runs before any
+    /// connection is read, as a session tracker that wakes first expires every session whose
+    /// pings still wait unread; otherwise the connections and the timer race as after any
+    /// pause.
+    pub fn resume(&self, ticks_first: bool) {
+        self.lock().stalled = false;
+        if ticks_first {
+            self.tick();
+        }
+        let g = self.lock();
+        for c in g.conns.values().filter(|c| !g.isolated.contains_key(&c.process)) {
+            c.link.send_modify(|l| l.hole = false);
+        }
+    }
+
     /// The timer: expires sessions, reaps containers.
     pub async fn run_timer(self: Arc<Self>) {
         loop {
             tokio::time::sleep(TICK_EVERY).await;
-            let now = self.now();
-            let mut g = self.lock();
-            if g.down {
-                continue;
-            }
-            let step = g.machine.tick(now).and_then(|()| {
-                rzk_sim::invariants::ephemerals_have_live_owners(g.machine.core().state())
-            });
-            if let Err(e) = step {
-                g.fail(e);
-            }
-            g.landed(None);
-            g.route();
-            if g.machine.core().state().last_zxid() > g.machine.durable_zxid() {
-                self.dirty.notify_one();
-            }
+            self.tick();
+        }
+    }
+
+    /// One step of the timer, unless the server is down or stalled.
+    fn tick(&self) {
+        let now = self.now();
+        let mut g = self.lock();
+        if g.down || g.stalled {
+            return;
+        }
+        let step = g.machine.tick(now).and_then(|()| {
+            rzk_sim::invariants::ephemerals_have_live_owners(g.machine.core().state())
+        });
+        if let Err(e) = step {
+            g.fail(e);
+        }
+        g.landed(None);
+        g.route();
+        if g.machine.core().state().last_zxid() > g.machine.durable_zxid() {
+            self.dirty.notify_one();
         }
     }
 

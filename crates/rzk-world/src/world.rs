@@ -9,10 +9,11 @@ use rzk_sim::Rng;
 use tokio::task::JoinHandle;
 
 use crate::actors::{
-    be_u64, life, Op, Recorder, Records, CONFIG, COUNTER, PAUSE_TIMEOUTS_MAX, QUEUE, SETUP_PATHS,
+    be_u64, life, service_path, Op, Recorder, Records, CONFIG, COUNTER, PAUSE_TIMEOUTS_MAX, QUEUE,
+    SETUP_PATHS,
 };
 use crate::checks;
-use crate::faults::{draw, Fault, Kept};
+use crate::faults::{clock_permille, draw, Fault, Kept};
 use crate::mix::{Mix, Recipe};
 use crate::net::SimNet;
 use crate::server::Server;
@@ -51,6 +52,10 @@ pub struct Options {
     pub bug: Option<rzk_recipes::bugs::Bug>,
     /// Which of the drawn faults are applied (the shrinker's and a short replay's choice).
     pub kept: Kept,
+    /// How fast the server's clock runs against the processes', in parts per thousand
+    /// (+100: 10 % fast); `None`, the default, draws it from the seed within
+    /// [`CLOCK_DRIFT_PERMILLE_MAX`](crate::CLOCK_DRIFT_PERMILLE_MAX) either way.
+    pub clock_permille: Option<i64>,
 }
 
 impl Default for Options {
@@ -62,6 +67,7 @@ impl Default for Options {
             faults: true,
             bug: None,
             kept: Kept::All,
+            clock_permille: None,
         }
     }
 }
@@ -203,12 +209,16 @@ async fn world(
     rec: Arc<Recorder>,
 ) -> Result<Outcome, String> {
     let mut rng = Rng::new(seed);
-    let server = Server::new(rng.next_u64(), origin);
+    let clock = options.clock_permille.unwrap_or_else(|| clock_permille(seed));
+    let server = Server::new(rng.next_u64(), origin, clock);
     tokio::spawn(server.clone().run_timer());
     tokio::spawn(server.clone().run_disk());
     let timeout =
         Duration::from_millis(SESSION_MS_MIN + SESSION_MS_STEP * rng.below(SESSION_STEPS + 1));
-    rec.note(format!("session timeout {} ms", timeout.as_millis()));
+    rec.note(format!(
+        "session timeout {} ms, server clock {clock:+} per mille",
+        timeout.as_millis()
+    ));
     let recipes = options.mix.counts(&mut rng);
     rec.note(format!("mix {}", Mix::Fixed(recipes.clone())));
     setup(&server).await?;
@@ -243,14 +253,24 @@ async fn world(
     rec.calm();
     let before: Vec<usize> = recipes.iter().map(|(r, _)| rec.progress(*r)).collect();
     let calm_until = tokio::time::Instant::now() + options.calm;
-    let caching = recipes.iter().any(|&(r, n)| r == Recipe::Cache && n > 0);
-    let stale_caches = || if caching { rec.stale_caches(&server.subtree(CONFIG)) } else { vec![] };
+    let running = |recipe: Recipe| recipes.iter().any(|&(r, n)| r == recipe && n > 0);
+    let (caching, registering) = (running(Recipe::Cache), running(Recipe::Discovery));
+    let stale = || {
+        let mut stale = Vec::new();
+        if caching {
+            stale.extend(rec.stale_caches(&server.subtree(CONFIG)));
+        }
+        if registering {
+            stale.extend(rec.stale_registries(&server.children(&service_path())));
+        }
+        stale
+    };
     let changed_hands = || {
         recipes
             .iter()
             .zip(&before)
-            .all(|((r, n), b)| *n == 0 || *r == Recipe::Cache || rec.progress(*r) > *b)
-            && stale_caches().is_empty()
+            .all(|((r, n), b)| *n == 0 || r.converges() || rec.progress(*r) > *b)
+            && stale().is_empty()
     };
     // The calm proves progress: it ends once every recipe has changed hands, or at its
     // length, when the check below names the recipe that did not.
@@ -265,9 +285,9 @@ async fn world(
         p.net.kill();
         rec.crashed(i);
     }
-    let stale = stale_caches();
+    let stale = stale();
     let stalled = recipes.iter().zip(before).find(|((recipe, n), before)| {
-        *n > 0 && *recipe != Recipe::Cache && rec.progress(*recipe) == *before
+        *n > 0 && !recipe.converges() && rec.progress(*recipe) == *before
     });
     // What the server and the network saw break comes first: a storm also stalls the recipes.
     if let Some(e) = server.failure() {
@@ -278,7 +298,7 @@ async fn world(
     }
     if !stale.is_empty() {
         let calm = options.calm.as_millis();
-        return Err(format!("Cache: not converged to the server in {calm} ms of calm: {stale:?}"));
+        return Err(format!("not converged to the server in {calm} ms of calm: {stale:?}"));
     }
     let records = rec.take();
     let check = check(&records, &server);
@@ -375,7 +395,7 @@ fn inject(
         Fault::BlackHole { p, ms } => rec.disturbed(Some(p), now + ms),
         // A delay lasts as long as the connection, or until the calm.
         Fault::Delay { p, .. } => rec.disturbed(Some(p), u64::MAX),
-        Fault::ServerCrash { ms } => rec.disturbed(None, now + ms),
+        Fault::ServerCrash { ms } | Fault::ServerStall { ms, .. } => rec.disturbed(None, now + ms),
         Fault::ProcessCrash { .. } => {}
     }
     match fault {
@@ -392,6 +412,15 @@ fn inject(
         Fault::ServerCrash { ms } => {
             let s = server.clone();
             tokio::spawn(async move { s.crash(Duration::from_millis(ms)).await });
+        }
+        Fault::ServerStall { ms, ticks_first } => {
+            if server.stall() {
+                let s = server.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                    s.resume(ticks_first);
+                });
+            }
         }
         Fault::ProcessCrash { p } => {
             let proc = &mut procs[p];

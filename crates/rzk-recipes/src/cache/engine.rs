@@ -205,7 +205,8 @@ impl Engine {
             let Some(names) = self.read_children(client, &p, watch).await? else { continue };
             let held: BTreeSet<String> = self.shared.children(&p).into_iter().collect();
             let listed: BTreeSet<&String> = names.iter().collect();
-            for gone in held.iter().filter(|h| !listed.contains(h)) {
+            let forgets = !crate::bugs::cache_keeps_vanished_children();
+            for gone in held.iter().filter(|h| forgets && !listed.contains(h)) {
                 self.shared.remove_subtree(&child_of(&p, gone));
             }
             let mut next: Vec<&String> =

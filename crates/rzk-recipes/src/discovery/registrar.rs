@@ -107,6 +107,12 @@ impl Registrar {
         let Some(entry) = entries.get_mut(key) else {
             return Err(Error::NoNode { path: key.to_string() });
         };
+        if crate::bugs::registration_keeps_first_data() {
+            let mut written = Entry { data, ..entry.clone() };
+            let settled = self.shared.settle(&mut written).await;
+            entry.path = written.path;
+            return settled;
+        }
         entry.data = data;
         self.shared.settle(entry).await
     }

@@ -4,6 +4,7 @@
 //! show: that a hold runs on its current session's node, and that a release took its node.
 
 mod data;
+mod discovery;
 mod recorder;
 mod terms;
 
@@ -16,6 +17,7 @@ use crate::mix::Recipe;
 use crate::net::SimNet;
 
 pub(crate) use data::be_u64;
+pub(crate) use discovery::service_path;
 pub(crate) use recorder::{Op, Recorder, Records};
 
 /// The nodes every world creates before its processes start: `/world`, and the nodes the
@@ -62,6 +64,7 @@ pub(crate) async fn life(
         Recipe::Counter => data::count(me, &session).await,
         Recipe::Queue => data::offer_and_take(me, &session).await,
         Recipe::Cache => data::write_and_cache(me, &session).await,
+        Recipe::Discovery => discovery::register_and_follow(me, &session).await,
     }
 }
 

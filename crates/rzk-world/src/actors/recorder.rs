@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use rzk_recipes::{Leadership, TreeCache};
+use rzk_recipes::{Leadership, ServiceCache, ServiceInstance, Session, TreeCache};
 
 use crate::checks::{CounterLog, QueueLog, Term};
 use crate::mix::Recipe;
@@ -17,6 +17,17 @@ pub(crate) struct Write {
     pub recipe: Recipe,
     pub mzxid: i64,
     pub token: i64,
+}
+
+/// A discovery process's registry as the world follows it: its cache of the service, its
+/// session, and the port of its instance's latest registration or update: the registrar
+/// keeps the latest data it was given, so that is what the registry must hold once the faults
+/// stop, whether or not the write that carried it was answered. `None` until a registration
+/// of this life succeeds, and from an unregistration until the next one does.
+pub(crate) struct Registry {
+    pub cache: ServiceCache<()>,
+    pub session: Session,
+    pub port: Option<u16>,
 }
 
 /// A counter or queue operation whose answer is awaited: counted as unknown if its process
@@ -47,6 +58,8 @@ pub(crate) struct Records {
     disturbed: BTreeMap<Option<usize>, u64>,
     /// Each cache process's current cache.
     pub caches: BTreeMap<usize, TreeCache>,
+    /// Each discovery process's current registry.
+    pub registries: BTreeMap<usize, Registry>,
     /// The faults have stopped.
     pub calm: bool,
 }
@@ -249,6 +262,57 @@ impl Recorder {
         stale
     }
 
+    /// `process`'s registry is followed by `cache` on `session` (a new life's replaces its
+    /// last); nothing is registered yet.
+    pub fn registry(&self, process: usize, cache: ServiceCache<()>, session: Session) {
+        self.lock().registries.insert(process, Registry { cache, session, port: None });
+    }
+
+    /// `process`'s instance is now registered with `port` (`None`: unregistered).
+    pub fn registered(&self, process: usize, port: Option<u16>) {
+        if let Some(r) = self.lock().registries.get_mut(&process) {
+            r.port = port;
+        }
+    }
+
+    /// The discovery processes whose instance is not registered as they last asked, on their
+    /// current session, in `truth` (the service's nodes: id to owner and data), or whose cache
+    /// differs from it; each with what differs.
+    pub fn stale_registries(&self, truth: &BTreeMap<String, (i64, Vec<u8>)>) -> Vec<String> {
+        let ports: BTreeMap<&str, Option<u16>> = (truth.iter())
+            .map(|(id, (_, data))| {
+                (id.as_str(), ServiceInstance::<()>::from_json(data).ok().and_then(|i| i.port))
+            })
+            .collect();
+        let r = self.lock();
+        let mut stale = Vec::new();
+        for (p, registry) in &r.registries {
+            let id = format!("p{p}");
+            let session = registry.session.client().ok().map(|c| c.session_id().0);
+            let node = truth.get(&id).map(|(owner, _)| (*owner, ports[id.as_str()]));
+            match (registry.port, node) {
+                (None, _) => stale.push(format!("p{p} is not registered")),
+                (Some(_), None) => stale.push(format!("p{p}'s instance is missing")),
+                (Some(port), Some((owner, at))) if (Some(owner), Some(port)) != (session, at) => {
+                    stale.push(format!(
+                        "p{p} registered port {port} on session {:#x}; the registry has port \
+                         {at:?} on session {owner:#x}",
+                        session.unwrap_or_default()
+                    ))
+                }
+                (Some(_), Some(_)) => {}
+            }
+            let cached: BTreeMap<String, Option<u16>> =
+                registry.cache.instances().into_iter().map(|i| (i.id, i.port)).collect();
+            let same = cached.len() == ports.len()
+                && cached.iter().all(|(id, port)| ports.get(id.as_str()) == Some(port));
+            if !same {
+                stale.push(format!("p{p}'s service cache holds {cached:?}, the server {ports:?}"));
+            }
+        }
+        stale
+    }
+
     /// Whether no fault disturbed `process` or the server since `since_ms`.
     pub fn quiet_since(&self, process: usize, since_ms: u64) -> bool {
         let r = self.lock();
@@ -271,8 +335,8 @@ impl Recorder {
         match recipe {
             Recipe::Counter => r.counter.acked.len(),
             Recipe::Queue => r.queue.taken.len(),
-            // Progress of a cache is convergence, which the world checks itself.
-            Recipe::Cache => 0,
+            // Progress of a cache or a registry is convergence, which the world checks.
+            Recipe::Cache | Recipe::Discovery => 0,
             _ => r.terms.iter().filter(|t| t.recipe == recipe).count(),
         }
     }
