@@ -162,23 +162,18 @@ impl Leadership {
     /// # Cancellation safety
     /// The resignation starts synchronously; dropping the future does not undo it.
     pub async fn resign(self) -> Result<(), Error> {
-        match self.resign_now() {
-            Some(done) => done.await.unwrap_or(Ok(())),
-            None => Ok(()),
-        }
+        self.resign_now().await.unwrap_or(Ok(()))
     }
 
     /// Resigns, then waits at most `timeout` for our node's delete: [`Error::ConnectionLoss`]
     /// if it was not confirmed in time (it keeps being retried while the session lives).
     pub(crate) async fn resign_within(&self, timeout: Duration) -> Result<(), Error> {
-        let Some(done) = self.resign_now() else { return Ok(()) };
-        confirmed(done, timeout).await
+        confirmed(self.resign_now(), timeout).await
     }
 
     /// Starts the resignation synchronously; the receiver answers once our node is deleted,
-    /// or at once with how the recipe ended if it has (`None` is never returned today; the
-    /// callers keep treating it as nothing to wait for).
-    pub(crate) fn resign_now(&self) -> Option<oneshot::Receiver<Result<(), Error>>> {
+    /// or at once with how the recipe ended if it has.
+    pub(crate) fn resign_now(&self) -> oneshot::Receiver<Result<(), Error>> {
         if self.inner.lifecycle == Lifecycle::Latch {
             // Resigning a latch closes it, silently.
             self.inner.close.close_silently();
@@ -188,6 +183,6 @@ impl Leadership {
         let resign = Command::Resign { term: self.inner.term, done: tx };
         // A driver that has ended answers with how it ended (`Mailbox::send`).
         let _ = self.inner.cmd.send(resign);
-        Some(rx)
+        rx
     }
 }

@@ -346,7 +346,7 @@ impl LockGuard {
         h.term = None;
         let waiting = h.waiters > 0;
         drop(h);
-        let done = self.leadership.resign_now();
+        let done = Some(self.leadership.resign_now());
         if waiting {
             // An acquire of this handle waits: it queues again after the release.
             self.contender.requeue();

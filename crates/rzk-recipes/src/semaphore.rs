@@ -386,7 +386,8 @@ impl InterProcessSemaphore {
             // Lost without a release (a suspension, the node deleted): the node must not
             // keep counting against the leases.
             if t.loss().map(|l| l.0) != Some(LossReason::Resigned) {
-                let _ = Leadership { inner: t }.resign_now();
+                // Nobody waits for this answer: the reaper deletes the node either way.
+                drop(Leadership { inner: t }.resign_now());
             }
         });
         let close_timeout = inner.close_timeout();
@@ -517,7 +518,7 @@ impl SemaphoreLease {
 impl Drop for SemaphoreLease {
     fn drop(&mut self) {
         if !self.released {
-            let _ = self.leadership.resign_now();
+            drop(self.leadership.resign_now());
         }
     }
 }
