@@ -19,6 +19,10 @@
 #   libkrb5-dev, libclang-dev
 #                           the GSS-API headers and the libclang that build rzk's optional
 #                           `gssapi` feature (its bindings are generated at build time)
+#   systemd, groff-base, man-db
+#                           systemd-analyze, which verifies contrib/systemd's units, and groff
+#                           and man, which render the generated man pages
+#                           (tests/packaging/suite.py)
 # Idempotent: when every package is already installed it does not touch apt at all.
 # Run as root (or as a user with sudo).
 set -euo pipefail
@@ -29,6 +33,7 @@ PKGS+=(prometheus)
 PKGS+=(libcurator-discovery-java) # curator-x-discovery 5.4 (pulls Jackson), discovery interop
 PKGS+=(openssl)
 PKGS+=(python3-pure-sasl krb5-kdc krb5-admin-server libkrb5-dev libclang-dev)
+PKGS+=(systemd groff-base man-db)
 
 installed() {
     # Read whole, not piped into `grep -q`: under pipefail, grep's early exit gives dpkg a

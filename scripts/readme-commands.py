@@ -7,6 +7,9 @@ Run from the repository root. The commands are the indented code blocks under "#
 "## Quickstart", one per line, each run with `sh -c` exactly as written, from the clone's root:
 
   * `demo` runs to completion and must succeed;
+  * `cargo install --locked --path crates/rzk` installs into a directory of this run's own
+    (CARGO_INSTALL_ROOT), whose `bin` the later commands find first on their PATH; an `rzk`
+    command before it fails the check;
   * `scripts/test.sh` is SKIPPED: it is the whole test gate, which runs this script;
   * `server` starts in the background, and must accept connections on its port (2181: that
     port must be free);
@@ -65,9 +68,14 @@ def readme_commands(text):
     return out
 
 
+# The install command: rzk goes into a directory of the run's own (CARGO_INSTALL_ROOT), which
+# the later commands find first on their PATH.
+INSTALL = "cargo install --locked --path crates/rzk"
+
+
 def rzk_args(command):
-    """The rzk arguments of a `cargo run --release -- ...` command, or None."""
-    m = re.match(r"cargo run --release -- (.*)$", command)
+    """The rzk arguments of a `cargo run --release -- ...` or `rzk ...` command, or None."""
+    m = re.match(r"(?:cargo run --release --|rzk) (.*)$", command)
     return m.group(1).split() if m else None
 
 
@@ -81,6 +89,7 @@ class Run:
         self.env.setdefault("CARGO_TARGET_DIR", os.path.join(REPO, "target"))
         self.env.pop("RZK_CONNECT", None)
         self.background = []  # (command, Popen, output path)
+        self.installed = False
 
     def left(self, cap_s):
         left = self.deadline - time.monotonic()
@@ -273,6 +282,10 @@ def run_readme(run, commands):
         args = rzk_args(command)
         if command in SKIPPED:
             print("  skipped: the test gate itself, which runs this check")
+        elif command == INSTALL:
+            install(run, command)
+        elif command.startswith("rzk ") and not run.installed:
+            raise Failed("`rzk` is used before the README installs it (%s)" % INSTALL)
         elif args and "--connect" in args:
             rc, out = run.foreground(command, 600)
             if rc == 0 or "cannot connect" not in out:
@@ -323,6 +336,23 @@ def run_readme(run, commands):
             check_services_watch(run, instances, command, args[1])
         else:
             raise Failed("no rule to run this README command; add one to %s" % __file__)
+
+
+def install(run, command):
+    """Runs the install into the run's own root, checks the binary it put there answers, and
+    puts it first on the later commands' PATH."""
+    root = os.path.join(run.clone, ".readme-install")
+    run.env["CARGO_INSTALL_ROOT"] = root
+    rc, out = run.foreground(command, 1800)
+    binary = os.path.join(root, "bin", "rzk")
+    if rc != 0 or not os.access(binary, os.X_OK):
+        raise Failed("the install failed (exit %d): %s" % (rc, out[-3000:]))
+    rc, version = run.foreground("%s --version" % binary, 60)
+    if rc != 0 or not version.startswith("rzk "):
+        raise Failed("the installed rzk does not answer --version: %s" % version)
+    run.env["PATH"] = os.path.join(root, "bin") + os.pathsep + run.env.get("PATH", "")
+    run.installed = True
+    print("  installed %s" % version.strip())
 
 
 def fresh_clone(clone):

@@ -114,6 +114,9 @@ step "tests: every test of the workspace, side by side, with Kerberos built in"
 step "README commands, verbatim, in a fresh clone"
 /usr/bin/python3 -m scripts.readme-commands
 
+step "packaging: the systemd units, readiness and the watchdog, completions, man pages"
+/usr/bin/python3 -m tests.packaging.suite
+
 step "interop suites against rzk and against Apache ZooKeeper (their own reference), side by side"
 # The suites wait on JVMs and servers more than they compute, and every server they start
 # takes a free port of its own (tests/support/net.py), so the two runs share the machine.

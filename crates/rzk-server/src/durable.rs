@@ -76,21 +76,30 @@ pub(crate) fn recover(disk: &DiskConfig) -> Result<(State, LogEnd), StorageError
 }
 
 /// Starts the log thread (and the purge thread) and returns the channel the core's
-/// transactions go into.
-pub(crate) fn start<H: LogHost>(host: &Arc<H>, disk: DiskConfig, end: LogEnd) -> Sender<Vec<Txn>> {
+/// transactions go into, and the log thread (none when the log could not be opened), which
+/// ends once the channel's sender is dropped and the last batch is synced.
+pub(crate) fn start<H: LogHost>(
+    host: &Arc<H>,
+    disk: DiskConfig,
+    end: LogEnd,
+) -> (Sender<Vec<Txn>>, Option<thread::JoinHandle<()>>) {
     let (tx, rx) = mpsc::channel();
     let log = LogWriter::open(disk.storage.clone(), &disk.log_dir, disk.segment_bytes, &end);
     let weak = Arc::downgrade(host);
-    match log {
+    let writer = match log {
         Ok(log) => {
             let d = disk.clone();
-            thread::Builder::new()
+            let spawned = thread::Builder::new()
                 .name("rzk-log".into())
                 .spawn(move || log_thread(weak, rx, log, d))
                 .expect("spawn log thread");
+            Some(spawned)
         }
-        Err(e) => host.fail(format!("cannot open the transaction log: {e}")),
-    }
+        Err(e) => {
+            host.fail(format!("cannot open the transaction log: {e}"));
+            None
+        }
+    };
     if disk.purge_interval_hours > 0 {
         let weak = Arc::downgrade(host);
         thread::Builder::new()
@@ -98,7 +107,7 @@ pub(crate) fn start<H: LogHost>(host: &Arc<H>, disk: DiskConfig, end: LogEnd) ->
             .spawn(move || purge_thread(weak, disk))
             .expect("spawn purge thread");
     }
-    tx
+    (tx, writer)
 }
 
 fn log_thread<H: LogHost>(

@@ -62,6 +62,6 @@ pub use http_listener::{
 };
 // The bounded listener, for the CLI's client-side metrics endpoint.
 pub use http_listener::serve_text;
-pub use server::{Server, ServerError};
+pub use server::{Liveness, Server, ServerError};
 pub use testing::{TestServer, TestServerBuilder};
 pub use tls::{ClientAuth, TlsConfig, TlsError};

@@ -111,7 +111,9 @@ impl Server {
                 None => Core::new(cfg, now),
                 Some((state, log)) => {
                     let Durability::Disk(disk) = &inner.config.durability else { unreachable!() };
-                    sh.log_tx = Some(durable::start(&inner, disk.clone(), log));
+                    let (log_tx, log_thread) = durable::start(&inner, disk.clone(), log);
+                    sh.log_tx = Some(log_tx);
+                    sh.log_thread = log_thread;
                     Core::with_state(cfg, state, now)
                 }
             };
@@ -177,16 +179,54 @@ impl Server {
         self.local_addr.to_string()
     }
 
-    /// Stops accepting, closes every connection and waits for the tasks to end. Sessions are
-    /// not closed: an in-memory server simply forgets them.
+    /// Stops accepting, closes every connection, waits for the tasks to end, then for the
+    /// transaction log to sync what it was given and close. Sessions are not closed: an
+    /// in-memory server simply forgets them, a durable one recovers them.
     ///
     /// # Cancellation safety
-    /// Safe: the shutdown signal is sent before the first await.
+    /// Safe: the shutdown signal is sent before the first await; a future dropped while the
+    /// log closes leaves its thread to finish on its own.
     pub async fn shutdown(self) {
         self.inner.shutdown.notify_one();
         let _ = self.tasks.await;
         // Dropping the sender lets the log thread finish its last batch and exit.
-        self.inner.lock().log_tx = None;
+        let log_thread = {
+            let mut sh = self.inner.lock();
+            sh.log_tx = None;
+            sh.log_thread.take()
+        };
+        if let Some(thread) = log_thread {
+            let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+            tracing::info!("transaction log synced and closed");
+        }
+    }
+
+    /// A handle that tells whether the server still works, for a service manager's
+    /// watchdog: usable from any thread, after the server has moved.
+    pub fn liveness(&self) -> Liveness {
+        Liveness(self.inner.clone())
+    }
+}
+
+/// Tells whether a server still works (see [`Server::liveness`]).
+#[derive(Clone)]
+pub struct Liveness(Arc<Inner>);
+
+impl Liveness {
+    /// Whether the server still works: it has not failed, and its core's lock comes free
+    /// within `within` (a core wedged holding it does not). Blocks the calling thread for up
+    /// to `within`.
+    ///
+    /// # Errors
+    /// Why it does not work, in words.
+    pub fn check(&self, within: Duration) -> Result<(), String> {
+        if let Some(why) = self.0.failure() {
+            return Err(why);
+        }
+        match self.0.try_lock_for(within) {
+            Some(_) => Ok(()),
+            None => Err(format!("the server's core has been busy for more than {within:?}")),
+        }
     }
 }
 

@@ -34,6 +34,9 @@ pub(crate) struct Shared {
     pub(crate) core: Core,
     /// Where transactions go to be made durable; `None` in memory.
     pub(crate) log_tx: Option<std::sync::mpsc::Sender<Vec<Txn>>>,
+    /// The log thread, joined at shutdown: it ends once `log_tx` is dropped and its last
+    /// batch is synced.
+    pub(crate) log_thread: Option<std::thread::JoinHandle<()>>,
     pub(crate) conns: HashMap<ConnId, ConnHandle>,
     pub(crate) per_ip: HashMap<IpAddr, usize>,
     pub(crate) next_conn: ConnId,
@@ -71,6 +74,7 @@ impl Inner {
             shared: parking_lot::Mutex::new(Shared {
                 core,
                 log_tx: None,
+                log_thread: None,
                 conns: HashMap::new(),
                 per_ip: HashMap::new(),
                 next_conn: 1,
@@ -104,6 +108,14 @@ impl Inner {
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, Shared> {
         self.shared.lock()
+    }
+
+    /// The core's lock if it comes free within `within` (a liveness probe).
+    pub(crate) fn try_lock_for(
+        &self,
+        within: std::time::Duration,
+    ) -> Option<MutexGuard<'_, Shared>> {
+        self.shared.try_lock_for(within)
     }
 
     /// Why the server failed, if it has (see [`Inner::fail`]).

@@ -4,7 +4,7 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory as _, Parser, Subcommand};
 
 mod acl;
 mod barrier;
@@ -20,10 +20,12 @@ mod leader;
 mod lock;
 mod lock_status;
 mod logging;
+mod manual;
 mod node;
 mod queue;
 mod server;
 mod supervise;
+mod systemd;
 mod watchdog;
 mod watchdog_handle;
 mod watchdog_proto;
@@ -80,6 +82,10 @@ enum Command {
     Acl(acl::AclArgs),
     #[command(flatten)]
     Node(node::NodeCommand),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(manual::CompletionsArgs),
+    /// Print the manual page, or write one page per subcommand with --out-dir.
+    Man(manual::ManArgs),
     /// Runs a command for `rzk elect` or `rzk lock` and stops it when they cannot (internal).
     #[command(name = watchdog_handle::WATCHDOG_SUBCOMMAND, hide = true)]
     Watchdog(watchdog::WatchdogArgs),
@@ -87,9 +93,13 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Command::Watchdog(args) = &cli.command {
-        // Synchronous: it needs no runtime, and starts the command sooner without one.
-        return watchdog::run(args);
+    // Synchronous, before any runtime: the watchdog starts its command sooner without one,
+    // and the generated texts need none.
+    match &cli.command {
+        Command::Watchdog(args) => return watchdog::run(args),
+        Command::Completions(args) => return done(manual::completions(args, Cli::command())),
+        Command::Man(args) => return done(manual::man(args, Cli::command())),
+        _ => {}
     }
     // Before the runtime's threads exist: these set environment variables.
     match &cli.command {
@@ -111,10 +121,10 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
-        Command::Server(args) => {
-            logging::init();
-            rt.block_on(server::run(*args)).map_err(error::CliError::from)
-        }
+        Command::Server(args) => match logging::init(&args.log) {
+            Ok(()) => rt.block_on(server::run(*args)).map_err(error::CliError::from),
+            Err(e) => Err(e),
+        },
         Command::Node(cmd) => rt.block_on(node::run(&cli.connect, cmd)),
         Command::Acl(args) => rt.block_on(acl::run(&cli.connect, args)),
         Command::Leader(args) => rt.block_on(leader::run(&cli.connect, args)),
@@ -122,7 +132,9 @@ fn main() -> ExitCode {
         Command::Demo(args) => rt.block_on(demo::run(args)),
         Command::Config(args) => rt.block_on(config::run(&cli.connect, args)),
         Command::Bench(args) => rt.block_on(bench::run(&cli.connect, args)),
-        Command::Watchdog(_) => unreachable!("the watchdog returns before the runtime starts"),
+        Command::Watchdog(_) | Command::Completions(_) | Command::Man(_) => {
+            unreachable!("answered before the runtime starts")
+        }
         Command::Elect(args) => return status_exit(rt.block_on(elect::run(&cli.connect, args))),
         Command::Lock(args) => return status_exit(rt.block_on(lock::run(&cli.connect, args))),
         Command::Queue(args) => return status_exit(rt.block_on(queue::run(&cli.connect, args))),
@@ -134,7 +146,12 @@ fn main() -> ExitCode {
         }
         Command::Services(args) => rt.block_on(services::run(&cli.connect, args)),
     };
-    match result {
+    done(result)
+}
+
+/// The exit of a command that succeeds or fails with its error.
+fn done(r: Result<(), error::CliError>) -> ExitCode {
+    match r {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => e.exit(),
     }

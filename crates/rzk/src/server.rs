@@ -13,6 +13,8 @@ use crate::zoocfg;
 /// `zoo.cfg` where ZooKeeper has the setting.
 #[derive(Debug, Args)]
 pub(crate) struct ServerArgs {
+    #[command(flatten)]
+    pub(crate) log: crate::logging::LogArgs,
     /// A ZooKeeper `zoo.cfg` to read settings from.
     #[arg(long, value_name = "ZOO_CFG")]
     config: Option<PathBuf>,
@@ -436,13 +438,17 @@ pub(crate) async fn run(args: ServerArgs) -> anyhow::Result<()> {
     }
     let server = Server::start(config).await.context("starting the server")?;
     tracing::info!("serving on {}", server.connect_string());
+    // `start` returns once the log is recovered and the port bound: ready, for systemd.
+    crate::systemd::ready(&format!("serving on {}", server.connect_string()));
     tokio::select! {
         _ = shutdown_signal() => {
             tracing::info!("shutting down");
+            crate::systemd::stopping();
             server.shutdown().await;
             Ok(())
         }
         why = server.failed() => Err(anyhow::anyhow!("server failed: {why}")),
+        never = crate::systemd::watchdog(server.liveness()) => match never {},
     }
 }
 
