@@ -74,7 +74,9 @@ step "in the background, at the lowest priority: the seeded world, fuzzing, micr
 #   the reintroduced bug too rare for `cargo test` (`lease-release`), which the world must
 #   find within $BUG_HUNT_SEEDS seeds of four semaphore holders;
 # - a fuzz smoke run of every fuzz target ($RZK_FUZZ_SECONDS per target, default 15);
-# - every criterion micro-benchmark run once (`-- --test`), so they keep building and working.
+# - every criterion micro-benchmark run once (`-- --test`), so they keep building and working;
+# - rzk-world's and rzk-sim's own tests (the world's bug hunts, the replay checks, the
+#   server core's simulation), release-built.
 # Each writes its own log; the release builds share target/release one after another.
 background=$(mktemp -d)
 (
@@ -90,6 +92,12 @@ background=$(mktemp -d)
       || echo "fuzz smoke failed" >>"$background/failed"
   nice -n 19 cargo bench -p rzk-microbench -- --test >"$background/bench.log" 2>&1 \
       || echo "micro-benchmarks failed" >>"$background/failed"
+  # The simulations' own tests, release-built on the soak's dependencies: CPU-bound, six
+  # times faster than in the debug build the foreground tests use.
+  if [ "$rc" -eq 0 ]; then
+    nice -n 19 cargo test --release -p rzk-world -p rzk-sim >"$background/sim.log" 2>&1 \
+        || echo "the world's or the simulation's tests failed" >>"$background/failed"
+  fi
   if [ "$rc" -ne 0 ]; then
     echo "the world's release build failed" >>"$background/failed"
   elif ! wait "$world"; then
@@ -109,7 +117,9 @@ step "tests: every test of the workspace, side by side, with Kerberos built in"
 # client) run among the others. It also builds every binary the later steps run
 # (target/debug/rzk). Without `gssapi` (a default build) the Kerberos entry points say how to
 # get it: the release binary below checks the server's; `cargo test` checks the client's.
-/usr/bin/python3 -m scripts.run-tests -- --features "$FEATURES"
+# rzk-world's and rzk-sim's tests run in the background instead, release-built.
+/usr/bin/python3 -m scripts.run-tests -- --features "$FEATURES" \
+    --exclude rzk-world --exclude rzk-sim
 
 step "README commands, verbatim, in a fresh clone"
 /usr/bin/python3 -m scripts.readme-commands
@@ -145,18 +155,18 @@ grep -qxF '| delete to the event sent | 445 | 486 | 501 |' <<<"$timeline"
 
 step "the background checks, waited for: the seeded world, fuzzing, micro-benchmarks"
 wait "$background_run" || true
-for log in build fuzz bench world; do
+for log in build fuzz bench sim world; do
   [ -f "$background/$log.log" ] || continue
   echo "---- $log"
   # The fuzzers' and the benchmarks' full output is long; their last lines say how they ended.
   case "$log" in
-    fuzz|bench) tail -n 15 "$background/$log.log" ;;
+    fuzz|bench|sim) tail -n 15 "$background/$log.log" ;;
     *) cat "$background/$log.log" ;;
   esac
 done
 if [ -f "$background/failed" ]; then
   cat "$background/failed" >&2
-  for log in fuzz bench; do cat "$background/$log.log"; done
+  for log in fuzz bench sim; do cat "$background/$log.log"; done
   exit 1
 fi
 rm -rf "$background"
