@@ -114,6 +114,16 @@ fn label<'a>(s: &'a Series, key: &str) -> Option<&'a str> {
     s.labels.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
 }
 
+/// Waits until the holder and the waiter have each looked once: a handoff that starts before
+/// the waiter's first look grants it on that look alone, one evaluation short of the count
+/// [`assert_handoff`] expects (a gate under load released that early).
+async fn first_looks(path: &str) {
+    eventually(Duration::from_secs(5), "the waiter's first look", || {
+        counter(&series_of(path), EVALUATIONS) >= 2
+    })
+    .await;
+}
+
 /// What a handoff from one holder to the next leaves in `path`'s series: two terms started,
 /// one ended by `reason` with its duration recorded, one held, the waiter's watch
 /// notification, and at least `evaluations` reads to decide; every series is `recipe`'s.
@@ -157,6 +167,7 @@ async fn latch_handoff(kind: Kind) {
     let b = LeaderLatch::new(&sb, &path, LatchOptions::default().with_id("b")).unwrap();
     b.start().await.unwrap();
     wait_children(&raw_client(&server).await, &path, 2).await;
+    first_looks(&path).await;
 
     let before = series_of(&path);
     assert_eq!(counter(&before, TERMS_STARTED), 1, "one term started before the handoff");
@@ -200,6 +211,7 @@ async fn selector_handoff(kind: Kind) {
     assert_eq!(led.recv().await, Some("a"));
     let b = selector(&sb, "b");
     wait_children(&raw_client(&server).await, &path, 2).await;
+    first_looks(&path).await;
     release.notify_one();
     assert_eq!(led.recv().await, Some("b"));
     // a's first look, b's first and its re-look.
@@ -242,8 +254,10 @@ async fn semaphore_handoff(kind: Kind) {
         let lease = b.acquire().await.unwrap();
         (b, lease)
     });
-    // b's lease node waits beside a's.
+    // b's lease node waits beside a's, and b has looked at both: released before that look,
+    // b would find its node alone and hold after one look, not two.
     wait_children(&raw_client(&server).await, &format!("{path}/leases"), 2).await;
+    first_looks(&path).await;
     lease_a.release().await.unwrap();
     let (b, lease_b) = waiting.await.unwrap();
     // a's look, b's look at two leases and its look at one.
