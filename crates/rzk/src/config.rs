@@ -11,7 +11,7 @@ use tokio::sync::watch;
 
 use crate::connect::Connect;
 use crate::error::CliError;
-use crate::leader::json_str;
+use crate::json;
 
 /// The exit status of a `set --version` whose version moved (a lost compare-and-set); a
 /// missing node (`set --version`, `get`), a node the session may not write and a bad path exit
@@ -185,7 +185,12 @@ async fn run_once(exec: &str, state: &NodeState, json: bool) -> Result<(), Strin
     }
     let status = child.wait().await.map_err(|e| format!("{exec:?}: {e}"))?;
     if json {
-        println!("{{\"version\":{version},\"status\":{}}}", status.code().unwrap_or(-1));
+        #[derive(serde::Serialize)]
+        struct Ran {
+            version: i32,
+            status: i32,
+        }
+        println!("{}", json::line(&Ran { version, status: status.code().unwrap_or(-1) }));
     }
     Ok(())
 }
@@ -205,11 +210,13 @@ fn print_state(path: &str, state: &Option<CachedNode>, json: bool) {
         None => (String::new(), ABSENT_VERSION),
     };
     if json {
-        println!(
-            "{{\"path\":{},\"version\":{version},\"data\":{}}}",
-            json_str(path),
-            json_str(&data)
-        );
+        #[derive(serde::Serialize)]
+        struct Node<'a> {
+            path: &'a str,
+            version: i32,
+            data: &'a str,
+        }
+        println!("{}", json::line(&Node { path, version, data: &data }));
     } else {
         println!("{data}");
     }

@@ -6,7 +6,7 @@ use rzk_recipes::{DistributedAtomicLong, RetryPolicy};
 
 use crate::connect::Connect;
 use crate::error::CliError;
-use crate::leader::json_str;
+use crate::json;
 
 /// `rzk counter`'s subcommands.
 #[derive(Debug, Args)]
@@ -55,7 +55,12 @@ pub(crate) async fn run(connect: &Connect, args: CounterArgs) -> Result<(), CliE
         CounterOp::Get { json, .. } => {
             let value = counter.get().await.map_err(bad)?;
             if json {
-                println!("{{\"path\":{},\"value\":{value}}}", json_str(&path));
+                #[derive(serde::Serialize)]
+                struct Value<'a> {
+                    path: &'a str,
+                    value: i64,
+                }
+                println!("{}", json::line(&Value { path: &path, value }));
             } else {
                 println!("{value}");
             }
@@ -63,7 +68,13 @@ pub(crate) async fn run(connect: &Connect, args: CounterArgs) -> Result<(), CliE
         CounterOp::Add { delta, json, .. } => {
             let v = counter.add(delta).await.map_err(bad)?;
             if json {
-                println!("{{\"path\":{},\"pre\":{},\"post\":{}}}", json_str(&path), v.pre, v.post);
+                #[derive(serde::Serialize)]
+                struct Added<'a> {
+                    path: &'a str,
+                    pre: i64,
+                    post: i64,
+                }
+                println!("{}", json::line(&Added { path: &path, pre: v.pre, post: v.post }));
             } else {
                 println!("{}", v.post);
             }

@@ -10,6 +10,7 @@ use rzk_recipes::{
 use crate::connect::Connect;
 use crate::elect::Recipe;
 use crate::error::CliError;
+use crate::json::{self, ParticipantDoc};
 
 /// Flags of `rzk leader`.
 #[derive(Debug, Args)]
@@ -27,48 +28,16 @@ pub(crate) struct LeaderArgs {
     json: bool,
 }
 
-pub(crate) fn json_str(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
 /// The `--json` rendering of one view.
 pub(crate) fn to_json(p: &Participants) -> String {
-    let leader = p.list.first().map_or("null".to_string(), |l| {
-        format!(
-            "{{\"id\":{},\"token\":{},\"node\":{},\"session\":{}}}",
-            json_str(&l.id),
-            l.token.0,
-            json_str(&l.node),
-            json_str(&format!("{:#x}", l.session.0))
-        )
-    });
-    let list: Vec<String> = p
-        .list
-        .iter()
-        .map(|x| {
-            format!(
-                "{{\"id\":{},\"token\":{},\"node\":{}}}",
-                json_str(&x.id),
-                x.token.0,
-                json_str(&x.node)
-            )
-        })
-        .collect();
-    format!("{{\"leader\":{leader},\"participants\":[{}]}}", list.join(","))
+    #[derive(serde::Serialize)]
+    struct View<'a> {
+        leader: Option<ParticipantDoc<'a>>,
+        participants: Vec<ParticipantDoc<'a>>,
+    }
+    let leader = p.list.first().map(|l| ParticipantDoc::of(l, true));
+    let participants = p.list.iter().map(|x| ParticipantDoc::of(x, false)).collect();
+    json::line(&View { leader, participants })
 }
 
 pub(crate) fn to_text(path: &str, p: &Participants) -> String {

@@ -5,7 +5,7 @@ use rzk_recipes::{LockEntry, LockLayout, LockStatus};
 
 use crate::connect::Connect;
 use crate::error::CliError;
-use crate::leader::json_str;
+use crate::json::{self, ParticipantDoc};
 
 /// Prints the status of the lock at `path`; `layout` as the flags name it, or read from the
 /// path's children when they do not.
@@ -39,35 +39,33 @@ fn layout_name(l: LockLayout) -> String {
     }
 }
 
-fn entry_json(e: &LockEntry) -> String {
-    let p = &e.participant;
-    format!(
-        "{{\"kind\":\"{}\",\"id\":{},\"token\":{},\"node\":{},\"session\":{}}}",
-        e.kind.as_str(),
-        json_str(&p.id),
-        p.token.0,
-        json_str(&p.node),
-        json_str(&format!("{:#x}", p.session.0))
-    )
-}
-
 /// One JSON object: `{"path", "layout", "max_leases", "holders", "waiters", "foreign"}`.
 fn to_json(path: &str, s: &LockStatus) -> String {
-    let (layout, max) = match s.layout {
+    #[derive(serde::Serialize)]
+    struct Status<'a> {
+        path: &'a str,
+        layout: &'static str,
+        max_leases: Option<u32>,
+        holders: Vec<ParticipantDoc<'a>>,
+        waiters: Vec<ParticipantDoc<'a>>,
+        foreign: &'a [String],
+    }
+    let (layout, max_leases) = match s.layout {
         LockLayout::Mutex => ("mutex", None),
         LockLayout::ReadWrite => ("read-write", None),
         LockLayout::Semaphore { max_leases } => ("semaphore", max_leases),
     };
-    let list = |v: &[LockEntry]| v.iter().map(entry_json).collect::<Vec<_>>().join(",");
-    let foreign: Vec<String> = s.foreign.iter().map(|f| json_str(f)).collect();
-    format!(
-        "{{\"path\":{},\"layout\":\"{layout}\",\"max_leases\":{},\"holders\":[{}],\"waiters\":[{}],\"foreign\":[{}]}}",
-        json_str(path),
-        max.map_or("null".to_string(), |n| n.to_string()),
-        list(&s.holders),
-        list(&s.waiters),
-        foreign.join(",")
-    )
+    fn docs(v: &[LockEntry]) -> Vec<ParticipantDoc<'_>> {
+        v.iter().map(ParticipantDoc::of_entry).collect()
+    }
+    json::line(&Status {
+        path,
+        layout,
+        max_leases,
+        holders: docs(&s.holders),
+        waiters: docs(&s.waiters),
+        foreign: &s.foreign,
+    })
 }
 
 fn to_text(path: &str, s: &LockStatus) -> String {

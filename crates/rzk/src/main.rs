@@ -16,6 +16,7 @@ mod demo;
 mod elect;
 mod error;
 mod jaas;
+mod json;
 mod leader;
 mod lock;
 mod lock_status;

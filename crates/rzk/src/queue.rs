@@ -12,7 +12,7 @@ use rzk_recipes::{DistributedQueue, SimpleDistributedQueue};
 
 use crate::connect::Connect;
 use crate::error::CliError;
-use crate::leader::json_str;
+use crate::json;
 
 /// The status `rzk queue take` exits with when `--timeout-ms` passed before enough items came.
 pub(crate) const TIMED_OUT: u8 = 3;
@@ -107,7 +107,12 @@ pub(crate) async fn run(connect: &Connect, args: QueueArgs) -> Result<u8, CliErr
         QueueOp::Len { json, .. } => {
             let len = queue.len().await.map_err(bad)?;
             if json {
-                println!("{{\"path\":{},\"len\":{len}}}", json_str(&path));
+                #[derive(serde::Serialize)]
+                struct Len<'a> {
+                    path: &'a str,
+                    len: usize,
+                }
+                println!("{}", json::line(&Len { path: &path, len }));
             } else {
                 println!("{len}");
             }
@@ -215,13 +220,19 @@ async fn take_locked(
     consumed.map(|_| true)
 }
 
+/// An item as `take --json` prints it.
+#[derive(serde::Serialize)]
+struct Item<'a> {
+    item: &'a str,
+}
+
 /// Prints each item on a line of its own (as UTF-8, invalid bytes replaced), then flushes.
 fn print_items(items: &[Vec<u8>], json: bool) {
     let mut out = std::io::stdout().lock();
     for item in items {
         let text = String::from_utf8_lossy(item);
         let _ = if json {
-            writeln!(out, "{{\"item\":{}}}", json_str(&text))
+            writeln!(out, "{}", json::line(&Item { item: &text }))
         } else {
             writeln!(out, "{text}")
         };

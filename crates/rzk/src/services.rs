@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::connect::Connect;
 use crate::error::CliError;
-use crate::leader::json_str;
+use crate::json;
 use crate::supervise::StopSignals;
 
 /// Flags of `rzk services`.
@@ -63,12 +63,12 @@ pub(crate) async fn run(connect: &Connect, a: ServicesArgs) -> Result<(), CliErr
                 other => other.map_err(bad)?,
             };
             if a.json {
-                let quoted: Vec<String> = names.iter().map(|n| json_str(n)).collect();
-                format!(
-                    "{{\"base_path\":{},\"names\":[{}]}}\n",
-                    json_str(&a.base_path),
-                    quoted.join(",")
-                )
+                #[derive(serde::Serialize)]
+                struct Names<'a> {
+                    base_path: &'a str,
+                    names: &'a [String],
+                }
+                json::line(&Names { base_path: &a.base_path, names: &names }) + "\n"
             } else {
                 names.iter().map(|n| format!("{n}\n")).collect()
             }
@@ -80,7 +80,7 @@ pub(crate) async fn run(connect: &Connect, a: ServicesArgs) -> Result<(), CliErr
             }
             let mut out = String::new();
             for i in &found.instances {
-                out += &if a.json { json_line(i)? } else { text_line(i) };
+                out += &if a.json { json::line(i) } else { text_line(i) };
                 out.push('\n');
             }
             out
@@ -120,12 +120,12 @@ fn set_text(name: &str, set: &Instances<Value>, json: bool) -> Result<String, Cl
         eprintln!("rzk services: skipping {m}");
     }
     if json {
-        let lines: Result<Vec<String>, CliError> = set.instances.iter().map(json_line).collect();
-        return Ok(format!(
-            "{{\"name\":{},\"instances\":[{}]}}\n",
-            json_str(name),
-            lines?.join(",")
-        ));
+        #[derive(serde::Serialize)]
+        struct Set<'a> {
+            name: &'a str,
+            instances: &'a [ServiceInstance<Value>],
+        }
+        return Ok(json::line(&Set { name, instances: &set.instances }) + "\n");
     }
     let n = set.instances.len();
     let mut out = format!("{name}: {n} instance{}\n", if n == 1 { "" } else { "s" });
@@ -134,11 +134,6 @@ fn set_text(name: &str, set: &Instances<Value>, json: bool) -> Result<String, Cl
         out.push('\n');
     }
     Ok(out)
-}
-
-fn json_line(i: &ServiceInstance<Value>) -> Result<String, CliError> {
-    let bytes = i.to_json().map_err(|e| CliError::runtime(e.to_string()))?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 fn text_line(i: &ServiceInstance<Value>) -> String {
