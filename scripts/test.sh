@@ -63,6 +63,8 @@ step "format and lints"
 cargo fmt --all -- --check
 # With every feature the tests use, so the `gssapi` code and the ZooKeeper tests are linted.
 cargo clippy --workspace --all-targets --features "$FEATURES" -- -D warnings
+# ARCHITECTURE.md's table of crate edges against the Cargo.toml files.
+/usr/bin/python3 -m scripts.crate-edges
 
 step "in the background, at the lowest priority: the seeded world, fuzzing, micro-benchmarks"
 # CPU-bound checks that time nothing: they take the CPU the test suites below leave idle
