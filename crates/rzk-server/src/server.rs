@@ -196,8 +196,12 @@ impl Server {
             sh.log_thread.take()
         };
         if let Some(thread) = log_thread {
-            let _ = tokio::task::spawn_blocking(move || thread.join()).await;
-            tracing::info!("transaction log synced and closed");
+            match tokio::task::spawn_blocking(move || thread.join()).await {
+                Ok(Ok(())) => tracing::info!("transaction log synced and closed"),
+                _ => tracing::error!(
+                    "the transaction log thread panicked: its last batch may be unsynced"
+                ),
+            }
         }
     }
 

@@ -345,14 +345,10 @@ impl Server {
     /// stall is already under way. Applied at once, not from a task, so that a stall drawn
     /// as the faults end is cleared by the calm that follows.
     pub fn stall(&self) -> bool {
-        let mut g = self.lock();
-        if g.stalled {
+        if std::mem::replace(&mut self.lock().stalled, true) {
             return false;
         }
-        g.stalled = true;
-        for c in g.conns.values() {
-            c.link.send_modify(|l| l.hole = true);
-        }
+        self.set_links(None, |l| l.hole = true);
         true
     }
 

@@ -336,7 +336,7 @@ impl Recorder {
             Recipe::Counter => r.counter.acked.len(),
             Recipe::Queue => r.queue.taken.len(),
             // Progress of a cache or a registry is convergence, which the world checks.
-            Recipe::Cache | Recipe::Discovery => 0,
+            r if r.converges() => 0,
             _ => r.terms.iter().filter(|t| t.recipe == recipe).count(),
         }
     }
