@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use rzk_recipes::TlsConfig;
+use rzk_client::tls::TlsConfig;
 
 /// What to measure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,9 +5,9 @@ use std::time::Duration;
 use rzk_proto::{Acl, CreateOp, CreateRequest, Request};
 
 use crate::error::BenchError;
-use rzk_recipes::TlsConfig;
+use rzk_client::tls::TlsConfig;
 
-use crate::raw::{new_session, AsyncClient, RawError};
+use rzk_wirekit::raw::{new_session, AsyncClient, RawError};
 
 /// The session timeout every raw session of the bench asks for.
 const SESSION_TIMEOUT: Duration = Duration::from_secs(30);

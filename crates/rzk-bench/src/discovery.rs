@@ -13,8 +13,8 @@ use tokio::task::JoinSet;
 use crate::config::{BenchConfig, Strategy, Workload};
 use crate::election::session;
 use crate::error::BenchError;
-use crate::proxy::Proxy;
 use crate::report::ElectionReport;
+use rzk_wirekit::proxy::Proxy;
 
 /// The service every cache follows.
 const SERVICE: &str = "bench";

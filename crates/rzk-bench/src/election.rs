@@ -14,8 +14,8 @@ use tokio::sync::{mpsc, watch};
 
 use crate::config::{BenchConfig, Strategy, Workload};
 use crate::error::BenchError;
-use crate::proxy::Proxy;
 use crate::report::ElectionReport;
+use rzk_wirekit::proxy::Proxy;
 
 /// The session timeout of the handoff and selector participants.
 const PARTICIPANT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);

@@ -1,9 +1,9 @@
-//! [`BenchError`]: why a benchmark or the demo stopped.
+//! [`BenchError`]: why a benchmark stopped.
 
 use crate::config::{Strategy, Workload};
-use crate::raw::RawError;
+use rzk_wirekit::raw::RawError;
 
-/// Why a benchmark or the demo stopped.
+/// Why a benchmark stopped.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum BenchError {
@@ -28,9 +28,6 @@ pub enum BenchError {
     /// A managed client's call failed.
     #[error(transparent)]
     Zookeeper(#[from] rzk_client::Error),
-    /// The demo's in-process server did not start.
-    #[error(transparent)]
-    Server(#[from] rzk_server::ServerError),
     /// A socket or thread of the tool's own failed.
     #[error(transparent)]
     Io(#[from] std::io::Error),
@@ -63,9 +60,6 @@ pub enum BenchError {
     /// answered breaks the workload's assumption (the message says which).
     #[error("{0}")]
     Stopped(String),
-    /// The demo ran, and one of the expectations it prints did not hold.
-    #[error("an expectation failed (see above)")]
-    Expectation,
 }
 
 impl BenchError {

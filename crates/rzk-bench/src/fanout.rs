@@ -11,8 +11,8 @@ use tokio::sync::Notify;
 use crate::config::{BenchConfig, Workload};
 use crate::conn::{call, connect, create};
 use crate::error::BenchError;
-use crate::raw::{is_notification, AsyncClient};
-use crate::stats::Samples;
+use rzk_wirekit::raw::{is_notification, AsyncClient};
+use rzk_wirekit::stats::Samples;
 
 /// The node every watcher watches.
 const NODE: &str = "/bench/fan";

@@ -20,8 +20,8 @@ use tokio::sync::oneshot;
 use crate::config::BenchConfig;
 use crate::conn::{call, connect, create};
 use crate::error::BenchError;
-use crate::raw::{BlockingClient, RawError, Reply};
-use crate::stats::Samples;
+use rzk_wirekit::raw::{BlockingClient, RawError, Reply};
+use rzk_wirekit::stats::Samples;
 
 /// How often a waiting participant pings: well inside the smallest session timeout a server
 /// grants by default (two ticks; ZooKeeper's and rzk's tick is 2 s).

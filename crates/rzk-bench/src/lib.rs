@@ -1,5 +1,5 @@
-//! rzk's benchmark and demonstration tools, as a library: the `rzk bench` and `rzk demo`
-//! subcommands parse their flags and call [`run`] and [`demo::run`].
+//! rzk's benchmark tool, as a library: the `rzk bench` subcommand parses its flags and calls
+//! [`run`].
 //!
 //! `rzk bench` loads any server that speaks the ZooKeeper protocol. The load workloads run
 //! on raw, pipelined connections keeping a number of requests outstanding, so that the tool
@@ -9,10 +9,9 @@
 //! workloads run the recipes of rzk-recipes.
 //!
 //! # Modules
-//! - [`raw`]: a hand-written, pipelined ZooKeeper client (blocking and async) that writes
-//!   exactly the frames it is given; the load generator's sessions, and the protocol tests'.
 //! - [`config`]: the workloads and their parameters; [`report`]: what a run reports, as text
-//!   or JSON; [`stats`]: samples and the one percentile rule every report uses.
+//!   or JSON. The raw pipelined sessions, the fault proxy and the percentile rule are
+//!   rzk-wirekit's, shared with the test suites.
 //! - The workloads: `pipeline` (create, set, get, mixed, churn, populate), `fanout`,
 //!   `handoff_event` (handoff-event, handoff-read), `race` (handoff-event's race election),
 //!   `election` (handoff, selector, failover), `lock` (mutex-handoff, mutex-uncontended,
@@ -20,9 +19,6 @@
 //!   `throughput`; `propagation` (config-propagation: one write to many config caches);
 //!   `discovery` (discovery-expiry); `session_failover` (session-failover: an ensemble
 //!   member killed under many sessions); `runner` picks one.
-//! - [`demo`]: the scenarios of `rzk demo`; [`proxy`]: the one fault-injecting TCP proxy
-//!   (cut, blackhole, heal), which cuts a client off the network for the demo and the failover
-//!   workload, and serves every test suite's network faults through rzk-testkit.
 //!
 //! # Errors
 //! Everything returns [`BenchError`]; [`BenchError::is_usage`] tells a mistake the user can
@@ -34,7 +30,6 @@
 pub mod config;
 mod conn;
 mod counter;
-pub mod demo;
 mod discovery;
 mod election;
 mod error;
@@ -43,14 +38,11 @@ mod handoff_event;
 mod lock;
 mod pipeline;
 mod propagation;
-pub mod proxy;
 mod queue;
 mod race;
-pub mod raw;
 pub mod report;
 mod runner;
 mod session_failover;
-pub mod stats;
 mod throughput;
 
 pub use config::{BenchConfig, Strategy, Workload};

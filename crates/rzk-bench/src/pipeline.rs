@@ -11,8 +11,8 @@ use rzk_proto::{PathWatch, Request};
 use crate::config::{BenchConfig, Workload};
 use crate::conn::{call, connect_over, create};
 use crate::error::BenchError;
-use crate::raw::AsyncClient;
-use crate::stats::Samples;
+use rzk_wirekit::raw::AsyncClient;
+use rzk_wirekit::stats::Samples;
 
 /// Parents the populate workload spreads its znodes over.
 const POPULATE_PARENTS: usize = 1000;

@@ -15,8 +15,8 @@ use crate::conn::{call, connect, create};
 use crate::error::BenchError;
 use crate::fanout::Progress;
 use crate::report::PropagationReport;
-use crate::stats::micros;
 use crate::throughput::{session, WARMUP};
+use rzk_wirekit::stats::micros;
 
 /// The parent of the benchmark's config nodes.
 const PARENT: &str = "/bench-config";

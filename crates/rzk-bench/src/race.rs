@@ -20,8 +20,8 @@ use tokio::sync::mpsc as notes;
 use crate::config::{BenchConfig, Strategy, Workload};
 use crate::conn::{call, connect, create};
 use crate::error::BenchError;
-use crate::raw::{BlockingClient, RawError, Reply};
 use crate::report::ElectionReport;
+use rzk_wirekit::raw::{BlockingClient, RawError, Reply};
 
 /// How often a leader waiting for orders pings, and a follower waiting for an event: well
 /// inside the smallest session timeout a server grants by default (two ticks of 2 s).

@@ -2,7 +2,7 @@
 //! scripts parse both: the keys and the wording are an interface.
 
 use crate::config::Workload;
-use crate::stats::{percentile, Samples};
+use rzk_wirekit::stats::{percentile, Samples};
 
 /// The result of one `rzk bench` run.
 #[derive(Debug, Clone, PartialEq)]

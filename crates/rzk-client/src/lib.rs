@@ -32,7 +32,8 @@
 //! - `hosts`: the connect string and the chroot; `reconnect`: the host order and the pauses
 //!   between attempts, with no I/O; `transport`: TCP, or any [`Transport`]; `read_only`:
 //!   the search for a read-write server while a session is on a read-only one.
-//! - `telemetry`: the client's metrics.
+//! - `telemetry`: the client's metrics; `tls` (the `tls` feature): TLS to a secure client
+//!   port, a [`Transport`].
 //! - `types`, `watcher`, `error`: what callers hand in and get back.
 
 #![forbid(unsafe_code)]
@@ -54,6 +55,8 @@ mod reconnect;
 mod sasl;
 mod task;
 mod telemetry;
+#[cfg(feature = "tls")]
+pub mod tls;
 mod transport;
 mod types;
 mod watcher;

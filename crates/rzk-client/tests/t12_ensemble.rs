@@ -9,13 +9,13 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use rzk_bench::stats::percentile;
 use rzk_client::{
     Acls, AddWatchMode, Client, CreateMode, Error, EventType, OneshotWatcher, PersistentWatcher,
 };
 use rzk_testkit::ensemble::{Ensemble, Role};
 use rzk_testkit::proxy::Proxy;
 use rzk_testkit::wait::within;
+use rzk_wirekit::stats::percentile;
 
 /// The session timeout: an election of three JVMs on two cores fits in it with room.
 const T: Duration = Duration::from_secs(10);

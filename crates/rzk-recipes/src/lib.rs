@@ -182,6 +182,6 @@ pub use cache::{
 };
 // Client-side metrics through the `metrics` facade: the names an application's exporter sees.
 pub mod telemetry;
-// TLS to a secure client port (`SessionConfig::with_tls`), and the process's rustls provider.
-pub mod tls;
+// TLS to a secure client port (`SessionConfig::with_tls`): rzk-client's, re-exported.
+pub use rzk_client::tls;
 pub use tls::TlsConfig;

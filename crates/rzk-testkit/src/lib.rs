@@ -1,5 +1,5 @@
 //! Test scaffolding shared by every rzk test suite, and only by tests: each crate lists it
-//! under `[dev-dependencies]`. The raw ZooKeeper client (rzk-bench's, re-exported), free
+//! under `[dev-dependencies]`. The raw ZooKeeper client (rzk-wirekit's, re-exported), free
 //! ports, temporary directories, a fault-injecting TCP proxy, four-letter words, Apache
 //! ZooKeeper 3.8 (one server, one that enforces authentication, or an ensemble), an MIT Kerberos KDC, and other Java processes on the Debian jars named
 //! in `tests/support/java-classpath.txt`, the lines a child process prints, misbehaving HTTP

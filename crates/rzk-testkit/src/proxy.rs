@@ -1,11 +1,11 @@
-//! The fault-injecting TCP proxy, rzk-bench's [`rzk_bench::proxy::Proxy`] (its module says
+//! The fault-injecting TCP proxy, rzk-wirekit's [`rzk_wirekit::proxy::Proxy`] (its module says
 //! what each fault does and which runtime it runs on), with the start a test wants: one that
 //! panics, with the upstream in the message, when the proxy cannot listen.
 
 use std::ops::Deref;
 
-/// rzk-bench's proxy, started by [`Proxy::start`]; everything is closed on drop.
-pub struct Proxy(rzk_bench::proxy::Proxy);
+/// rzk-wirekit's proxy, started by [`Proxy::start`]; everything is closed on drop.
+pub struct Proxy(rzk_wirekit::proxy::Proxy);
 
 impl Proxy {
     /// Starts forwarding connections to `upstream` (`host:port`), passing everything.
@@ -15,7 +15,7 @@ impl Proxy {
     /// its own).
     pub fn start(upstream: impl ToString) -> Proxy {
         let upstream = upstream.to_string();
-        match rzk_bench::proxy::Proxy::start(&upstream) {
+        match rzk_wirekit::proxy::Proxy::start(&upstream) {
             Ok(proxy) => Proxy(proxy),
             Err(e) => panic!("start a proxy to {upstream}: {e}"),
         }
@@ -23,9 +23,9 @@ impl Proxy {
 }
 
 impl Deref for Proxy {
-    type Target = rzk_bench::proxy::Proxy;
+    type Target = rzk_wirekit::proxy::Proxy;
 
-    fn deref(&self) -> &rzk_bench::proxy::Proxy {
+    fn deref(&self) -> &rzk_wirekit::proxy::Proxy {
         &self.0
     }
 }

@@ -10,9 +10,9 @@ use rzk_recipes::{
     LatchOptions, LeaderLatch, LeaderSelector, Leadership, SelectorOptions, Session, SessionConfig,
 };
 
-use crate::error::BenchError;
-use crate::proxy::Proxy;
-use crate::stats::percentile;
+use anyhow::bail;
+use rzk_wirekit::proxy::Proxy;
+use rzk_wirekit::stats::percentile;
 
 /// The election path of the LeaderLatch scenarios.
 const LATCH_PATH: &str = "/demo/scheduler";
@@ -32,19 +32,19 @@ const ROTATION_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Parameters of the demo.
 #[derive(Debug, Clone)]
-pub struct DemoConfig {
+pub(crate) struct DemoConfig {
     /// Candidates in the leader-latch scenarios (at least 3 are used).
-    pub candidates: usize,
+    pub(crate) candidates: usize,
     /// Session timeout of every candidate (bounds the crash failover).
-    pub session_timeout: Duration,
+    pub(crate) session_timeout: Duration,
     /// Leadership rotations in the selector scenario.
-    pub rotations: usize,
+    pub(crate) rotations: usize,
 }
 
 /// Plays the scenarios, printing the timeline and a summary on standard output; an error if
 /// one of the summary's expectations (a fair rotation, a crashed leader that stops acting
 /// before its successor leads) does not hold.
-pub async fn run(cfg: DemoConfig) -> Result<(), BenchError> {
+pub(crate) async fn run(cfg: DemoConfig) -> anyhow::Result<()> {
     let start = Instant::now();
     let server = rzk_server::TestServer::builder().tick_ms(100).start()?;
     let demo = Demo { start, hosts: server.connect_string(), server: server.addr(), cfg };
@@ -55,7 +55,7 @@ pub async fn run(cfg: DemoConfig) -> Result<(), BenchError> {
     let order = demo.selector_rotation().await?;
     let fair = demo.summary(handoffs, step_down, failover, &order);
     if !fair || step_down >= failover {
-        return Err(BenchError::Expectation);
+        bail!("an expectation failed (see above)");
     }
     drop(server);
     Ok(())
@@ -87,19 +87,19 @@ impl Demo {
         println!("[{:>7.3}s] {what}", self.start.elapsed().as_secs_f64());
     }
 
-    async fn session(&self, hosts: &str) -> Result<Session, BenchError> {
+    async fn session(&self, hosts: &str) -> anyhow::Result<Session> {
         let cfg = SessionConfig::new(hosts).with_session_timeout(self.cfg.session_timeout);
         Ok(Session::connect(cfg).await?)
     }
 
-    async fn latch(&self, hosts: &str, name: &str) -> Result<(Session, LeaderLatch), BenchError> {
+    async fn latch(&self, hosts: &str, name: &str) -> anyhow::Result<(Session, LeaderLatch)> {
         let s = self.session(hosts).await?;
         let latch = LeaderLatch::new(&s, LATCH_PATH, LatchOptions::default().with_id(name))?;
         Ok((s, latch))
     }
 
     /// Scenario 1: the candidates queue; the lowest sequence number leads.
-    async fn candidates_join(&self) -> Result<Vec<Candidate>, BenchError> {
+    async fn candidates_join(&self) -> anyhow::Result<Vec<Candidate>> {
         let n = self.cfg.candidates.max(3);
         println!(
             "\n== 1. {n} candidates join a LeaderLatch at {LATCH_PATH}; the lowest sequence number leads"
@@ -123,7 +123,7 @@ impl Demo {
     async fn graceful_handoffs(
         &self,
         candidates: &mut [Candidate],
-    ) -> Result<(Vec<Duration>, Held), BenchError> {
+    ) -> anyhow::Result<(Vec<Duration>, Held)> {
         let (mut leader, mut term) = next_leader(candidates, &[]).await?;
         let who = &candidates[leader].name;
         self.log(format_args!("{who} leads with fencing token {}", term.token()));
@@ -158,7 +158,7 @@ impl Demo {
         &self,
         candidates: &[Candidate],
         held: Held,
-    ) -> Result<(Duration, Duration), BenchError> {
+    ) -> anyhow::Result<(Duration, Duration)> {
         println!("\n== 3. a newcomer queues at the tail; the leader's host crashes (network cut)");
         let proxy = Proxy::start(self.server)?;
         let (_crash_session, newcomer) = self.latch(&proxy.hosts(), "newcomer").await?;
@@ -215,7 +215,7 @@ impl Demo {
 
     /// Scenario 4: workers of a LeaderSelector with auto-requeue lead in turn; the order of
     /// the first `rotations` leaderships.
-    async fn selector_rotation(&self) -> Result<Vec<String>, BenchError> {
+    async fn selector_rotation(&self) -> anyhow::Result<Vec<String>> {
         println!("\n== 4. a LeaderSelector rotates leadership in fair order");
         let order = Arc::new(Mutex::new(Vec::new()));
         // The first leader holds on until every worker has queued, so the rotation shows the
@@ -305,7 +305,7 @@ impl Demo {
 async fn next_leader(
     candidates: &[Candidate],
     skip: &[usize],
-) -> Result<(usize, Leadership), BenchError> {
+) -> anyhow::Result<(usize, Leadership)> {
     let waits = candidates
         .iter()
         .enumerate()

@@ -1,4 +1,5 @@
-//! Latency statistics shared by every workload and the demo.
+//! Latency samples and the one percentile rule of every benchmark report, the demo and the
+//! tests that report times.
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! [`AsyncClient`]: the raw client on tokio, many sessions per thread.
 
+use rzk_client::tls::TlsConfig;
 use rzk_proto::{split_frame, xid, ConnectRequest, ConnectResponse, Request, WatcherEvent};
-use rzk_recipes::TlsConfig;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 

@@ -1,6 +1,7 @@
-//! TLS to a secure client port: the PEM files a session trusts and presents, the connections
-//! rzk-client opens through them (`TlsConfig` is an [`rzk_client::Transport`]), on rustls's
-//! `ring` provider, and a handshake probe that names why a server refused.
+//! TLS to a secure client port (the `tls` feature): the PEM files a session trusts and
+//! presents, the connections the client opens through them (`TlsConfig` is a
+//! [`Transport`](crate::Transport)), on rustls's `ring` provider, and a handshake probe that
+//! names why a server refused.
 //!
 //! The client retries a failed handshake like any failed connect, until its timeout, and logs
 //! the reason only; [`TlsConfig::probe`] makes one handshake itself so that a caller can report
@@ -64,15 +65,15 @@ pub enum TlsError {
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-/// use rzk_recipes::tls::TlsConfig;
-/// use rzk_recipes::{LatchOptions, LeaderLatch, Session, SessionConfig};
+/// use std::sync::Arc;
+/// use rzk_client::tls::TlsConfig;
+/// use rzk_client::Client;
 ///
 /// let tls = TlsConfig::from_ca_file("ca.pem")?.with_identity_files("client.pem", "client.key")?;
 /// // Names why a server refuses ("unknown issuer", ...) rather than timing out.
 /// tls.probe("zk1.example:2281").await?;
-/// let session = Session::connect(SessionConfig::new("zk1.example:2281").with_tls(tls)).await?;
-/// let latch = LeaderLatch::new(&session, "/jobs/compactor", LatchOptions::default().with_id("a"))?;
-/// # let _ = latch;
+/// let client = Client::connector().with_transport(Arc::new(tls)).connect("zk1.example:2281").await?;
+/// # let _ = client;
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]
@@ -194,11 +195,11 @@ impl TlsConfig {
     }
 }
 
-impl rzk_client::Transport for TlsConfig {
-    fn open<'a>(&'a self, addr: &'a str) -> rzk_client::OpenFuture<'a> {
+impl crate::Transport for TlsConfig {
+    fn open<'a>(&'a self, addr: &'a str) -> crate::OpenFuture<'a> {
         Box::pin(async move {
             let stream = self.connect(addr).await.map_err(std::io::Error::other)?;
-            Ok(Box::new(stream) as Box<dyn rzk_client::Stream>)
+            Ok(Box::new(stream) as Box<dyn crate::Stream>)
         })
     }
 }

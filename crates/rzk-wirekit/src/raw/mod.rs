@@ -29,7 +29,7 @@
 //! Errors are [`RawError`]; [`RawError::is_closed`] tells a connection the server closed.
 //!
 //! ```no_run
-//! use rzk_bench::raw::BlockingClient;
+//! use rzk_wirekit::raw::BlockingClient;
 //! use rzk_proto::{PathWatch, Request};
 //! use std::time::Duration;
 //!
@@ -38,7 +38,7 @@
 //! assert_eq!(reply.header.err, 0);
 //! println!("session {:#x}", session.session_id);
 //! c.close()?;
-//! # Ok::<(), rzk_bench::raw::RawError>(())
+//! # Ok::<(), rzk_wirekit::raw::RawError>(())
 //! ```
 
 mod async_client;

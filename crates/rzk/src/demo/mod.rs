@@ -1,11 +1,13 @@
-//! `rzk demo`: the flags of the demo; the scenarios are rzk-bench's.
+//! `rzk demo`: the flags of the demo, here; the scenarios it plays, in `scenarios`.
 
 use std::time::Duration;
 
 use clap::Args;
-use rzk_bench::demo::DemoConfig;
 
 use crate::error::CliError;
+use scenarios::DemoConfig;
+
+mod scenarios;
 
 /// Flags of `rzk demo`.
 #[derive(Debug, Args)]
@@ -28,5 +30,5 @@ pub(crate) async fn run(a: DemoArgs) -> Result<(), CliError> {
         session_timeout: Duration::from_millis(a.session_timeout_ms),
         rotations: a.rotations,
     };
-    rzk_bench::demo::run(cfg).await.map_err(|e| CliError::runtime(format!("demo: {e}")))
+    scenarios::run(cfg).await.map_err(|e| CliError::runtime(format!("demo: {e:#}")))
 }

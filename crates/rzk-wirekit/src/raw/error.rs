@@ -17,7 +17,7 @@ pub enum RawError {
     },
     /// The TLS connection could not be made (the handshake failed, or the files were wrong).
     #[error(transparent)]
-    Tls(#[from] rzk_recipes::tls::TlsError),
+    Tls(#[from] rzk_client::tls::TlsError),
     /// The connection ended, or failed, before the server answered the session request. A
     /// server at its connection limit (ZooKeeper's and rzk's `maxClientCnxns`) refuses this
     /// way.
