@@ -6,7 +6,10 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use rzk_recipes::{DistributedAtomicLong, Error, RetryPolicy};
+use rzk_recipes::{
+    counter::{DistributedAtomicLong, RetryPolicy},
+    Error,
+};
 use tokio::task::JoinSet;
 
 use crate::config::BenchConfig;

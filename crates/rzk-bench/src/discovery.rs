@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use rzk_recipes::{ServiceCache, ServiceDiscovery, ServiceInstance};
+use rzk_recipes::discovery::{ServiceCache, ServiceDiscovery, ServiceInstance};
 use tokio::task::JoinSet;
 
 use crate::config::{BenchConfig, Strategy, Workload};

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rzk_recipes::{
-    LatchOptions, LeaderLatch, LeaderSelector, SelectorOptions, Session, SessionConfig,
-    WatchStrategy,
+    election::{LatchOptions, LeaderLatch, LeaderSelector, SelectorOptions, WatchStrategy},
+    session::{Session, SessionConfig},
 };
 use tokio::sync::{mpsc, watch};
 

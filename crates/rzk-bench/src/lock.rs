@@ -8,8 +8,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use rzk_recipes::{
-    Error, InterProcessMutex, InterProcessSemaphore, MutexOptions, SemaphoreOptions, Session,
-    SessionConfig,
+    lock::{InterProcessMutex, InterProcessSemaphore, MutexOptions, SemaphoreOptions},
+    session::{Session, SessionConfig},
+    Error,
 };
 use tokio::task::JoinSet;
 

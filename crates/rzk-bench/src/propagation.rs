@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use rzk_proto::Request;
-use rzk_recipes::{NodeCache, Session};
+use rzk_recipes::{cache::NodeCache, session::Session};
 
 use crate::config::BenchConfig;
 use crate::conn::{call, connect, create};

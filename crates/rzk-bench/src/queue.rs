@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rzk_recipes::SimpleDistributedQueue;
+use rzk_recipes::queue::SimpleDistributedQueue;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use rzk_recipes::{Session, SessionConfig};
+use rzk_recipes::session::{Session, SessionConfig};
 use tokio::task::JoinSet;
 
 use crate::config::BenchConfig;

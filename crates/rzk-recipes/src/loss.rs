@@ -12,7 +12,7 @@ use tokio::sync::watch;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LossReason {
     /// The connection was suspended under
-    /// [`ConnectionPolicy::StepDownOnSuspended`](crate::ConnectionPolicy::StepDownOnSuspended).
+    /// [`ConnectionPolicy::StepDownOnSuspended`](crate::term::guard::ConnectionPolicy::StepDownOnSuspended).
     Suspended,
     /// The lease ran out: no acknowledged request recently enough (docs/election.md §2.2).
     LeaseExpired,
@@ -52,7 +52,7 @@ impl std::fmt::Display for LossReason {
 /// The loss of a term, once it happened: the first reason and when.
 pub(crate) type LossCell = Option<(LossReason, Instant)>;
 
-/// The future returned by [`Leadership::lost`](crate::Leadership::lost).
+/// The future returned by [`Leadership::lost`](crate::term::leadership::Leadership::lost).
 pub struct Lost {
     rx: watch::Receiver<LossCell>,
     fut: Option<Pin<Box<dyn Future<Output = LossReason> + Send>>>,

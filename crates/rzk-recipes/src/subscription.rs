@@ -1,5 +1,5 @@
 //! A broadcast subscription read as a future or a `Stream`, the one mechanism under both
-//! event streams ([`Events`](crate::Events) and [`ConnectionEvents`](crate::ConnectionEvents)).
+//! event streams ([`Events`](crate::driver::status::Events) and [`ConnectionEvents`](crate::session::ConnectionEvents)).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -8,7 +8,7 @@ use std::task::{Context, Poll};
 use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 
-type Pending<T> = Pin<Box<dyn Future<Output = (Option<T>, broadcast::Receiver<T>)> + Send>>;
+type NextItem<T> = Pin<Box<dyn Future<Output = (Option<T>, broadcast::Receiver<T>)> + Send>>;
 
 /// A subscriber's receiver. When it falls more than the channel's capacity behind, `on_lag`
 /// says what it gets instead of the missed items: an item of its own, or nothing (skip them).
@@ -16,7 +16,7 @@ pub(crate) struct Subscription<T> {
     rx: broadcast::Receiver<T>,
     on_lag: fn(u64) -> Option<T>,
     /// The receive in progress of a `Stream` poll, which owns the receiver meanwhile.
-    pending: Option<Pending<T>>,
+    pending: Option<NextItem<T>>,
 }
 
 impl<T: Clone + Send + 'static> Subscription<T> {

@@ -8,9 +8,7 @@ use std::time::Duration;
 
 use metrics::{counter, gauge, histogram, Label};
 
-use crate::control::Lifecycle;
 use crate::loss::LossReason;
-use crate::rule::{self, Rule};
 
 /// Terms currently held (0 or 1 for an election or a lock, up to the lease count for a
 /// semaphore's process).
@@ -37,18 +35,6 @@ pub(crate) struct Labels {
 impl Labels {
     pub fn new(recipe: &'static str, path: &str) -> Labels {
         Labels { recipe, path: path.into() }
-    }
-
-    /// The labels of a contender on `path` from how it orders and ends its terms; a recipe
-    /// that shares another's (a selector is a mutex, a race a latch) names itself instead.
-    pub fn of_rule(lifecycle: Lifecycle, rule: Rule, path: &str) -> Labels {
-        let recipe = match (lifecycle, rule.lock) {
-            (Lifecycle::Latch, _) => "leader_latch",
-            (_, rule::READ_MARKER) => "read_lock",
-            (_, rule::WRITE_MARKER) => "write_lock",
-            _ => "mutex",
-        };
-        Labels::new(recipe, path)
     }
 
     fn pairs(&self) -> [Label; 2] {

@@ -12,8 +12,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rzk_recipes::{
-    CloseMode, ElectionEvent, LatchOptions, LeaderLatch, LeaderSelector, LossReason,
-    SelectorOptions, Status,
+    election::{
+        CloseMode, ElectionEvent, LatchOptions, LeaderLatch, LeaderSelector, SelectorOptions,
+        Status,
+    },
+    LossReason,
 };
 use support::checker::Checker;
 use support::*;
@@ -138,7 +141,7 @@ async fn wait_joined(sel: &LeaderSelector) {
 
 /// C's node was created after every node of `before`: it queued at the tail. A and B keep
 /// rotating, each requeueing behind C within one term, so "C is last now" holds only briefly.
-async fn assert_at_tail(a: &LeaderSelector, before: &rzk_recipes::Participants) {
+async fn assert_at_tail(a: &LeaderSelector, before: &rzk_recipes::election::Participants) {
     let now = a.participants().await.unwrap();
     let c = now.list.iter().find(|p| p.id == "c").expect("c queued");
     assert!(
@@ -153,7 +156,7 @@ async fn selector_requeue(kind: Kind) {
     let checker = Checker::new();
     let log: Log = Arc::default();
     let mut sessions = Vec::new();
-    let make = |id: &str, auto: bool, s: &rzk_recipes::Session| {
+    let make = |id: &str, auto: bool, s: &rzk_recipes::session::Session| {
         let sel = LeaderSelector::new(
             s,
             &path,

@@ -7,7 +7,10 @@ mod support;
 
 use std::time::Duration;
 
-use rzk_recipes::{LatchOptions, LeaderLatch, Session, Status, WatchStrategy};
+use rzk_recipes::{
+    election::{LatchOptions, LeaderLatch, Status, WatchStrategy},
+    session::Session,
+};
 use support::checker::{sample_single_leader, Checker};
 use support::*;
 

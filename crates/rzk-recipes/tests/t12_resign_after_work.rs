@@ -9,7 +9,9 @@ mod support;
 use std::time::{Duration, Instant};
 
 use rzk_recipes::{
-    CloseMode, ElectionEvent, Events, LatchOptions, LeaderLatch, LossReason, Session,
+    election::{CloseMode, ElectionEvent, Events, LatchOptions, LeaderLatch},
+    session::Session,
+    LossReason,
 };
 use support::checker::Checker;
 use support::*;

@@ -25,7 +25,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rzk_recipes::{
-    FencingToken, InterProcessMutex, LockGuard, LossReason, MutexOptions, Session, Status,
+    election::Status,
+    lock::{InterProcessMutex, LockGuard, MutexOptions},
+    session::Session,
+    FencingToken, LossReason,
 };
 #[cfg(feature = "zookeeper-tests")]
 use support::java::JavaParticipant;

@@ -18,7 +18,10 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rzk_recipes::{InterProcessReadWriteLock, MutexOptions, Session};
+use rzk_recipes::{
+    lock::{InterProcessReadWriteLock, MutexOptions},
+    session::Session,
+};
 #[cfg(feature = "zookeeper-tests")]
 use support::java::JavaParticipant;
 use support::*;
@@ -70,7 +73,7 @@ async fn fixture(kind: Kind, n: usize) -> Fixture {
 fn spawn_acquire(
     lock: &InterProcessReadWriteLock,
     write: bool,
-) -> tokio::task::JoinHandle<(Instant, rzk_recipes::LockGuard)> {
+) -> tokio::task::JoinHandle<(Instant, rzk_recipes::lock::LockGuard)> {
     let lock = lock.clone();
     tokio::spawn(async move {
         let side = if write { lock.write_lock() } else { lock.read_lock() };
@@ -81,10 +84,10 @@ fn spawn_acquire(
 
 /// Waits for a spawned acquire, or fails after `within`.
 async fn granted(
-    h: tokio::task::JoinHandle<(Instant, rzk_recipes::LockGuard)>,
+    h: tokio::task::JoinHandle<(Instant, rzk_recipes::lock::LockGuard)>,
     within: Duration,
     what: &str,
-) -> (Instant, rzk_recipes::LockGuard) {
+) -> (Instant, rzk_recipes::lock::LockGuard) {
     tokio::time::timeout(within, h)
         .await
         .unwrap_or_else(|_| panic!("{what} not granted within {within:?}"))

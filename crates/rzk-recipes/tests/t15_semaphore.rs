@@ -20,7 +20,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rzk_recipes::{FencingToken, InterProcessSemaphore, LossReason, SemaphoreOptions, Session};
+use rzk_recipes::{
+    lock::{InterProcessSemaphore, SemaphoreOptions},
+    session::Session,
+    FencingToken, LossReason,
+};
 #[cfg(feature = "zookeeper-tests")]
 use support::java::JavaParticipant;
 use support::*;

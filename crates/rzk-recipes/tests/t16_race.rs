@@ -11,7 +11,11 @@ mod support;
 use std::time::Duration;
 
 use rzk_client::{Acls, CreateMode, MultiWriteError};
-use rzk_recipes::{Leadership, LossReason, RaceElection, RaceOptions, Session, Status};
+use rzk_recipes::{
+    election::{RaceElection, RaceOptions, Status},
+    session::Session,
+    Leadership, LossReason,
+};
 use rzk_testkit::proxy::Proxy;
 use support::checker::{sample_single_leader, Checker};
 use support::*;

@@ -19,7 +19,7 @@ mod support;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use rzk_recipes::{Session, SimpleDistributedQueue};
+use rzk_recipes::{queue::SimpleDistributedQueue, session::Session};
 use support::*;
 
 both_servers! {

@@ -13,7 +13,11 @@ mod support;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use rzk_recipes::{DistributedAtomicLong, Error, RetryPolicy, Session, SharedCount};
+use rzk_recipes::{
+    counter::{DistributedAtomicLong, RetryPolicy, SharedCount},
+    session::Session,
+    Error,
+};
 use support::*;
 
 both_servers! {

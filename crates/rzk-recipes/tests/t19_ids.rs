@@ -10,7 +10,7 @@ mod support;
 use std::collections::BTreeSet;
 use std::time::Instant;
 
-use rzk_recipes::{Error, IdGenerator};
+use rzk_recipes::{counter::IdGenerator, Error};
 use support::*;
 
 both_servers! {

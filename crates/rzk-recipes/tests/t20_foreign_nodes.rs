@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use rzk_client::{Acls, CreateMode};
 use rzk_recipes::{
-    ElectionEvent, Error, LatchOptions, LeaderLatch, LeaderSelector, LossReason, SelectorOptions,
-    Status,
+    election::{ElectionEvent, LatchOptions, LeaderLatch, LeaderSelector, SelectorOptions, Status},
+    Error, LossReason,
 };
 use support::checker::Checker;
 use support::*;

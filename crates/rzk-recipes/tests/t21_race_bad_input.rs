@@ -8,7 +8,10 @@ mod support;
 use std::time::Duration;
 
 use rzk_client::{Acls, CreateMode};
-use rzk_recipes::{ElectionEvent, Error, RaceElection, RaceOptions, Status};
+use rzk_recipes::{
+    election::{ElectionEvent, RaceElection, RaceOptions, Status},
+    Error,
+};
 use support::checker::Checker;
 use support::*;
 

@@ -19,7 +19,7 @@ mod support;
 use std::time::Duration;
 
 use rzk_client::{Acl, Acls, AuthId, CreateMode, Permission};
-use rzk_recipes::{Error, LossReason, SessionConfig};
+use rzk_recipes::{session::SessionConfig, Error, LossReason};
 use support::checker::Checker;
 use support::locks::{self, hold_each, holders, leaves_with, wait_leaves, Locker};
 use support::*;

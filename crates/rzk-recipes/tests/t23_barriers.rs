@@ -16,7 +16,10 @@ mod support;
 
 use std::time::Duration;
 
-use rzk_recipes::{DistributedBarrier, DistributedDoubleBarrier, Session};
+use rzk_recipes::{
+    barrier::{DistributedBarrier, DistributedDoubleBarrier},
+    session::Session,
+};
 use support::*;
 use tokio::task::JoinHandle;
 

@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use rzk_client::{Acl, AuthId, CreateMode, Permission};
 use rzk_recipes::{
-    CacheOptions, CacheWatch, Error, JsonNodeCache, NodeCache, NodeState, Versioned,
+    cache::{CacheOptions, CacheWatch, JsonNodeCache, NodeCache, NodeState, Versioned},
+    Error,
 };
 use support::*;
 
@@ -101,7 +102,7 @@ async fn config_update_flow(kind: Kind) {
 }
 
 /// The next state of `changes`, within [`WITHIN`].
-async fn next(changes: &mut rzk_recipes::NodeChanges) -> NodeState {
+async fn next(changes: &mut rzk_recipes::cache::NodeChanges) -> NodeState {
     tokio::time::timeout(WITHIN, changes.next()).await.expect("in time").expect("open").unwrap()
 }
 

@@ -13,7 +13,10 @@ mod support;
 use std::time::Duration;
 
 use rzk_client::{Acl, Acls, AuthId, CreateMode, Permission};
-use rzk_recipes::{CacheOptions, CacheWatch, Error, TreeCache};
+use rzk_recipes::{
+    cache::{CacheOptions, CacheWatch, TreeCache},
+    Error,
+};
 use support::cache::*;
 use support::*;
 

@@ -17,11 +17,14 @@ mod support;
 use std::time::Duration;
 
 use rzk_client::{Acl, Acls, CreateMode, Permission};
-use rzk_recipes::{
-    Error, Random, ServerList, ServiceDiscovery, ServiceInstance, ServiceProvider, SERVER_PREFIX,
-};
 #[cfg(feature = "zookeeper-tests")]
-use rzk_recipes::{ServiceType, UriSpec};
+use rzk_recipes::discovery::{ServiceType, UriSpec};
+use rzk_recipes::{
+    discovery::{
+        Random, ServerList, ServiceDiscovery, ServiceInstance, ServiceProvider, SERVER_PREFIX,
+    },
+    Error,
+};
 use serde_json::{json, Value};
 use support::*;
 
@@ -99,7 +102,7 @@ async fn register_update_unregister(kind: Kind) {
 }
 
 /// True when no instance of "api" is left under `base`.
-async fn d_empty(s: &rzk_recipes::Session, base: &str) -> bool {
+async fn d_empty(s: &rzk_recipes::session::Session, base: &str) -> bool {
     let d = ServiceDiscovery::<Value>::new(s, base).unwrap();
     d.query_for_instances("api").await.unwrap().is_empty()
 }

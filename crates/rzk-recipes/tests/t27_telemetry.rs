@@ -13,8 +13,13 @@ use rzk_recipes::telemetry::{
     EVALUATIONS, HOLDING, TERMS_ENDED, TERMS_STARTED, TERM_DURATION, WATCH_NOTIFICATIONS,
 };
 use rzk_recipes::{
-    InterProcessSemaphore, LatchOptions, LeaderLatch, LeaderSelector, Leadership, RaceElection,
-    RaceOptions, SelectorOptions, SemaphoreOptions, Session, Status,
+    election::{
+        LatchOptions, LeaderLatch, LeaderSelector, RaceElection, RaceOptions, SelectorOptions,
+        Status,
+    },
+    lock::{InterProcessSemaphore, SemaphoreOptions},
+    session::Session,
+    Leadership,
 };
 use support::*;
 

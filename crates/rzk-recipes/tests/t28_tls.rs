@@ -12,7 +12,12 @@ mod support;
 use std::time::{Duration, Instant};
 
 use rzk_recipes::tls::TlsError;
-use rzk_recipes::{ConnectionPolicy, Error, Session, SessionConfig, TlsConfig};
+use rzk_recipes::{
+    election::ConnectionPolicy,
+    session::{Session, SessionConfig},
+    tls::TlsConfig,
+    Error,
+};
 use rzk_testkit::secure::SecureServer;
 use support::candidate::{Candidate, Recipe};
 use support::checker::Checker;
@@ -90,7 +95,7 @@ async fn a_sasl_login_over_tls_is_served_as_both_identities(kind: Kind) {
             .with_session_timeout(T)
             .with_connect_timeout(WAIT)
             .with_tls(tls.clone())
-            .with_sasl(rzk_recipes::SaslLogin::digest_md5("app", password))
+            .with_sasl(rzk_recipes::session::SaslLogin::digest_md5("app", password))
     };
     let session = Session::connect(config("app-secret")).await.unwrap();
     let client = session.client().expect("connected");

@@ -13,7 +13,7 @@
 mod support;
 
 use rzk_client::{Acls, CreateMode};
-use rzk_recipes::{
+use rzk_recipes::discovery::{
     ServerCache, ServerList, ServiceCache, ServiceDiscovery, ServiceInstance, ServiceProvider,
 };
 #[cfg(feature = "zookeeper-tests")]
@@ -124,7 +124,7 @@ async fn server_cache_follows_the_list(kind: Kind) {
     let two = ServerList::new(&s2, &parent).unwrap();
     one.register("10.0.0.1:80").await.unwrap();
     two.register("10.0.0.2:80").await.unwrap();
-    let addresses = |l: &rzk_recipes::Servers| -> Vec<String> {
+    let addresses = |l: &rzk_recipes::discovery::Servers| -> Vec<String> {
         let mut a: Vec<String> = l.servers.iter().map(|s| s.address.clone()).collect();
         a.sort();
         a

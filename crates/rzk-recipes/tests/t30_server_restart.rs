@@ -15,7 +15,11 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use rzk_recipes::{ConnectionPolicy, Leadership, LossReason, Session, SessionConfig};
+use rzk_recipes::{
+    election::ConnectionPolicy,
+    session::{Session, SessionConfig},
+    Leadership, LossReason,
+};
 use support::candidate::{Candidate, Recipe};
 use support::checker::Checker;
 use support::locks::{hold_each, holders, leaves_with, lockers, queue, wait_leaves};

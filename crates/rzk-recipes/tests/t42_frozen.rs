@@ -10,7 +10,9 @@ mod support;
 use std::time::{Duration, Instant};
 
 use rzk_recipes::{
-    Error, LatchOptions, LeaderLatch, Leadership, LossReason, Session, SessionConfig,
+    election::{LatchOptions, LeaderLatch},
+    session::{Session, SessionConfig},
+    Error, Leadership, LossReason,
 };
 use support::checker::Checker;
 use support::*;

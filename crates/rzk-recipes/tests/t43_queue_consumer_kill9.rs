@@ -11,7 +11,7 @@ mod support;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use rzk_recipes::{DistributedQueue, Session};
+use rzk_recipes::{queue::DistributedQueue, session::Session};
 use support::participant::Proc;
 use support::*;
 

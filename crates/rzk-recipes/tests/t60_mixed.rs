@@ -9,7 +9,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use rzk_recipes::{CloseMode, LatchOptions, LeaderLatch};
+use rzk_recipes::election::{CloseMode, LatchOptions, LeaderLatch};
 use support::checker::{check, Checker, TermRecord};
 use support::java::JavaParticipant;
 use support::*;
@@ -31,8 +31,8 @@ async fn mixed_latch(kind: Kind) {
         let checker = checker.clone();
         let raw = raw.clone();
         async move {
-            let s = rzk_recipes::Session::connect(
-                rzk_recipes::SessionConfig::new(hosts).with_session_timeout(T),
+            let s = rzk_recipes::session::Session::connect(
+                rzk_recipes::session::SessionConfig::new(hosts).with_session_timeout(T),
             )
             .await
             .unwrap();

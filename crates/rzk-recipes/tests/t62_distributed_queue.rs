@@ -23,7 +23,11 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use rzk_client::{Acls, CreateMode};
-use rzk_recipes::{DistributedQueue, Error, ErrorMode, Session};
+use rzk_recipes::{
+    queue::{DistributedQueue, ErrorMode},
+    session::Session,
+    Error,
+};
 #[cfg(feature = "zookeeper-tests")]
 use rzk_testkit::wait::within;
 #[cfg(feature = "zookeeper-tests")]

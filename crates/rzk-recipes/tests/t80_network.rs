@@ -20,7 +20,11 @@ mod support;
 use std::time::{Duration, Instant};
 
 use rzk_client::{Acls, CreateMode};
-use rzk_recipes::{ConnectionPolicy, ConnectionState, LossReason, Session};
+use rzk_recipes::{
+    election::ConnectionPolicy,
+    session::{ConnectionState, Session},
+    LossReason,
+};
 use rzk_testkit::proxy::Proxy;
 use support::candidate::{Candidate, Recipe};
 use support::checker::{sample_single_leader, Checker};

@@ -11,8 +11,9 @@ use std::time::{Duration, Instant};
 
 use rzk_client::{Acls, CreateMode};
 use rzk_recipes::{
-    ConnectionState, Error, LatchOptions, LeaderLatch, LeaderSelector, Leadership, LossReason,
-    Session,
+    election::{LatchOptions, LeaderLatch, LeaderSelector},
+    session::{ConnectionState, Session},
+    Error, Leadership, LossReason,
 };
 use rzk_testkit::proxy::Proxy;
 use support::checker::{sample_single_leader, Checker};
@@ -179,7 +180,7 @@ async fn follower_node_deleted(kind: Kind) {
     let mut events = c.events();
     // c says it follows once its watches are set.
     let following = Instant::now() + Duration::from_secs(5);
-    while !matches!(c.status(), rzk_recipes::Status::Following { position: 2 }) {
+    while !matches!(c.status(), rzk_recipes::election::Status::Following { position: 2 }) {
         assert!(Instant::now() < following, "c never followed: {:?}", c.status());
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
@@ -188,7 +189,7 @@ async fn follower_node_deleted(kind: Kind) {
     let gone = tokio::time::timeout(Duration::from_secs(2), async {
         loop {
             match events.recv().await {
-                Some(rzk_recipes::ElectionEvent::NodeGone { node }) => return node,
+                Some(rzk_recipes::election::ElectionEvent::NodeGone { node }) => return node,
                 Some(_) => {}
                 None => panic!("events ended"),
             }
@@ -214,7 +215,7 @@ async fn follower_node_deleted(kind: Kind) {
     assert_eq!(b.our_path().unwrap(), old_b);
     // Its node listed is not yet its listing read: it follows once its driver has read.
     eventually(Duration::from_secs(5), "c follows b", || {
-        matches!(c.status(), rzk_recipes::Status::Following { position: 2 })
+        matches!(c.status(), rzk_recipes::election::Status::Following { position: 2 })
     })
     .await;
     for l in [a, b, c] {

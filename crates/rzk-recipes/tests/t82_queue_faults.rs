@@ -8,7 +8,7 @@ mod support;
 
 use std::time::Duration;
 
-use rzk_recipes::SimpleDistributedQueue;
+use rzk_recipes::queue::SimpleDistributedQueue;
 use support::*;
 
 both_servers! {

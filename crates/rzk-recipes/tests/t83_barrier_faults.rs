@@ -10,7 +10,7 @@ mod support;
 
 use std::time::Duration;
 
-use rzk_recipes::{DistributedBarrier, DistributedDoubleBarrier};
+use rzk_recipes::barrier::{DistributedBarrier, DistributedDoubleBarrier};
 use support::*;
 
 both_servers! {

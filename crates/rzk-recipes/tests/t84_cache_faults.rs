@@ -14,7 +14,10 @@ mod support;
 use std::sync::{Arc, Mutex};
 
 use rzk_client::{Acls, CreateMode};
-use rzk_recipes::{CacheOptions, CacheWatch, NodeCache, NodeState, Session, TreeCache};
+use rzk_recipes::{
+    cache::{CacheOptions, CacheWatch, NodeCache, NodeState, TreeCache},
+    session::Session,
+};
 use support::cache::*;
 use support::*;
 

@@ -34,7 +34,10 @@ use std::time::{Duration, Instant};
 
 use rzk_client::{Acls, CreateMode};
 use rzk_recipes::{
-    CacheOptions, InterProcessMutex, LatchOptions, LeaderLatch, MutexOptions, Session, TreeCache,
+    cache::{CacheOptions, TreeCache},
+    election::{LatchOptions, LeaderLatch},
+    lock::{InterProcessMutex, MutexOptions},
+    session::Session,
 };
 use rzk_testkit::ensemble::Ensemble;
 use support::cache::{assert_converged, Recorder};
@@ -54,9 +57,9 @@ struct Setup {
     sessions: Vec<Session>,
     latches: Vec<LeaderLatch>,
     /// (session id, generation) of every participant before the fault.
-    ids_before: Vec<(Option<rzk_recipes::SessionId>, u64)>,
+    ids_before: Vec<(Option<rzk_recipes::session::SessionId>, u64)>,
     la: rzk_recipes::Leadership,
-    before: rzk_recipes::Participants,
+    before: rzk_recipes::election::Participants,
 }
 
 async fn setup(test: &str) -> Setup {
@@ -145,7 +148,7 @@ async fn failed_over(ens: &Ensemble, zab0: usize, sessions: &[&Session], t_kill:
 /// The participants once they are exactly `want`, as seen by `latch`'s own server (another
 /// participant's server may not have applied the latest create or delete yet: ZooKeeper is
 /// sequentially consistent per client only).
-async fn live(latch: &LeaderLatch, want: &[&str]) -> rzk_recipes::Participants {
+async fn live(latch: &LeaderLatch, want: &[&str]) -> rzk_recipes::election::Participants {
     let start = Instant::now();
     loop {
         let p = latch.participants().await.unwrap();

@@ -15,7 +15,10 @@ mod support;
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
-use rzk_recipes::{Session, SessionConfig, SimpleDistributedQueue};
+use rzk_recipes::{
+    queue::SimpleDistributedQueue,
+    session::{Session, SessionConfig},
+};
 use rzk_testkit::proxy::Proxy;
 use rzk_testkit::wait::within;
 use support::participant::Proc;

@@ -13,7 +13,11 @@ mod support;
 use std::collections::HashSet;
 use std::time::Duration;
 
-use rzk_recipes::{DistributedAtomicLong, Error, RetryPolicy, Session, SessionConfig};
+use rzk_recipes::{
+    counter::{DistributedAtomicLong, RetryPolicy},
+    session::{Session, SessionConfig},
+    Error,
+};
 use rzk_testkit::proxy::Proxy;
 use rzk_testkit::wait::within;
 use support::*;

@@ -7,7 +7,10 @@
 mod support;
 
 use rzk_client::{Acls, CreateMode};
-use rzk_recipes::{ServiceCache, ServiceDiscovery, ServiceInstance, Session};
+use rzk_recipes::{
+    discovery::{ServiceCache, ServiceDiscovery, ServiceInstance},
+    session::Session,
+};
 use serde_json::Value;
 use support::cache::CONVERGE;
 use support::services::*;

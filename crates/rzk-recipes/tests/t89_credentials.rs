@@ -8,7 +8,10 @@
 use std::time::{Duration, Instant};
 
 use rzk_client::{Client, Connector};
-use rzk_recipes::{ConnectionState, LatchOptions, LeaderLatch, SaslLogin, Session, SessionConfig};
+use rzk_recipes::{
+    election::{LatchOptions, LeaderLatch},
+    session::{ConnectionState, SaslLogin, Session, SessionConfig},
+};
 use rzk_testkit::enforcing::EnforcingServer;
 use rzk_testkit::proxy::Proxy;
 use rzk_testkit::Kind;

@@ -9,8 +9,10 @@ use std::time::Duration;
 
 use rzk_client::{Acl, Acls};
 use rzk_recipes::{
-    AclProvider, CreatorOnlyAclProvider, DistributedAtomicLong, Error, InterProcessMutex,
-    MutexOptions, RetryPolicy, SessionConfig,
+    counter::{DistributedAtomicLong, RetryPolicy},
+    lock::{InterProcessMutex, MutexOptions},
+    session::{AclProvider, CreatorOnlyAclProvider, SessionConfig},
+    Error,
 };
 use support::*;
 

@@ -20,8 +20,9 @@ use std::time::{Duration, Instant};
 
 use rzk_client::{Acls, CreateMode};
 use rzk_recipes::{
-    ConnectionPolicy, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphore,
-    LatchOptions, LeaderLatch, MutexOptions, Session,
+    election::{ConnectionPolicy, LatchOptions, LeaderLatch},
+    lock::{InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphore, MutexOptions},
+    session::Session,
 };
 use rzk_testkit::ensemble::Ensemble;
 use support::checker::Checker;

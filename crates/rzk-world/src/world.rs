@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rzk_recipes::{Session, SessionConfig};
+use rzk_recipes::session::{Session, SessionConfig};
 use rzk_sim::Rng;
 use tokio::task::JoinHandle;
 

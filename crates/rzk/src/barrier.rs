@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
-use rzk_recipes::{DistributedBarrier, DistributedDoubleBarrier};
+use rzk_recipes::barrier::{DistributedBarrier, DistributedDoubleBarrier};
 
 use crate::connect::Connect;
 use crate::error::CliError;

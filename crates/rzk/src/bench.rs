@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use clap::Args;
 use rzk_bench::{BenchConfig, BenchError, Strategy, Workload};
-use rzk_recipes::TlsConfig;
+use rzk_recipes::tls::TlsConfig;
 
 use crate::connect::Connect;
 use crate::error::CliError;

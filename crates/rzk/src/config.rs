@@ -5,7 +5,7 @@
 use std::process::Stdio;
 
 use clap::{Args, Subcommand};
-use rzk_recipes::{CachedNode, NodeCache, NodeState};
+use rzk_recipes::cache::{CachedNode, NodeCache, NodeState};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::watch;
 

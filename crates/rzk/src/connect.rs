@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 use rzk_client as zk;
-use rzk_recipes::{Credential, TlsConfig};
+use rzk_recipes::{session::Credential, tls::TlsConfig};
 
 use crate::error::CliError;
 
@@ -121,9 +121,10 @@ impl Connect {
     pub(crate) async fn election_session(
         &self,
         session_timeout: Option<Duration>,
-    ) -> Result<rzk_recipes::Session, CliError> {
+    ) -> Result<rzk_recipes::session::Session, CliError> {
         let limit = Duration::from_millis(self.connect_timeout_ms);
-        let mut config = rzk_recipes::SessionConfig::new(&self.hosts).with_connect_timeout(limit);
+        let mut config =
+            rzk_recipes::session::SessionConfig::new(&self.hosts).with_connect_timeout(limit);
         if let Some(t) = session_timeout {
             config = config.with_session_timeout(t);
         }
@@ -137,7 +138,7 @@ impl Connect {
         if let Some(tls) = &tls {
             config = config.with_tls(tls.clone());
         }
-        self.bounded(rzk_recipes::Session::connect(config), tls.as_ref()).await
+        self.bounded(rzk_recipes::session::Session::connect(config), tls.as_ref()).await
     }
 
     /// A session, or a clear error once the connect timeout has passed.

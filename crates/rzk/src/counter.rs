@@ -2,7 +2,7 @@
 //! shell.
 
 use clap::{Args, Subcommand};
-use rzk_recipes::{DistributedAtomicLong, RetryPolicy};
+use rzk_recipes::counter::{DistributedAtomicLong, RetryPolicy};
 
 use crate::connect::Connect;
 use crate::error::CliError;

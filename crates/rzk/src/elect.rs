@@ -7,8 +7,11 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use rzk_recipes::{
-    LatchOptions, LeaderLatch, LeaderSelector, Leadership, RaceElection, RaceOptions,
-    SelectorOptions, Session,
+    election::{
+        LatchOptions, LeaderLatch, LeaderSelector, RaceElection, RaceOptions, SelectorOptions,
+    },
+    session::Session,
+    Leadership,
 };
 
 use crate::connect::Connect;

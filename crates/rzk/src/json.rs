@@ -3,7 +3,7 @@
 //! escaping is serde_json's and the fields come in the order they are declared, the order
 //! the commands have always printed.
 
-use rzk_recipes::{LockEntry, Participant};
+use rzk_recipes::{election::Participant, lock::LockEntry};
 use serde::Serialize;
 
 /// `doc` as one line of JSON.

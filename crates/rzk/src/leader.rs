@@ -2,7 +2,7 @@
 
 use clap::Args;
 use rzk_client as zk;
-use rzk_recipes::{
+use rzk_recipes::election::{
     LatchOptions, LeaderLatch, LeaderSelector, Participants, RaceElection, RaceOptions,
     SelectorOptions,
 };

@@ -8,8 +8,11 @@ use std::time::Duration;
 
 use clap::Args;
 use rzk_recipes::{
-    InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphore, Leadership, LockGuard,
-    LockLayout, MutexOptions, SemaphoreLease, SemaphoreOptions,
+    lock::{
+        InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphore, LockGuard, LockLayout,
+        MutexOptions, SemaphoreLease, SemaphoreOptions,
+    },
+    Leadership,
 };
 
 use crate::connect::Connect;
@@ -110,7 +113,7 @@ impl Held {
 
 impl Handle {
     fn open(
-        session: &rzk_recipes::Session,
+        session: &rzk_recipes::session::Session,
         a: &LockArgs,
         budget: Duration,
     ) -> Result<Handle, CliError> {

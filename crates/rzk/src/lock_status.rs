@@ -1,7 +1,7 @@
 //! `rzk lock --status PATH`: who holds the lock and who waits, for each layout (a mutex, a
 //! read-write lock's readers and writers, a semaphore's lease holders), as text or JSON.
 
-use rzk_recipes::{LockEntry, LockLayout, LockStatus};
+use rzk_recipes::lock::{LockEntry, LockLayout, LockStatus};
 
 use crate::connect::Connect;
 use crate::error::CliError;

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand};
-use rzk_recipes::{DistributedQueue, SimpleDistributedQueue};
+use rzk_recipes::queue::{DistributedQueue, SimpleDistributedQueue};
 
 use crate::connect::Connect;
 use crate::error::CliError;

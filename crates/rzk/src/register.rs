@@ -5,7 +5,10 @@
 use std::time::Duration;
 
 use clap::Args;
-use rzk_recipes::{ConnectionState, ServiceDiscovery, ServiceInstance, DEFAULT_BASE_PATH};
+use rzk_recipes::{
+    discovery::{ServiceDiscovery, ServiceInstance, DEFAULT_BASE_PATH},
+    session::ConnectionState,
+};
 use serde_json::Value;
 use tokio::process::Command;
 
@@ -136,7 +139,7 @@ async fn run_command(
 }
 
 /// Reports session losses and the re-registration that follows them.
-async fn report_sessions(session: rzk_recipes::Session) {
+async fn report_sessions(session: rzk_recipes::session::Session) {
     let mut states = session.states();
     while let Some(event) = states.recv().await {
         match event.state {

@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use clap::Args;
 use rzk_recipes::{
-    Error, Instances, ServiceCache, ServiceDiscovery, ServiceInstance, Session, DEFAULT_BASE_PATH,
+    discovery::{Instances, ServiceCache, ServiceDiscovery, ServiceInstance, DEFAULT_BASE_PATH},
+    session::Session,
+    Error,
 };
 use serde_json::Value;
 

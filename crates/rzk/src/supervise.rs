@@ -25,7 +25,7 @@
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use rzk_recipes::{Leadership, Session};
+use rzk_recipes::{session::Session, Leadership};
 use tokio::signal::unix::{signal, SignalKind};
 
 use crate::client_metrics::{self, ChildRunning, MetricsFlags};

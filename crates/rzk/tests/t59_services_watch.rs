@@ -9,7 +9,10 @@ mod support;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use rzk_recipes::{ServiceCache, Session, SessionConfig};
+use rzk_recipes::{
+    discovery::ServiceCache,
+    session::{Session, SessionConfig},
+};
 use rzk_testkit::lines::Lines;
 use serde_json::Value;
 use support::{Kind, Server, TICK_MS};

@@ -49,11 +49,16 @@ use std::time::Duration;
 use std::future::Future;
 
 use rzk_client::MultiWriteResult;
-use rzk_recipes::DistributedQueue;
+use rzk_recipes::queue::DistributedQueue;
 use rzk_recipes::{
-    ConnectionPolicy, Contender, Error, InterProcessMutex, InterProcessReadWriteLock,
-    InterProcessSemaphore, LatchOptions, LeaderLatch, LeaderSelector, Leadership, MutexOptions,
-    RaceElection, RaceOptions, SelectorOptions, Session, SessionConfig, SimpleDistributedQueue,
+    election::{
+        ConnectionPolicy, Contender, LatchOptions, LeaderLatch, LeaderSelector, RaceElection,
+        RaceOptions, SelectorOptions,
+    },
+    lock::{InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphore, MutexOptions},
+    queue::SimpleDistributedQueue,
+    session::{Session, SessionConfig},
+    Error, Leadership,
 };
 
 struct Args {

@@ -13,8 +13,8 @@ use tokio::sync::mpsc;
 use super::event::CachedNode;
 use super::model::{child_of, depth_below};
 use super::options::CacheWatch;
-use super::state::Shared;
-use crate::ops;
+use super::state::CacheState;
+use crate::session::ops;
 use crate::session::{Session, Snapshot};
 use crate::zk_error::{classify, Class, ZkError};
 use crate::Error;
@@ -46,7 +46,7 @@ enum Scope {
 const EVENT_BACKLOG: usize = 1024;
 
 /// Runs the cache until its session closes or it fails.
-pub(super) async fn run(shared: Arc<Shared>, session: Session) {
+pub(super) async fn run(shared: Arc<CacheState>, session: Session) {
     let (tx, rx) = mpsc::channel(EVENT_BACKLOG);
     let oneshot = shared.options.watch == CacheWatch::OneShot;
     let engine = Engine {
@@ -63,7 +63,7 @@ pub(super) async fn run(shared: Arc<Shared>, session: Session) {
 }
 
 struct Engine {
-    shared: Arc<Shared>,
+    shared: Arc<CacheState>,
     session: Session,
     /// One-shot watches, chosen or forced by a server without `addWatch`.
     oneshot: bool,

@@ -64,7 +64,7 @@ pub enum CacheEvent {
 /// What a subscriber receives: an event, or an error (a node that could not be read, a lag).
 pub type CacheItem = Result<CacheEvent, Error>;
 
-/// The events of a cache, from [`TreeCache::events`](crate::TreeCache::events): first the
+/// The events of a cache, from [`TreeCache::events`](crate::cache::TreeCache::events): first the
 /// current content as `Added` events, the errors of the initial load so far (the nodes it
 /// could not read, so that a subscriber that came after them still learns of them), and
 /// `Initialized` if that load is done; then every change. Ends when the cache is closed or

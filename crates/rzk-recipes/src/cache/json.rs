@@ -29,7 +29,7 @@ pub struct Versioned<T> {
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), rzk_recipes::Error> {
-/// use rzk_recipes::{JsonNodeCache, Session, SessionConfig};
+/// use rzk_recipes::{cache::JsonNodeCache, session::{Session, SessionConfig}};
 ///
 /// #[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default)]
 /// struct Database { url: String, pool: u32 }

@@ -6,13 +6,13 @@ use std::task::{Context, Poll};
 use futures_core::Stream;
 use rzk_client::{Acls, CreateMode};
 
-use crate::acl_provider::NodeAcls;
+use crate::session::acl_provider::NodeAcls;
 
 use super::event::{CacheEvent, CacheEvents, CacheItem, CachedNode};
 use super::options::CacheOptions;
 use super::tree::TreeCache;
-use crate::counter::RetryPolicy;
-use crate::ops;
+use crate::counter::atomic_long::RetryPolicy;
+use crate::session::ops;
 use crate::session::Session;
 use crate::zk_error::ZkError;
 use crate::Error;
@@ -23,7 +23,7 @@ use crate::Error;
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), rzk_recipes::Error> {
-/// use rzk_recipes::{NodeCache, Session, SessionConfig};
+/// use rzk_recipes::{cache::NodeCache, session::{Session, SessionConfig}};
 ///
 /// let session = Session::connect(SessionConfig::new("127.0.0.1:2181")).await?;
 /// let config = NodeCache::new(&session, "/config/database")?;

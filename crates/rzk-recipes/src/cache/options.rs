@@ -17,7 +17,7 @@ pub enum CacheWatch {
     OneShot,
 }
 
-/// Options of a [`TreeCache`](crate::TreeCache) or [`NodeCache`](crate::NodeCache).
+/// Options of a [`TreeCache`](crate::cache::TreeCache) or [`NodeCache`](crate::cache::NodeCache).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CacheOptions {
     pub(crate) single_node: bool,
@@ -72,7 +72,7 @@ impl CacheOptions {
 
     /// The events a subscriber may fall behind by. One that falls further behind receives
     /// [`Error::CacheLagged`](crate::Error::CacheLagged) in place of the events it missed,
-    /// then the later events; a new [`events`](crate::TreeCache::events) stream starts again
+    /// then the later events; a new [`events`](crate::cache::TreeCache::events) stream starts again
     /// from the current state.
     pub fn with_event_queue(self, events: usize) -> Self {
         CacheOptions { event_queue: events, ..self }

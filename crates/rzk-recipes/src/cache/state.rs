@@ -23,7 +23,7 @@ pub(super) enum Status {
     Ended(Option<Error>),
 }
 
-struct Inner {
+struct Mirror {
     model: Model,
     initialized: bool,
     /// The errors of the first load (nodes it could not read), at most the event queue's
@@ -33,27 +33,27 @@ struct Inner {
     tx: Option<broadcast::Sender<CacheItem>>,
 }
 
-pub(super) struct Shared {
+pub(super) struct CacheState {
     pub path: String,
     pub options: CacheOptions,
-    inner: Mutex<Inner>,
+    inner: Mutex<Mirror>,
     pub status: watch::Sender<Status>,
 }
 
-impl Shared {
+impl CacheState {
     pub fn new(path: String, options: CacheOptions) -> Self {
         let (tx, _) = broadcast::channel(options.event_queue.max(1));
-        let inner = Inner {
+        let inner = Mirror {
             model: Model::default(),
             initialized: false,
             load_errors: Vec::new(),
             tx: Some(tx),
         };
         let (status, _) = watch::channel(Status::Loading);
-        Shared { path, options, inner: Mutex::new(inner), status }
+        CacheState { path, options, inner: Mutex::new(inner), status }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Mirror> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 

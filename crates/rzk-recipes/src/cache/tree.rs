@@ -6,13 +6,13 @@ use std::sync::Arc;
 use super::engine;
 use super::event::{CacheEvents, CachedNode};
 use super::options::CacheOptions;
-use super::state::{Shared, Status};
+use super::state::{CacheState, Status};
 use crate::naming;
 use crate::session::Session;
 use crate::Error;
 
 struct Handle {
-    shared: Arc<Shared>,
+    shared: Arc<CacheState>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -33,14 +33,14 @@ impl Drop for Handle {
 /// read again and only its difference from what the cache held is reported (a node deleted
 /// and created again meanwhile is `Removed`, then `Added`). No node is ever reported twice in
 /// the same state. Watches are persistent (`addWatch`) where the server has them, one-shot
-/// otherwise ([`CacheWatch`](crate::CacheWatch)).
+/// otherwise ([`CacheWatch`](crate::cache::CacheWatch)).
 ///
 /// Cheap to clone; the cache stops when [`TreeCache::close`] is called or the last clone is
 /// dropped, or when its session closes.
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), rzk_recipes::Error> {
-/// use rzk_recipes::{CacheEvent, CacheOptions, Session, SessionConfig, TreeCache};
+/// use rzk_recipes::{cache::{CacheEvent, CacheOptions, TreeCache}, session::{Session, SessionConfig}};
 ///
 /// let session = Session::connect(SessionConfig::new("127.0.0.1:2181")).await?;
 /// let cache = TreeCache::new(&session, "/cluster-config", CacheOptions::tree())?;
@@ -81,7 +81,7 @@ impl TreeCache {
         if options.max_nodes == 0 || options.event_queue == 0 {
             return Err(Error::BadArguments("a cache limit of 0".into()));
         }
-        let shared = Arc::new(Shared::new(path.to_string(), options));
+        let shared = Arc::new(CacheState::new(path.to_string(), options));
         let task = tokio::spawn(engine::run(shared.clone(), session.clone()));
         Ok(TreeCache { inner: Arc::new(Handle { shared, task }) })
     }

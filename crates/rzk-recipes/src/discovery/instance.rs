@@ -128,7 +128,7 @@ impl<T> ServiceInstance<T> {
     pub fn new(name: &str, address: &str, port: u16) -> Self {
         ServiceInstance {
             name: name.to_string(),
-            id: crate::node_ids::new_uuid().to_string(),
+            id: crate::naming::new_uuid().to_string(),
             address: Some(address.to_string()),
             port: Some(port),
             ssl_port: None,

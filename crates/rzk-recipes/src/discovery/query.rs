@@ -1,7 +1,7 @@
 //! Reading a registry: a parent's children with their data, retried as the plain recipes
 //! retry reads, a child that vanishes between the listing and its read left out.
 
-use crate::ops;
+use crate::session::ops;
 use crate::session::Session;
 use crate::zk_error::ZkError;
 use crate::Error;

@@ -13,9 +13,9 @@ use std::sync::{Arc, Weak};
 use rzk_client::{Acls, Client, CreateMode, Stat};
 use tokio::sync::{oneshot, Mutex};
 
-use crate::acl_provider::NodeAcls;
 use crate::naming;
-use crate::ops;
+use crate::session::acl_provider::NodeAcls;
+use crate::session::ops;
 use crate::session::{Session, Snapshot};
 use crate::zk_error::{classify, Class, ZkError};
 use crate::Error;
@@ -50,7 +50,7 @@ impl Entry {
     }
 }
 
-struct Shared {
+struct Registrations {
     session: Session,
     acls: NodeAcls,
     entries: Mutex<BTreeMap<String, Entry>>,
@@ -59,14 +59,15 @@ struct Shared {
 /// The registrations, and the task that re-registers them after every (re)connection. The
 /// task ends when the registrar is dropped.
 pub(crate) struct Registrar {
-    shared: Arc<Shared>,
+    shared: Arc<Registrations>,
     _stop: oneshot::Sender<()>,
 }
 
 impl Registrar {
     pub fn new(session: &Session, acls: Option<Acls<'static>>) -> Registrar {
         let acls = NodeAcls::new(session, acls);
-        let shared = Arc::new(Shared { session: session.clone(), acls, entries: Mutex::default() });
+        let shared =
+            Arc::new(Registrations { session: session.clone(), acls, entries: Mutex::default() });
         let (stop, stopped) = oneshot::channel();
         tokio::spawn(follow(Arc::downgrade(&shared), session.subscribe(), stopped));
         Registrar { shared, _stop: stop }
@@ -144,7 +145,7 @@ impl Registrar {
     }
 }
 
-impl Shared {
+impl Registrations {
     /// Brings `entry`'s node in line, retrying what a retry cures (each check is idempotent).
     async fn settle(&self, entry: &mut Entry) -> Result<String, Error> {
         loop {
@@ -276,7 +277,7 @@ impl Shared {
 /// Follows the session: on every transition into a connected state (a reconnection to the
 /// same session or a new session), rechecks every registration.
 async fn follow(
-    shared: Weak<Shared>,
+    shared: Weak<Registrations>,
     mut snap: tokio::sync::watch::Receiver<Snapshot>,
     mut stop: oneshot::Receiver<()>,
 ) {

@@ -1,4 +1,4 @@
-//! [`ServerCache`]: a live view of a [`ServerList`](crate::ServerList)'s servers.
+//! [`ServerCache`]: a live view of a [`ServerList`](crate::discovery::ServerList)'s servers.
 
 use super::live::{Decoded, LiveChanges, LiveSet};
 use super::server_list::{decode_server, ServerEntry, Servers};
@@ -10,13 +10,13 @@ use crate::Error;
 pub type ServerChanges = LiveChanges<ServerEntry, Servers>;
 
 /// The servers under one parent (`/servers`) held in memory and kept equal to the server, on
-/// the same one-level [`TreeCache`](crate::TreeCache) as [`ServiceCache`](crate::ServiceCache),
+/// the same one-level [`TreeCache`](crate::cache::TreeCache) as [`ServiceCache`](crate::discovery::ServiceCache),
 /// with its guarantees. A node whose data is not UTF-8 is skipped: logged once per state at
 /// `warn` and listed in [`Servers::malformed`].
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), rzk_recipes::Error> {
-/// use rzk_recipes::{ServerCache, Session, SessionConfig};
+/// use rzk_recipes::{discovery::ServerCache, session::{Session, SessionConfig}};
 ///
 /// let session = Session::connect(SessionConfig::new("127.0.0.1:2181")).await?;
 /// let servers = ServerCache::new(&session, "/servers")?;
@@ -59,7 +59,7 @@ impl ServerCache {
     /// Waits for the first complete load.
     ///
     /// # Errors
-    /// As [`TreeCache::initialized`](crate::TreeCache::initialized).
+    /// As [`TreeCache::initialized`](crate::cache::TreeCache::initialized).
     ///
     /// # Cancellation safety
     /// Safe: it only waits.

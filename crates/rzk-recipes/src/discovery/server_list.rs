@@ -41,7 +41,7 @@ pub struct Servers {
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), rzk_recipes::Error> {
-/// use rzk_recipes::{ServerList, Session, SessionConfig};
+/// use rzk_recipes::{discovery::ServerList, session::{Session, SessionConfig}};
 ///
 /// let session = Session::connect(SessionConfig::new("127.0.0.1:2181")).await?;
 /// let servers = ServerList::new(&session, "/servers")?;
@@ -66,7 +66,7 @@ impl std::fmt::Debug for ServerList {
 
 impl ServerList {
     /// The servers under `parent`, their nodes created with the ACLs of the session's
-    /// [`crate::AclProvider`] (nothing is written before a registration).
+    /// [`crate::session::AclProvider`] (nothing is written before a registration).
     ///
     /// # Errors
     /// [`Error::BadArguments`] for a bad path.

@@ -16,7 +16,7 @@ use crate::Error;
 pub type ServiceChanges<T> = LiveChanges<ServiceInstance<T>, Instances<T>>;
 
 /// The instances of one service, cached (curator-x-discovery's `ServiceCache`): the children
-/// of `<basePath>/<name>` on a [`TreeCache`](crate::TreeCache) one level deep, so it has the
+/// of `<basePath>/<name>` on a [`TreeCache`](crate::cache::TreeCache) one level deep, so it has the
 /// tree cache's guarantees: it converges after disconnects, session expiry, server restarts
 /// and the service node deleted and created again, and reads nothing per query.
 ///
@@ -29,7 +29,7 @@ pub type ServiceChanges<T> = LiveChanges<ServiceInstance<T>, Instances<T>>;
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), rzk_recipes::Error> {
-/// use rzk_recipes::{ServiceCache, Session, SessionConfig};
+/// use rzk_recipes::{discovery::ServiceCache, session::{Session, SessionConfig}};
 ///
 /// let session = Session::connect(SessionConfig::new("127.0.0.1:2181")).await?;
 /// let cache = ServiceCache::<serde_json::Value>::new(&session, "/services", "api")?;
@@ -93,7 +93,7 @@ impl<T: DeserializeOwned> ServiceCache<T> {
     /// Waits for the first complete load.
     ///
     /// # Errors
-    /// As [`TreeCache::initialized`](crate::TreeCache::initialized).
+    /// As [`TreeCache::initialized`](crate::cache::TreeCache::initialized).
     ///
     /// # Cancellation safety
     /// Safe: it only waits.

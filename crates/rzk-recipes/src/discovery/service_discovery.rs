@@ -43,7 +43,7 @@ pub struct Instances<T> {
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), rzk_recipes::Error> {
-/// use rzk_recipes::{ServiceDiscovery, ServiceInstance, Session, SessionConfig};
+/// use rzk_recipes::{discovery::{ServiceDiscovery, ServiceInstance}, session::{Session, SessionConfig}};
 ///
 /// let session = Session::connect(SessionConfig::new("127.0.0.1:2181")).await?;
 /// let discovery = ServiceDiscovery::<serde_json::Value>::new(&session, "/services")?;
@@ -70,7 +70,7 @@ impl<T> std::fmt::Debug for ServiceDiscovery<T> {
 
 impl<T: Serialize + DeserializeOwned> ServiceDiscovery<T> {
     /// A registry at `base_path`, its nodes created with the ACLs of the session's
-    /// [`crate::AclProvider`] (nothing is written before a registration).
+    /// [`crate::session::AclProvider`] (nothing is written before a registration).
     ///
     /// # Errors
     /// [`Error::BadArguments`] for a bad path.

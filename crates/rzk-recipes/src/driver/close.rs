@@ -2,9 +2,9 @@
 //! and answering whoever waits.
 
 use super::{Driver, Stop};
-use crate::event::ElectionEvent;
+use crate::driver::status::ElectionEvent;
 use crate::loss::LossReason;
-use crate::{Error, Status};
+use crate::{driver::status::Status, Error};
 
 impl Driver {
     /// Closes the recipe: `lost()` resolves first, then our node and any stale ones are

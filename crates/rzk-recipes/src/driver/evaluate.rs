@@ -4,11 +4,11 @@ use rzk_client::{Client, OneshotWatcher, Stat};
 
 use super::follow::{Followed, Place};
 use super::{watch_future, Armed, Driver, OwnNode, Prefetched, Step, Stop, WatchFuture};
-use crate::decide::{decide, Decision};
-use crate::event::{ElectionEvent, MetricCells};
+use crate::driver::decide::{decide, Decision};
+use crate::driver::election_options::WatchStrategy;
+use crate::driver::status::{ElectionEvent, MetricCells};
 use crate::loss::LossReason;
 use crate::naming;
-use crate::options::WatchStrategy;
 use crate::telemetry;
 use crate::zk_error::{normalize, ZkError};
 use crate::Error;

@@ -5,12 +5,12 @@
 use rzk_client::{Client, EventType, OneshotWatcher, Stat, StateWatcher, WatchedEvent};
 
 use super::{watch_future, Armed, Driver, OwnNode, Stop, WatchFuture};
-use crate::decide::{decide, Decision};
-use crate::event::{ElectionEvent, MetricCells};
+use crate::driver::decide::{decide, Decision};
+use crate::driver::rule::Rule;
+use crate::driver::status::Status;
+use crate::driver::status::{ElectionEvent, MetricCells};
 use crate::naming;
-use crate::rule::Rule;
 use crate::zk_error::{normalize, ZkError};
-use crate::Status;
 
 /// What woke a follower.
 enum Woke {

@@ -4,11 +4,11 @@
 use rzk_client::{Client, CreateMode, CreateOptions, MultiWriteResult, SessionId, Stat};
 
 use super::{Driver, OwnNode, Step, Stop};
-use crate::event::{ElectionEvent, JoinInfo, MetricCells};
+use crate::driver::status::{ElectionEvent, JoinInfo, MetricCells};
 use crate::loss::LossReason;
 use crate::naming;
 use crate::zk_error::{classify, Class, ZkError};
-use crate::{Error, Status};
+use crate::{driver::status::Status, Error};
 
 impl Driver {
     /// Creates our node on the current session (or keeps the one this session has), after
@@ -31,7 +31,7 @@ impl Driver {
             self.stale_paths.push(own.path);
         }
         self.cleanup_stale(&client, generation).await?;
-        let uuid = crate::node_ids::new_uuid().hyphenated().to_string();
+        let uuid = naming::new_uuid().hyphenated().to_string();
         let beside = self.shared.queue.lock().expect("poisoned").beside.take();
         match self.create_own(&client, generation, sid, &uuid, beside).await {
             Ok((own, created)) => Ok(self.joined(own, created)),
@@ -132,8 +132,9 @@ impl Driver {
     ) -> Result<(), Stop> {
         let (made, acls) = (path.clone(), self.acls.clone());
         let client = client.clone();
-        let mkdirs =
-            async move { crate::ops::mkdirs(&client, &made, CreateMode::Container, &acls).await };
+        let mkdirs = async move {
+            crate::session::ops::mkdirs(&client, &made, CreateMode::Container, &acls).await
+        };
         match self.wait_op(generation, mkdirs).await? {
             Ok(()) => {
                 self.shared.emit(ElectionEvent::ParentRecreated { path });

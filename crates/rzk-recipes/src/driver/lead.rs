@@ -9,12 +9,12 @@ use std::time::Duration;
 use rzk_client::{Client, EventType, OneshotWatcher, Stat, WatchedEvent};
 
 use super::{watch_future, Armed, Driver, OwnNode, Prefetched, Step, Stop, TaskEnd, WatchFuture};
-use crate::control::Command;
-use crate::decide::{decide, Decision};
-use crate::event::MetricCells;
-use crate::leadership::Leadership;
+use crate::driver::decide::{decide, Decision};
+use crate::driver::status::MetricCells;
 use crate::loss::LossReason;
-use crate::term::Term;
+use crate::term::control::Command;
+use crate::term::guard::Term;
+use crate::term::leadership::Leadership;
 use crate::zk_error::ZkError;
 
 /// How long a term granted on its predecessor's deletion (no children read, hence no

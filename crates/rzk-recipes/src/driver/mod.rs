@@ -10,12 +10,19 @@
 //! a file of its own; this one holds the state and the waiting that every step shares.
 
 mod close;
+pub(crate) mod contender;
+mod contest;
+pub(crate) mod decide;
+pub(crate) mod election_options;
 mod evaluate;
 mod follow;
 mod join;
 mod lead;
-mod race;
+pub(crate) mod participants;
 mod release;
+pub(crate) mod rule;
+pub(crate) mod shared;
+pub(crate) mod status;
 mod terms;
 
 use std::future::Future;
@@ -27,16 +34,17 @@ use rzk_client::{Client, OneshotWatcher, SessionId};
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
-use crate::acl_provider::NodeAcls;
-use crate::control::{BoxError, Command, Lifecycle, Task};
+use crate::driver::election_options::ElectionOptions;
+use crate::driver::shared::RecipeShared;
 use crate::loss::LossReason;
-use crate::mailbox::{Inbox, Mailbox};
-use crate::options::ElectionOptions;
+use crate::session::acl_provider::NodeAcls;
 use crate::session::{Session, Snapshot};
-use crate::shared::RecipeShared;
-use crate::term::{Fence, Term};
+use crate::term::control::{BoxError, Command, Lifecycle};
+use crate::term::guard::{Fence, Term};
+use crate::term::leadership::Task;
+use crate::term::mailbox::{Inbox, Mailbox};
 use crate::zk_error::{classify, normalize, Class, ZkError};
-use crate::{Error, Status};
+use crate::{driver::status::Status, Error};
 
 /// How long the driver pauses before retrying an operation that failed for a reason a retry
 /// may cure (a throttled or otherwise transient error): long enough not to spin against a

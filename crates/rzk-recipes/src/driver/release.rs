@@ -1,15 +1,15 @@
-//! The release of a [`Lifecycle::Mutex`](crate::control::Lifecycle::Mutex) recipe's term
+//! The release of a [`Lifecycle::Mutex`](crate::term::control::Lifecycle::Mutex) recipe's term
 //! (LeaderSelector, and the locks), the selector's task, and idling until a requeue.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::{Driver, OwnNode, Step, Stop, TaskEnd};
-use crate::event::ElectionEvent;
-use crate::leadership::Leadership;
+use crate::driver::status::ElectionEvent;
+use crate::driver::status::Status;
 use crate::loss::LossReason;
-use crate::term::Term;
-use crate::Status;
+use crate::term::guard::Term;
+use crate::term::leadership::Leadership;
 
 /// How long a release waits for a cancelled task to stop. Its `lost()` has resolved, so it
 /// ends at its next poll; a task that blocks its thread instead must not hold the release

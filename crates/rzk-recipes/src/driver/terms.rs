@@ -4,15 +4,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{Driver, OwnNode, Step, Stop};
-use crate::control::Lifecycle;
-use crate::event::ElectionEvent;
-use crate::issuer::{HeldNode, Issuer};
-use crate::leadership::Leadership;
+use crate::driver::election_options::ConnectionPolicy;
+use crate::driver::status::ElectionEvent;
+use crate::driver::status::Status;
 use crate::loss::LossReason;
-use crate::options::ConnectionPolicy;
-use crate::term::{guard, Term};
-use crate::token::FencingToken;
-use crate::Status;
+use crate::term::control::Lifecycle;
+use crate::term::guard::{guard, Term};
+use crate::term::issuer::{HeldNode, Issuer};
+use crate::term::leadership::Leadership;
+use crate::term::token::FencingToken;
 
 /// How often a stepped-down latch re-checks its lease: freshness also depends on the clock,
 /// not only on acknowledged requests.

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use rzk_client::{SaslLogin, Transport};
 
-use crate::acl_provider::{AclProvider, SharedProvider};
+use crate::session::acl_provider::{AclProvider, SharedProvider};
 use crate::tls::TlsConfig;
 
 /// How to connect, and the timing of the lease (docs/election.md §2.1, §2.2).
@@ -20,7 +20,7 @@ pub struct SessionConfig {
     /// The client's idle timeout before it declares the connection lost (Curator's
     /// Suspended). Default: the library's, `2/5·T`.
     pub connection_timeout: Option<Duration>,
-    /// Bound on the first connect of [`Session::connect`](crate::Session::connect). Default 10 s.
+    /// Bound on the first connect of [`Session::connect`](crate::session::Session::connect). Default 10 s.
     pub connect_timeout: Duration,
     /// Period of the lease heartbeat (a `exists /`). Default `T/6`.
     pub heartbeat: Option<Duration>,
@@ -40,7 +40,7 @@ pub struct SessionConfig {
     /// The SASL login every connection of every session runs first, if any.
     pub sasl: Option<SaslLogin>,
     /// The ACL of the nodes the recipes create, unless a recipe is given its own: Curator's
-    /// `ACLProvider`. Default [`crate::OpenAclProvider`].
+    /// `ACLProvider`. Default [`crate::session::OpenAclProvider`].
     pub(crate) acl_provider: SharedProvider,
     /// How connections are opened, when not by TCP or [`SessionConfig::tls`].
     pub(crate) transport: Option<SharedTransport>,
@@ -143,7 +143,7 @@ impl SessionConfig {
     }
 
     /// Names the ACL of every node the recipes create, by its path, unless a recipe is given
-    /// its own with `with_acls` (Curator's `aclProvider`): [`crate::CreatorOnlyAclProvider`]
+    /// its own with `with_acls` (Curator's `aclProvider`): [`crate::session::CreatorOnlyAclProvider`]
     /// keeps every other identity out of this application's locks and elections.
     pub fn with_acl_provider(mut self, provider: impl AclProvider) -> Self {
         self.acl_provider = SharedProvider(Arc::new(provider));

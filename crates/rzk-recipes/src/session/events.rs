@@ -5,7 +5,7 @@ use std::task::{Context, Poll};
 
 use tokio::sync::broadcast;
 
-use super::state::ConnectionEvent;
+use super::snapshot::ConnectionEvent;
 use crate::subscription::Subscription;
 
 /// A stream of [`ConnectionEvent`]s. A subscriber that falls more than 1024 events behind

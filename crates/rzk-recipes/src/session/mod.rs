@@ -1,33 +1,47 @@
 //! The session manager, in the role of Curator's `CuratorFramework`: one rzk-client
 //! session at a time, connection states in Curator's vocabulary, a heartbeat that maintains the
 //! lease, simulated expiry, and a new session after expiry so that recipes rejoin.
+//!
+//! **Invariant:** only the server expires a session; the lease is what lets a recipe stop
+//! before it could have. Every recipe reads the current client, state and lease from one
+//! snapshot (`snapshot`), so a recipe never acts on a client of an earlier session.
+//!
+//! - `config`: what a session connects with; `supervisor`: the task that connects, pings
+//!   and replaces the session; `snapshot`: what it publishes; `events`: the state stream;
+//! - `acl_provider`: which ACL every node a recipe creates gets;
+//! - `ops`: how the plain recipes (queues, counters, barriers, caches, discovery) run an
+//!   operation on the current client: wait for a connection, retry what a retry can cure.
 
+pub(crate) mod acl_provider;
 mod config;
 mod events;
-mod state;
+pub(crate) mod ops;
+mod snapshot;
 mod supervisor;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use rzk_client::{Client, SessionId, SessionInfo};
+use rzk_client::{Client, SessionInfo};
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
+pub use acl_provider::{AclProvider, CreatorOnlyAclProvider, OpenAclProvider};
 pub use config::{Credential, SessionConfig};
 pub use events::ConnectionEvents;
-pub use state::{ConnectionEvent, ConnectionState, Lease};
-pub(crate) use state::{Shared, Snapshot};
+pub use rzk_client::{Jaas, SaslLogin, SessionId};
+pub use snapshot::{ConnectionEvent, ConnectionState, Lease};
+pub(crate) use snapshot::{Publisher, Snapshot};
 pub(crate) use supervisor::sleep_until;
 
 use crate::Error;
-use state::LeaseState;
+use snapshot::LeaseState;
 use supervisor::{connect_client, Command, Supervisor};
 
 /// Connection events a slow subscriber may fall behind by before it skips some.
 const CONNECTION_EVENT_BUFFER: usize = 1024;
 
 struct Handle {
-    shared: Arc<Shared>,
+    shared: Arc<Publisher>,
     cmd: mpsc::UnboundedSender<Command>,
 }
 
@@ -44,7 +58,7 @@ impl Drop for Handle {
 /// ```no_run
 /// # async fn demo() -> Result<(), rzk_recipes::Error> {
 /// use std::time::Duration;
-/// use rzk_recipes::{Session, SessionConfig};
+/// use rzk_recipes::session::{Session, SessionConfig};
 ///
 /// let session = Session::connect(
 ///     SessionConfig::new("127.0.0.1:2181").with_session_timeout(Duration::from_secs(4)),
@@ -98,7 +112,7 @@ impl Session {
         let (snap, _) = watch::channel(snapshot);
         let (lease, _) = watch::channel(LeaseState::new(1, started, &client, &config));
         let (events, _) = broadcast::channel(CONNECTION_EVENT_BUFFER);
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(Publisher {
             snap,
             lease,
             prev_lease: std::sync::Mutex::new(None),
@@ -111,12 +125,12 @@ impl Session {
         Ok(Session { inner: Arc::new(Handle { shared, cmd }) })
     }
 
-    pub(crate) fn shared(&self) -> &Arc<Shared> {
+    pub(crate) fn shared(&self) -> &Arc<Publisher> {
         &self.inner.shared
     }
 
     /// The provider of the ACLs the recipes create nodes with.
-    pub(crate) fn acl_provider(&self) -> crate::acl_provider::SharedProvider {
+    pub(crate) fn acl_provider(&self) -> acl_provider::SharedProvider {
         self.inner.shared.config.acl_provider.clone()
     }
 

@@ -9,7 +9,7 @@ use rzk_client::{Client, SessionState};
 use tokio::sync::{mpsc, oneshot};
 
 use super::config::SessionConfig;
-use super::state::{ConnectionState, LeaseState, Shared};
+use super::snapshot::{ConnectionState, LeaseState, Publisher};
 
 /// The first back-off between attempts to open a new session; it doubles up to
 /// [`RECONNECT_BACKOFF_MAX`].
@@ -54,7 +54,7 @@ enum End {
 
 /// The supervisor's state; [`Supervisor::run`] is the task.
 pub(super) struct Supervisor {
-    pub shared: Arc<Shared>,
+    pub shared: Arc<Publisher>,
     pub cmd_rx: mpsc::UnboundedReceiver<Command>,
 }
 

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rzk_recipes::{CacheEvent, CacheEvents, CacheItem, TreeCache};
+use rzk_recipes::cache::{CacheEvent, CacheEvents, CacheItem, TreeCache};
 
 /// A tree as `path -> (data, mzxid)`.
 pub type Tree = BTreeMap<String, (Vec<u8>, i64)>;

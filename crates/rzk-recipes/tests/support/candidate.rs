@@ -4,8 +4,9 @@
 use std::time::Duration;
 
 use rzk_recipes::{
-    ConnectionPolicy, Error, LatchOptions, LeaderLatch, Leadership, RaceElection, RaceOptions,
-    Session, Status,
+    election::{ConnectionPolicy, LatchOptions, LeaderLatch, RaceElection, RaceOptions, Status},
+    session::Session,
+    Error, Leadership,
 };
 
 use super::checker::Checker;

@@ -11,7 +11,10 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rzk_recipes::{ElectionEvent, Events, Leadership};
+use rzk_recipes::{
+    election::{ElectionEvent, Events},
+    Leadership,
+};
 
 /// One interval of leadership.
 #[derive(Debug, Clone)]

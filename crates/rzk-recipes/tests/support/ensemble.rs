@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use rzk_recipes::{Session, SessionConfig};
+use rzk_recipes::session::{Session, SessionConfig};
 use rzk_testkit::ensemble::Ensemble;
 
 /// The session timeout on an ensemble, longer than the other failure tests' 4 s: a ZAB

@@ -5,8 +5,12 @@
 use std::time::Duration;
 
 use rzk_recipes::{
-    Error, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphore, Leadership,
-    LockGuard, MutexOptions, SemaphoreLease, Session, SessionConfig,
+    lock::{
+        InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphore, LockGuard,
+        MutexOptions, SemaphoreLease,
+    },
+    session::{Session, SessionConfig},
+    Error, Leadership,
 };
 
 use super::checker::Checker;

@@ -21,7 +21,9 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use rzk_recipes::{
-    Contender, LeaderSelector, Leadership, Participants, SelectorOptions, Session, SessionConfig,
+    election::{Contender, LeaderSelector, Participants, SelectorOptions},
+    session::{Session, SessionConfig},
+    Leadership,
 };
 use rzk_testkit::proxy::Proxy;
 use rzk_testkit::tempdir::TempDir;

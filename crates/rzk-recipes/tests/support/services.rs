@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use rzk_recipes::ServiceCache;
+use rzk_recipes::discovery::ServiceCache;
 use serde_json::Value;
 
 use super::cache::CONVERGE;

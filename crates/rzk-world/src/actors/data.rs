@@ -5,8 +5,11 @@ use std::time::Duration;
 
 use rzk_client::CreateMode;
 use rzk_recipes::{
-    CacheOptions, DistributedAtomicLong, Error, RetryPolicy, Session, SimpleDistributedQueue,
-    TreeCache,
+    cache::{CacheOptions, TreeCache},
+    counter::{DistributedAtomicLong, RetryPolicy},
+    queue::SimpleDistributedQueue,
+    session::Session,
+    Error,
 };
 
 use super::{Me, Op};

@@ -5,7 +5,10 @@
 
 use std::time::Duration;
 
-use rzk_recipes::{ServiceCache, ServiceDiscovery, ServiceInstance, Session};
+use rzk_recipes::{
+    discovery::{ServiceCache, ServiceDiscovery, ServiceInstance},
+    session::Session,
+};
 
 use super::Me;
 

@@ -11,7 +11,12 @@ mod terms;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rzk_recipes::{ConnectionPolicy, Leadership, MutexOptions, Session, SessionConfig};
+use rzk_recipes::{
+    election::ConnectionPolicy,
+    lock::MutexOptions,
+    session::{Session, SessionConfig},
+    Leadership,
+};
 
 use crate::mix::Recipe;
 use crate::net::SimNet;

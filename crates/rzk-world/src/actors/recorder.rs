@@ -6,7 +6,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use rzk_recipes::{Leadership, ServiceCache, ServiceInstance, Session, TreeCache};
+use rzk_recipes::{
+    cache::TreeCache,
+    discovery::{ServiceCache, ServiceInstance},
+    session::Session,
+    Leadership,
+};
 
 use crate::checks::{CounterLog, QueueLog, Term};
 use crate::mix::Recipe;

@@ -6,9 +6,13 @@ use std::time::Duration;
 
 use rzk_client::MultiWriteResult;
 use rzk_recipes::{
-    ConnectionPolicy, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphore,
-    LatchOptions, LeaderLatch, Leadership, LockGuard, MutexOptions, RaceElection, RaceOptions,
-    Session,
+    election::{ConnectionPolicy, LatchOptions, LeaderLatch, RaceElection, RaceOptions},
+    lock::{
+        InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphore, LockGuard,
+        MutexOptions,
+    },
+    session::Session,
+    Leadership,
 };
 
 use super::{until_ok, Me, PAUSE_TIMEOUTS_MAX};

@@ -7,7 +7,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rzk_recipes::{
-    LatchOptions, LeaderLatch, LeaderSelector, Leadership, SelectorOptions, Session, SessionConfig,
+    election::{LatchOptions, LeaderLatch, LeaderSelector, SelectorOptions},
+    session::{Session, SessionConfig},
+    Leadership,
 };
 
 use anyhow::bail;
