@@ -73,10 +73,10 @@ impl<'a> View<'a> {
         }
         let n = self.state.node(p)?;
         Some(Meta {
-            version: n.version,
-            cversion: n.cversion,
-            aversion: n.aversion,
-            ephemeral_owner: n.ephemeral_owner,
+            version: n.meta.version,
+            cversion: n.meta.cversion,
+            aversion: n.meta.aversion,
+            ephemeral_owner: n.meta.ephemeral_owner,
             num_children: n.children.len(),
             acl: AclRef::Tree(self.state.acl_of(n)),
         })

@@ -17,7 +17,7 @@ fn apply(st: &mut State, session_id: i64, op: TxnOp, mode: Mode) -> i64 {
 
 fn create(st: &mut State, path: &str, owner: i64) -> i64 {
     let parent = rzk_core::path::parent(path).expect("not the root");
-    let parent_cversion = st.node(parent).expect("parent").cversion + 1;
+    let parent_cversion = st.node(parent).expect("parent").meta.cversion + 1;
     let op = TxnOp::Create {
         path: path.into(),
         data: None,
@@ -45,14 +45,14 @@ fn a_replayed_close_moves_the_pzxid_of_an_ephemeral_the_snapshot_missed() {
     assert_eq!(paths, ["/p/e"]);
     let close =
         apply(&mut live, SESSION, TxnOp::CloseSession { paths: paths.clone() }, Mode::Strict);
-    assert_eq!(live.node("/p").expect("/p").pzxid, close);
+    assert_eq!(live.node("/p").expect("/p").meta.pzxid, close);
 
     // What the snapshot held: `/p` as before the close, and no `/p/e`.
     let mut recovered = base();
     let txn =
         Txn { zxid: close, time_ms: 0, session_id: SESSION, op: TxnOp::CloseSession { paths } };
     recovered.apply_in(&txn, Mode::Replay).expect("replays");
-    assert_eq!(recovered.node("/p").expect("/p").pzxid, close);
+    assert_eq!(recovered.node("/p").expect("/p").meta.pzxid, close);
     assert!(recovered.sessions().get(&SESSION).is_none());
 }
 
@@ -63,5 +63,5 @@ fn a_close_without_paths_still_deletes_what_the_tree_lists() {
     create(&mut st, "/p/e", SESSION);
     let close = apply(&mut st, SESSION, TxnOp::CloseSession { paths: Vec::new() }, Mode::Replay);
     assert!(st.node("/p/e").is_none());
-    assert_eq!(st.node("/p").expect("/p").pzxid, close);
+    assert_eq!(st.node("/p").expect("/p").meta.pzxid, close);
 }

@@ -8,7 +8,7 @@ use rzk_proto::Acl;
 fn create(st: &mut State, path: &str) {
     let zxid = st.last_zxid() + 1;
     let parent = rzk_core::path::parent(path).expect("not the root");
-    let parent_cversion = st.node(parent).expect("parent").cversion + 1;
+    let parent_cversion = st.node(parent).expect("parent").meta.cversion + 1;
     let op = TxnOp::Create {
         path: path.to_string(),
         data: Some(path.as_bytes().to_vec()),

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use rzk_core::state::{Node, RestoredNode, SessionRecord};
+use rzk_core::state::{Node, NodeMeta, RestoredNode, SessionRecord};
 
 use rzk_proto::jute::{Reader, Writer};
 use rzk_proto::{Acl, DecodeError};
@@ -125,8 +125,9 @@ impl SnapshotWriter {
         let w = &mut self.buf;
         w.raw(&[1]).string(path).buffer_opt(n.data.as_deref());
         Acl::write_vec(acl, w);
-        w.i64(n.czxid).i64(n.mzxid).i64(n.pzxid).i64(n.ctime).i64(n.mtime);
-        w.i64(n.ephemeral_owner).i32(n.version).i32(n.cversion).i32(n.aversion);
+        let m = &n.meta;
+        w.i64(m.czxid).i64(m.mzxid).i64(m.pzxid).i64(m.ctime).i64(m.mtime);
+        w.i64(m.ephemeral_owner).i32(m.version).i32(m.cversion).i32(m.aversion);
         self.nodes += 1;
     }
 
@@ -238,10 +239,11 @@ pub fn load(path: &Path, bytes: &[u8]) -> Result<LoadedSnapshot, StorageError> {
         let mut builder = rzk_core::State::builder(start_zxid, sessions, body.len() / 90);
         let mut nodes = 0usize;
         while r.read_bytes(1)?[0] == 1 {
-            let node = RestoredNode {
-                path: r.read_string()?,
-                data: r.read_buffer_opt()?,
-                acl: Acl::read_vec(&mut r)?,
+            // Field order is the file's: path, data, ACL, then the metadata.
+            let path = r.read_string()?;
+            let data = r.read_buffer_opt()?;
+            let acl = Acl::read_vec(&mut r)?;
+            let meta = NodeMeta {
                 czxid: r.read_i64()?,
                 mzxid: r.read_i64()?,
                 pzxid: r.read_i64()?,
@@ -251,7 +253,9 @@ pub fn load(path: &Path, bytes: &[u8]) -> Result<LoadedSnapshot, StorageError> {
                 version: r.read_i32()?,
                 cversion: r.read_i32()?,
                 aversion: r.read_i32()?,
+                acl,
             };
+            let node = RestoredNode { path, data, meta };
             if let Err(e) = builder.push(node) {
                 return Ok(Err(restore(e)));
             }

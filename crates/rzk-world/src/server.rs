@@ -166,7 +166,7 @@ impl Server {
 
     /// The owner word of the node at `path` (an ephemeral's session), if the node exists.
     pub fn owner_of(&self, path: &str) -> Option<i64> {
-        self.lock().machine.core().state().node(path).map(|n| n.ephemeral_owner)
+        self.lock().machine.core().state().node(path).map(|n| n.meta.ephemeral_owner)
     }
 
     /// The ephemeral nodes session `session` owns under `prefix`.
@@ -211,7 +211,7 @@ impl Server {
             .map(|(name, n)| {
                 (
                     name.to_string(),
-                    (n.ephemeral_owner, n.data.as_deref().unwrap_or_default().to_vec()),
+                    (n.meta.ephemeral_owner, n.data.as_deref().unwrap_or_default().to_vec()),
                 )
             })
             .collect()

@@ -68,7 +68,7 @@ impl Core {
         for p in &w.data {
             match self.state.node(p) {
                 None => fire.push((EventType::NodeDeleted, p)),
-                Some(n) if n.mzxid > rel => fire.push((EventType::NodeDataChanged, p)),
+                Some(n) if n.meta.mzxid > rel => fire.push((EventType::NodeDataChanged, p)),
                 Some(_) => self.watches.add_data(p, conn),
             }
         }
@@ -81,7 +81,7 @@ impl Core {
         for p in &w.child {
             match self.state.node(p) {
                 None => fire.push((EventType::NodeDeleted, p)),
-                Some(n) if n.pzxid > rel => fire.push((EventType::NodeChildrenChanged, p)),
+                Some(n) if n.meta.pzxid > rel => fire.push((EventType::NodeChildrenChanged, p)),
                 Some(_) => self.watches.add_child(p, conn),
             }
         }

@@ -40,7 +40,7 @@ impl Core {
                 break;
             }
             let Some(n) = self.state.node(p) else { continue };
-            if n.children.is_empty() && n.cversion > 0 {
+            if n.children.is_empty() && n.meta.cversion > 0 {
                 victims.push(p.to_string());
             }
         }
@@ -49,8 +49,8 @@ impl Core {
                 break;
             }
             let Some(n) = self.state.node(p) else { continue };
-            let ttl = owner_ttl_ms(n.ephemeral_owner).unwrap_or(i64::MAX);
-            if n.children.is_empty() && now.wall_ms.saturating_sub(n.mtime) > ttl {
+            let ttl = owner_ttl_ms(n.meta.ephemeral_owner).unwrap_or(i64::MAX);
+            if n.children.is_empty() && now.wall_ms.saturating_sub(n.meta.mtime) > ttl {
                 victims.push(p.to_string());
             }
         }

@@ -7,7 +7,7 @@ use rzk_proto::{Acl, Stat};
 use crate::path;
 use crate::txn::{is_session_owner, Txn, TxnOp};
 
-use super::node::{data_len, Children, Node, SessionRecord};
+use super::node::{data_len, Children, Node, NodeMeta, SessionRecord};
 use super::tree::State;
 
 /// How [`State::apply`] treats a transaction that does not fit the state.
@@ -193,12 +193,12 @@ impl State {
                 let node = self.node_mut(zxid, path)?;
                 let old_len = data_len(&node.data) as u64;
                 node.data = data.as_deref().map(Box::from);
-                node.version = *version;
-                node.mzxid = zxid;
-                node.mtime = txn.time_ms;
+                node.meta.version = *version;
+                node.meta.mzxid = zxid;
+                node.meta.mtime = txn.time_ms;
                 self.data_bytes =
                     self.data_bytes - old_len + data.as_ref().map_or(0, Vec::len) as u64;
-                let acl = self.acls.shared(self.nodes[path.as_str()].acl);
+                let acl = self.acls.shared(self.nodes[path.as_str()].meta.acl);
                 triggers.push(Fired {
                     trigger: Trigger::DataChanged(path.clone()),
                     acl,
@@ -212,8 +212,8 @@ impl State {
                 }
                 let new_acl = self.acls.intern(acl);
                 let node = self.node_mut(zxid, path)?;
-                let old_acl = std::mem::replace(&mut node.acl, new_acl);
-                node.aversion = *aversion;
+                let old_acl = std::mem::replace(&mut node.meta.acl, new_acl);
+                node.meta.aversion = *aversion;
                 self.acls.release(old_acl);
                 Applied::AclSet(self.stat_of(&self.nodes[path.as_str()]))
             }
@@ -269,24 +269,26 @@ impl State {
         }
         let parent = self.node_mut(zxid, parent_path)?;
         parent.children.insert(path::name(p).into());
-        parent.cversion = parent_cversion;
-        parent.pzxid = parent.pzxid.max(zxid);
-        let parent_acl = parent.acl;
+        parent.meta.cversion = parent_cversion;
+        parent.meta.pzxid = parent.meta.pzxid.max(zxid);
+        let parent_acl = parent.meta.acl;
         let parent_acl = Some(self.acls.shared(parent_acl));
         let acl = self.acls.intern(acl);
         let node = Node {
             data: data.map(Box::from),
             children,
-            czxid: zxid,
-            mzxid: zxid,
-            pzxid: zxid,
-            ctime: txn.time_ms,
-            mtime: txn.time_ms,
-            ephemeral_owner: owner,
-            version: 0,
-            cversion: 0,
-            aversion: 0,
-            acl,
+            meta: NodeMeta {
+                czxid: zxid,
+                mzxid: zxid,
+                pzxid: zxid,
+                ctime: txn.time_ms,
+                mtime: txn.time_ms,
+                ephemeral_owner: owner,
+                version: 0,
+                cversion: 0,
+                aversion: 0,
+                acl,
+            },
         };
         let stat = self.stat_of(&node);
         self.insert_entry(p, node);
@@ -308,7 +310,7 @@ impl State {
             }
             if let Some(parent) = path::parent(p).and_then(|pp| self.nodes.get_mut(pp)) {
                 parent.children.remove(path::name(p));
-                parent.pzxid = parent.pzxid.max(zxid);
+                parent.meta.pzxid = parent.meta.pzxid.max(zxid);
             }
             return Ok(());
         };
@@ -328,11 +330,11 @@ impl State {
         let mut parent_acl = None;
         if let Some(parent) = self.nodes.get_mut(parent_path) {
             parent.children.remove(path::name(p));
-            parent.pzxid = parent.pzxid.max(zxid);
-            parent_acl = Some(parent.acl);
+            parent.meta.pzxid = parent.meta.pzxid.max(zxid);
+            parent_acl = Some(parent.meta.acl);
         }
         let parent_acl = parent_acl.map(|id| self.acls.shared(id));
-        let acl = self.acls.shared(self.nodes[p].acl);
+        let acl = self.acls.shared(self.nodes[p].meta.acl);
         self.remove_entry(p);
         triggers.push(Fired { trigger: Trigger::Deleted(p.to_string()), acl, parent_acl });
         Ok(())

@@ -28,8 +28,8 @@ impl State {
             let same = x.data == y.data
                 && x.children == y.children
                 && self.stat_of(x) == other.stat_of(y)
-                && x.cversion == y.cversion
-                && x.ephemeral_owner == y.ephemeral_owner
+                && x.meta.cversion == y.meta.cversion
+                && x.meta.ephemeral_owner == y.meta.ephemeral_owner
                 && self.acl_of(x) == other.acl_of(y);
             if !same {
                 return Some(format!("node {p} differs: {x:?} vs {y:?}"));

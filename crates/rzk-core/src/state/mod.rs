@@ -21,7 +21,7 @@ mod table;
 mod tree;
 
 pub use self::apply::{Applied, ApplyError, Fired, Mode, Trigger};
-pub use self::node::{data_len, Children, Node, SessionRecord};
+pub use self::node::{data_len, Children, Node, NodeMeta, SessionRecord};
 pub use self::restore::{RestoreError, RestoredNode, StateBuilder};
 pub use self::snapshot_cursor::SnapshotCursor;
 pub use self::tree::{State, SPECIAL_PATHS};

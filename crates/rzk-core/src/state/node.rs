@@ -61,14 +61,13 @@ impl<'a> IntoIterator for &'a Children {
     }
 }
 
-/// A znode as stored. `cversion` is ZooKeeper's internal child-create counter; clients see
-/// `2 * cversion - num_children` (see [`State::stat_of`](super::State::stat_of)).
+/// What a znode carries besides its data and its children, declared once: the stored
+/// [`Node`] holds it with its ACL interned (`A` = [`AclId`]), a node read back from a snapshot
+/// ([`RestoredNode`](super::RestoredNode)) with the ACL itself. `cversion` is ZooKeeper's
+/// internal child-create counter; clients see `2 * cversion - num_children` (see
+/// [`State::stat_of`](super::State::stat_of)), the one conversion to the wire's `Stat`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Node {
-    /// The node's data; `None` when written as a null buffer (clients read back null).
-    pub data: Option<Box<[u8]>>,
-    /// Child names, sorted so that listings and snapshots are deterministic.
-    pub children: Children,
+pub struct NodeMeta<A> {
     /// Zxid of the create.
     pub czxid: i64,
     /// Zxid of the last data change.
@@ -87,8 +86,37 @@ pub struct Node {
     pub cversion: i32,
     /// ACL version.
     pub aversion: i32,
-    /// Interned ACL.
-    pub acl: AclId,
+    /// The ACL: interned in a stored node (4 bytes, in the padding the `i32`s leave).
+    pub acl: A,
+}
+
+impl<A> NodeMeta<A> {
+    /// The same metadata with the ACL `acl` (interned, or spelled out).
+    pub fn with_acl<B>(self, acl: B) -> NodeMeta<B> {
+        NodeMeta {
+            czxid: self.czxid,
+            mzxid: self.mzxid,
+            pzxid: self.pzxid,
+            ctime: self.ctime,
+            mtime: self.mtime,
+            ephemeral_owner: self.ephemeral_owner,
+            version: self.version,
+            cversion: self.cversion,
+            aversion: self.aversion,
+            acl,
+        }
+    }
+}
+
+/// A znode as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Node {
+    /// The node's data; `None` when written as a null buffer (clients read back null).
+    pub data: Option<Box<[u8]>>,
+    /// Child names, sorted so that listings and snapshots are deterministic.
+    pub children: Children,
+    /// Zxids, times, versions, owner and ACL.
+    pub meta: NodeMeta<AclId>,
 }
 
 /// A session as the durable state knows it.
@@ -111,16 +139,18 @@ pub(super) fn bare_node(acl: AclId) -> Node {
     Node {
         data: Some(Box::new([])),
         children: Children::default(),
-        czxid: 0,
-        mzxid: 0,
-        pzxid: 0,
-        ctime: 0,
-        mtime: 0,
-        ephemeral_owner: 0,
-        version: 0,
-        cversion: 0,
-        aversion: 0,
-        acl,
+        meta: NodeMeta {
+            czxid: 0,
+            mzxid: 0,
+            pzxid: 0,
+            ctime: 0,
+            mtime: 0,
+            ephemeral_owner: 0,
+            version: 0,
+            cversion: 0,
+            aversion: 0,
+            acl,
+        },
     }
 }
 

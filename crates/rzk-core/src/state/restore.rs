@@ -6,7 +6,7 @@ use rzk_proto::Acl;
 
 use crate::path;
 
-use super::node::{Children, Node, SessionRecord};
+use super::node::{Children, Node, NodeMeta, SessionRecord};
 use super::tree::State;
 
 /// A node read back from a snapshot: everything but its children, which are relinked from
@@ -17,26 +17,8 @@ pub struct RestoredNode {
     pub path: String,
     /// Data; `None` for a null buffer.
     pub data: Option<Vec<u8>>,
-    /// The ACL.
-    pub acl: Vec<Acl>,
-    /// Zxid of the create.
-    pub czxid: i64,
-    /// Zxid of the last data change.
-    pub mzxid: i64,
-    /// Zxid of the last child change.
-    pub pzxid: i64,
-    /// Create time.
-    pub ctime: i64,
-    /// Modification time.
-    pub mtime: i64,
-    /// Owner word.
-    pub ephemeral_owner: i64,
-    /// Data version.
-    pub version: i32,
-    /// Internal child-create count.
-    pub cversion: i32,
-    /// ACL version.
-    pub aversion: i32,
+    /// Zxids, times, versions, owner and the ACL itself (interned as the node is pushed).
+    pub meta: NodeMeta<Vec<Acl>>,
 }
 
 /// A snapshot that cannot be turned back into a tree.
@@ -81,20 +63,11 @@ impl StateBuilder {
                 None => return Err(RestoreError::Orphan(n.path)),
             }
         }
-        let acl = s.acls.intern(&n.acl);
+        let acl = s.acls.intern(&n.meta.acl);
         let node = Node {
             data: n.data.map(Vec::into_boxed_slice),
             children: Children::default(),
-            czxid: n.czxid,
-            mzxid: n.mzxid,
-            pzxid: n.pzxid,
-            ctime: n.ctime,
-            mtime: n.mtime,
-            ephemeral_owner: n.ephemeral_owner,
-            version: n.version,
-            cversion: n.cversion,
-            aversion: n.aversion,
-            acl,
+            meta: n.meta.with_acl(acl),
         };
         s.insert_entry(&n.path, node);
         Ok(())

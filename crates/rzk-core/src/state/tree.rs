@@ -49,7 +49,9 @@ impl State {
         }
         let ro = s.acls.intern(&Acl::read_only());
         // ZooKeeper creates /zookeeper/config with aversion -1.
-        s.insert_system_node("/zookeeper/config", Node { aversion: -1, ..bare_node(ro) });
+        let mut config = bare_node(ro);
+        config.meta.aversion = -1;
+        s.insert_system_node("/zookeeper/config", config);
         s
     }
 
@@ -92,7 +94,7 @@ impl State {
 
     /// The ACL of a node.
     pub fn acl_of(&self, node: &Node) -> &[Acl] {
-        self.acls.get(node.acl)
+        self.acls.get(node.meta.acl)
     }
 
     /// Number of nodes, including the root.
@@ -146,21 +148,21 @@ impl State {
     pub fn stat_of(&self, node: &Node) -> Stat {
         let num_children = node.children.len() as i32;
         Stat {
-            czxid: node.czxid,
-            mzxid: node.mzxid,
-            ctime: node.ctime,
-            mtime: node.mtime,
-            version: node.version,
-            cversion: node.cversion.wrapping_mul(2).wrapping_sub(num_children),
-            aversion: node.aversion,
-            ephemeral_owner: if is_session_owner(node.ephemeral_owner) {
-                node.ephemeral_owner
+            czxid: node.meta.czxid,
+            mzxid: node.meta.mzxid,
+            ctime: node.meta.ctime,
+            mtime: node.meta.mtime,
+            version: node.meta.version,
+            cversion: node.meta.cversion.wrapping_mul(2).wrapping_sub(num_children),
+            aversion: node.meta.aversion,
+            ephemeral_owner: if is_session_owner(node.meta.ephemeral_owner) {
+                node.meta.ephemeral_owner
             } else {
                 0
             },
             data_length: data_len(&node.data) as i32,
             num_children,
-            pzxid: node.pzxid,
+            pzxid: node.meta.pzxid,
         }
     }
 
@@ -183,7 +185,7 @@ impl State {
     /// Adds a node to the map and to the indexes its owner word puts it in.
     pub(super) fn insert_entry(&mut self, p: &str, node: Node) {
         self.data_bytes += (data_len(&node.data) + p.len()) as u64;
-        let owner = node.ephemeral_owner;
+        let owner = node.meta.ephemeral_owner;
         if is_session_owner(owner) {
             self.ephemerals.entry(owner).or_default().insert(p.into());
         } else if owner == CONTAINER_OWNER {
@@ -198,9 +200,9 @@ impl State {
     /// parent.
     pub(super) fn remove_entry(&mut self, p: &str) -> Option<Node> {
         let node = self.nodes.remove(p)?;
-        self.acls.release(node.acl);
+        self.acls.release(node.meta.acl);
         self.data_bytes -= (data_len(&node.data) + p.len()) as u64;
-        let owner = node.ephemeral_owner;
+        let owner = node.meta.ephemeral_owner;
         if is_session_owner(owner) {
             if let Some(set) = self.ephemerals.get_mut(&owner) {
                 set.remove(p);
