@@ -23,6 +23,9 @@
 #                           systemd-analyze, which verifies contrib/systemd's units, and groff
 #                           and man, which render the generated man pages
 #                           (tests/packaging/suite.py)
+#   chromium, chromium-driver, python3-selenium
+#                           a real browser, headless, and the WebDriver that drives it, for the
+#                           web console's suite (tests/interop/console_suite.py)
 # Idempotent: when every package is already installed it does not touch apt at all.
 # Run as root (or as a user with sudo).
 set -euo pipefail
@@ -34,6 +37,7 @@ PKGS+=(libcurator-discovery-java) # curator-x-discovery 5.4 (pulls Jackson), dis
 PKGS+=(openssl)
 PKGS+=(python3-pure-sasl krb5-kdc krb5-admin-server libkrb5-dev libclang-dev)
 PKGS+=(systemd groff-base man-db)
+PKGS+=(chromium chromium-driver python3-selenium)
 
 installed() {
     # Read whole, not piped into `grep -q`: under pipefail, grep's early exit gives dpkg a

@@ -26,6 +26,9 @@ Run from the repository root. The commands are the indented code blocks under "#
     "config v<that version>:" (the README's command does);
   * the `register ... -- CMD` instances start in the background; `services NAME --watch`
     must print the set with them, and after Ctrl-C on each instance the empty set;
+  * `ui` starts in the background and must serve its `--bind` address: the overview must list
+    the election and the lock the commands above made, and the election's page must name
+    the candidate that leads after the takeover;
   * a command with `--connect` names hosts that are not here (the ensemble example): it must
     fail cleanly with "cannot connect", which shows its command line is valid;
   * any other command fails this check, so that a new README command gets a rule here.
@@ -46,6 +49,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SECTIONS = ("## Set-up", "## Quickstart")
@@ -273,6 +277,41 @@ def check_services_watch(run, instances, command, name):
     print("  printed %r, then %r after Ctrl-C on the instances" % (want, empty))
 
 
+def check_ui(run, command, candidates, lockers):
+    """`rzk ui --bind ADDR` serves the console: its overview lists the README's election and
+    lock, and the election's page names the candidate that leads now."""
+    if not candidates or not lockers:
+        raise Failed("expected the `elect` candidates and `lock` holders before `ui`")
+    bind = flag(command.split(), "--bind", "127.0.0.1:8080")
+    port = int(bind.rsplit(":", 1)[1])
+    if port_open(port):
+        raise Failed("port %d is already in use; the README's console needs it" % port)
+    p, out = run.start(command)
+    run.wait_for("the console on %s (%s)" % (bind, out),
+                 lambda: port_open(port) or p.poll() is not None, 300)
+    if p.poll() is not None:
+        raise Failed("the console exited: %s" % read(out)[-3000:])
+    election = rzk_args(candidates[0][0])[1]
+    lock = [a for a in rzk_args(lockers[0][0]) if a.startswith("/")][0]
+    overview = http_get("http://%s/" % bind)
+    for path in (election, lock):
+        if path not in overview:
+            raise Failed("the console's overview does not list %s: %s" % (path, overview[-3000:]))
+    leader = [c for c in candidates if c[1].poll() is None and leads(c)]
+    want = '<strong class="leader">%s</strong>' % flag(leader[0][0].split(), "--id")
+    page = http_get("http://%s/recipe?path=%s&kind=latch" % (bind, election))
+    if want not in page:
+        raise Failed("the console's election page lacks %r: %s" % (want, page[-3000:]))
+    run.stop(p)
+    print("  the overview lists %s and %s; the election page shows %s leading"
+          % (election, lock, flag(leader[0][0].split(), "--id")))
+
+
+def http_get(url):
+    with urllib.request.urlopen(url, timeout=30) as r:
+        return r.read().decode("utf-8", "replace")
+
+
 def run_readme(run, commands):
     instances = []
     candidates, lockers = [], []
@@ -334,6 +373,8 @@ def run_readme(run, commands):
             print("  started")
         elif args and args[0] == "services" and "--watch" in args:
             check_services_watch(run, instances, command, args[1])
+        elif args and args[0] == "ui":
+            check_ui(run, command, candidates, lockers)
         else:
             raise Failed("no rule to run this README command; add one to %s" % __file__)
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs each interop suite (kazoo, zkCli, Curator, C client, restart, rzk CLI, enforced auth, TLS, SASL) on one server kind,
+# Runs each interop suite (kazoo, zkCli, Curator, C client, restart, rzk CLI, enforced auth, TLS, SASL,
+# the web console in Chromium) on one server kind,
 # then a summary.
 #   tests/interop/run_all.sh [--server zookeeper|rzk]
 # Each suite starts its own fresh server. Exits non-zero if any suite fails.
@@ -28,7 +29,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 py=/usr/bin/python3
 
 suites=(kazoo_suite.py zkcli_suite.py curator_suite.py cclient_suite.py restart_suite.py cli_suite.py enforced_auth_suite.py
-        tls_suite.py sasl_suite.py)
+        tls_suite.py sasl_suite.py console_suite.py)
 declare -A status secs
 failed=0
 for s in "${suites[@]}"; do

@@ -31,21 +31,21 @@ def classpath(*dirs):
     return ":".join(list(dirs) + jars())
 
 
-def compile_harness(name, timeout_s):
-    """Compiles tests/interop/java/<name>.java, and the classes of that directory it uses, into
-    BUILD, when a source there is newer than the class."""
+def compile_harness(name, timeout_s, source_dir=HARNESS_DIR):
+    """Compiles <source_dir>/<name>.java (tests/interop/java/ by default), and the classes of
+    that directory it uses, into BUILD, when a source there is newer than the class."""
     for j in jars():
         if not os.path.exists(j):
             raise JavaError("missing jar %s (run scripts/install-deps.sh)" % j)
-    src = os.path.join(HARNESS_DIR, name + ".java")
+    src = os.path.join(source_dir, name + ".java")
     cls = os.path.join(BUILD, name + ".class")
-    newest = max(os.path.getmtime(os.path.join(HARNESS_DIR, f))
-                 for f in os.listdir(HARNESS_DIR) if f.endswith(".java"))
+    newest = max(os.path.getmtime(os.path.join(source_dir, f))
+                 for f in os.listdir(source_dir) if f.endswith(".java"))
     if os.path.exists(cls) and os.path.getmtime(cls) >= newest:
         return
     os.makedirs(BUILD, exist_ok=True)
     p = subprocess.run(["javac", "-nowarn", "-d", BUILD, "-cp", classpath(), "-sourcepath",
-                        HARNESS_DIR, src],
+                        source_dir, src],
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                        timeout=timeout_s)
     if p.returncode != 0:

@@ -56,6 +56,10 @@ pub(crate) struct LockArgs {
     /// Give up after this long without the lock, exit with status 3.
     #[arg(long)]
     timeout_ms: Option<u64>,
+    /// This holder's id, the lock node's data, which `--status` and `rzk ui` show (default:
+    /// this host's address, as Curator writes it).
+    #[arg(long, conflicts_with = "status")]
+    id: Option<String>,
     /// Take one of N leases of a semaphore (Curator's InterProcessSemaphoreV2 layout); with
     /// --status, the first N lease nodes are the holders.
     #[arg(long, value_name = "N", conflicts_with_all = ["read", "write"])]
@@ -119,7 +123,10 @@ impl Handle {
     ) -> Result<Handle, CliError> {
         let bad = |e: rzk_recipes::Error| CliError::usage(format!("{}: {e}", a.path));
         let acls = crate::acl::recipe_acls(a.session.acl.as_ref());
-        let opts = MutexOptions::default().with_stop_budget(budget).with_acls(acls);
+        let mut opts = MutexOptions::default().with_stop_budget(budget).with_acls(acls);
+        if let Some(id) = &a.id {
+            opts = opts.with_id(id.clone());
+        }
         Ok(if let Some(n) = a.semaphore {
             let opts: SemaphoreOptions = opts;
             Handle::Semaphore(InterProcessSemaphore::new(session, &a.path, n, opts).map_err(bad)?)

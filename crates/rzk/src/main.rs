@@ -27,6 +27,7 @@ mod queue;
 mod server;
 mod supervise;
 mod systemd;
+mod ui;
 mod watchdog;
 mod watchdog_handle;
 mod watchdog_proto;
@@ -70,6 +71,9 @@ enum Command {
     /// Play leader-election scenarios (handoffs, a crashed leader, a fair rotation) on an
     /// in-process server and time them.
     Demo(demo::DemoArgs),
+    /// Serve a web console that shows the recipes under the tree (who leads, who holds, who
+    /// waits, which instances are up), live.
+    Ui(ui::UiArgs),
     /// Load a ZooKeeper-protocol server and report throughput and latency.
     Bench(bench::BenchArgs),
     /// Register a service instance (curator-x-discovery layout) while a command runs.
@@ -144,6 +148,7 @@ fn main() -> ExitCode {
             return status_exit(rt.block_on(register::run(&cli.connect, args)))
         }
         Command::Services(args) => rt.block_on(services::run(&cli.connect, args)),
+        Command::Ui(args) => rt.block_on(ui::run(&cli.connect, args)),
     };
     done(result)
 }

@@ -465,3 +465,25 @@ fn watch_prints_changes_as_they_happen() {
     assert!(out.status.success());
     assert_eq!(String::from_utf8_lossy(&out.stdout), "NodeDataChanged /w\nNodeCreated /w/kid\n");
 }
+
+#[test]
+fn ui_refuses_a_bad_login_file_and_a_bound_port() {
+    let srv = server();
+    let cs = srv.connect_string();
+    let dir = TempDir::new("rzk-ui");
+    let empty = dir.path().join("empty");
+    std::fs::write(&empty, "\n").unwrap();
+    let empty = empty.to_str().unwrap();
+    let o =
+        rzk(&cs, &["ui", "--bind", "127.0.0.1:0", "--ui-user", "ops", "--ui-password-file", empty]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no password on its first line"), "{}", stderr(&o));
+    let o = rzk(&cs, &["ui", "--ui-user", "ops"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--ui-password-file"), "{}", stderr(&o));
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let bind = taken.local_addr().unwrap().to_string();
+    let o = rzk(&cs, &["ui", "--bind", &bind]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains(&format!("cannot listen on {bind}")), "{}", stderr(&o));
+}

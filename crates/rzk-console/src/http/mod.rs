@@ -1,0 +1,253 @@
+//! The routes. Every page is a GET that reads, renders and answers; `/events` streams a
+//! page's nudges. One middleware asks for the login, refuses other methods and sets the
+//! headers that keep the page inert: a content security policy with no inline script, no
+//! framing, no sniffing, no caching.
+
+pub(crate) mod auth;
+mod listener;
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Query, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use serde::Deserialize;
+use tokio::net::TcpListener;
+
+use crate::pages::{self, Page};
+use crate::read::{self, scan::Kind, ReadError};
+use crate::Shared;
+
+/// The request header a live page fetches its content with: the answer is `<main>`'s inside.
+const FRAGMENT_HEADER: &str = "x-rzk-fragment";
+
+/// How long a page's nudges are gathered into one: a burst of changes refreshes it once.
+const NUDGE_COALESCE: Duration = Duration::from_millis(100);
+
+/// The policy of every answer: our own stylesheet and script, nothing inline, nothing framed.
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
+                   img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+const CSS: &str = include_str!("../../assets/console.css");
+const JS: &str = include_str!("../../assets/live.js");
+
+/// Serves the console on `listener` until it fails.
+pub(crate) async fn serve(
+    listener: TcpListener,
+    max_connections: usize,
+    shared: Arc<Shared>,
+) -> std::io::Result<()> {
+    let app = Router::new()
+        .route("/", get(overview))
+        .route("/tree", get(tree))
+        .route("/recipe", get(recipe))
+        .route("/services", get(services))
+        .route("/events", get(events))
+        .route("/assets/console.css", get(|| async { asset("text/css", CSS) }))
+        .route("/assets/live.js", get(|| async { asset("text/javascript", JS) }))
+        .fallback(|| async {
+            answer(
+                &HeaderMap::new(),
+                StatusCode::NOT_FOUND,
+                error_page("Not found", "No such page."),
+            )
+        })
+        .layer(middleware::from_fn_with_state(shared.clone(), guard))
+        .with_state(shared);
+    axum::serve(listener::Bounded::new(listener, max_connections), app).await
+}
+
+/// The login, the methods, the headers.
+async fn guard(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> Response {
+    let mut res = if req.method() != Method::GET && req.method() != Method::HEAD {
+        (StatusCode::METHOD_NOT_ALLOWED, "the console is read-only\n").into_response()
+    } else if shared.config.auth.as_ref().is_some_and(|a| !a.allows(req.headers())) {
+        let mut r = (StatusCode::UNAUTHORIZED, "login required\n").into_response();
+        r.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Basic realm=\"rzk console\", charset=\"UTF-8\""),
+        );
+        r
+    } else {
+        next.run(req).await
+    };
+    let h = res.headers_mut();
+    h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    h.entry(header::CACHE_CONTROL).or_insert(HeaderValue::from_static("no-store"));
+    res
+}
+
+fn asset(content_type: &'static str, body: &'static str) -> Response {
+    let mut r = body.into_response();
+    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("max-age=300"));
+    r
+}
+
+/// The page whole, or only its content when a live page asks for it.
+fn answer(headers: &HeaderMap, status: StatusCode, page: Page) -> Response {
+    if headers.contains_key(FRAGMENT_HEADER) {
+        (status, page.body).into_response()
+    } else {
+        (status, pages::document(&page)).into_response()
+    }
+}
+
+fn error_page(what: &str, detail: &str) -> Page {
+    Page { title: what.to_string(), watch: None, body: pages::error(what, detail) }
+}
+
+/// A failed read as a page: 404 for a node that is not there, 400 for a malformed path, 502
+/// for the rest (the ZooKeeper server's answer, not ours).
+fn failed(headers: &HeaderMap, path: &str, e: &ReadError) -> Response {
+    if e.is_bad_request() {
+        answer(headers, StatusCode::BAD_REQUEST, error_page("Bad path", &format!("{path}: {e}")))
+    } else if e.is_no_node() {
+        answer(
+            headers,
+            StatusCode::NOT_FOUND,
+            error_page("No such node", &format!("{path} does not exist.")),
+        )
+    } else {
+        answer(
+            headers,
+            StatusCode::BAD_GATEWAY,
+            error_page("Could not read", &format!("{path}: {e}")),
+        )
+    }
+}
+
+/// A path from a query (`/` when absent): absolute, and ZooKeeper's to judge beyond that.
+fn absolute(headers: &HeaderMap, path: Option<String>) -> Result<String, Refusal> {
+    match path {
+        None => Ok("/".to_string()),
+        Some(p) if p.starts_with('/') => Ok(p),
+        Some(p) => {
+            let page = error_page("Bad path", &format!("{p:?} is not an absolute path."));
+            Err(answer(headers, StatusCode::BAD_REQUEST, page).into())
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct PathQuery {
+    path: Option<String>,
+    after: Option<String>,
+    kind: Option<String>,
+    base: Option<String>,
+}
+
+async fn overview(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+    let scanned = match shared.session.client() {
+        Ok(client) => read::scan::scan(&client, shared.config.limits.scan_nodes_max)
+            .await
+            .map_err(ReadError::from),
+        Err(e) => Err(ReadError::from(e)),
+    };
+    match scanned {
+        Ok(scan) => answer(&headers, StatusCode::OK, pages::overview::page(&scan, &shared.session)),
+        Err(e) => failed(&headers, "/", &e),
+    }
+}
+
+/// A handler's answer: the page, or the error page its `?` returned.
+type Answer = Result<Response, Refusal>;
+
+/// An error page, boxed: it travels up a handler's `?` and is answered as it is.
+struct Refusal(Box<Response>);
+
+impl From<Response> for Refusal {
+    fn from(r: Response) -> Refusal {
+        Refusal(Box::new(r))
+    }
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        *self.0
+    }
+}
+
+async fn tree(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    Query(q): Query<PathQuery>,
+) -> Answer {
+    let path = absolute(&headers, q.path)?;
+    let limits = &shared.config.limits;
+    let read = async {
+        let client = shared.session.client()?;
+        let (page, data_max) = (limits.children_per_page, limits.data_bytes_shown_max);
+        Ok::<_, ReadError>(
+            read::node::read(&client, &path, q.after.as_deref(), page, data_max).await?,
+        )
+    };
+    let view = read.await.map_err(|e| Refusal::from(failed(&headers, &path, &e)))?;
+    Ok(answer(&headers, StatusCode::OK, pages::tree::page(&view, pages::tree::kind_of(&view))))
+}
+
+async fn recipe(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    Query(q): Query<PathQuery>,
+) -> Answer {
+    let path = absolute(&headers, q.path)?;
+    let Some(kind) = q.kind.as_deref().and_then(Kind::from_slug) else {
+        let page = error_page("Bad recipe", "kind= names no recipe the console reads.");
+        return Err(answer(&headers, StatusCode::BAD_REQUEST, page).into());
+    };
+    let view = read::recipe::read(&shared.session, &path, kind).await;
+    let view = view.map_err(|e| Refusal::from(failed(&headers, &path, &e)))?;
+    Ok(answer(&headers, StatusCode::OK, pages::recipe::page(&path, kind, &view)))
+}
+
+async fn services(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    Query(q): Query<PathQuery>,
+) -> Answer {
+    let base = absolute(&headers, q.base.or(Some("/services".to_string())))?;
+    let read = async {
+        let client = shared.session.client()?;
+        Ok::<_, ReadError>(read::services::read(&client, &base).await?)
+    };
+    let list = read.await.map_err(|e| Refusal::from(failed(&headers, &base, &e)))?;
+    Ok(answer(&headers, StatusCode::OK, pages::services::page(&base, &list)))
+}
+
+/// A page's nudges as server-sent events: `change` after each burst of changes under its
+/// path. 503 when the console watches as many paths as it may.
+async fn events(State(shared): State<Arc<Shared>>, Query(q): Query<PathQuery>) -> Response {
+    let path = q.path.unwrap_or_else(|| "/".to_string());
+    if !path.starts_with('/') {
+        return (StatusCode::BAD_REQUEST, "path must be absolute\n").into_response();
+    }
+    let Some(rx) = shared.live.subscribe(&path) else {
+        return (StatusCode::SERVICE_UNAVAILABLE, "too many live paths; reload by hand\n")
+            .into_response();
+    };
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        match rx.recv().await {
+            Ok(()) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                tokio::time::sleep(NUDGE_COALESCE).await;
+                while rx.try_recv().is_ok() {}
+                Some((Ok::<_, Infallible>(Event::default().event("change").data("1")), rx))
+            }
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => None,
+        }
+    });
+    // Each event carries data: a browser dispatches none whose data is empty.
+    let first = futures_util::stream::once(async { Ok(Event::default().event("ready").data("1")) });
+    Sse::new(futures_util::StreamExt::chain(first, stream))
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}

@@ -1,0 +1,100 @@
+//! An election, a lock, a queue or a barrier: the leader or holders first, then the queue in
+//! order, each with its id, token, session and node; children the recipe cannot order are
+//! called out, since every recipe refuses to lead beside them.
+
+use maud::{html, Markup};
+
+use super::{age, name_of, now_ms, session_hex, tree_link, utc, Page};
+use crate::read::recipe::{RecipeView, Role};
+use crate::read::scan::Kind;
+
+/// The page of the recipe of `kind` at `path`.
+pub(crate) fn page(path: &str, kind: Kind, view: &RecipeView) -> Page {
+    let now = now_ms();
+    let body = html! {
+        h1 { (kind.title()) " " code { (path) } }
+        p.meta {
+            a href=(tree_link(path)) { "Browse the nodes" }
+            @if let Some(since) = view.first_since_ms {
+                " · " (first_label(kind)) " " (utc(since)) " (" (age(since, now)) " ago)"
+            }
+        }
+        @match kind {
+            Kind::Queue | Kind::CuratorQueue => {
+                p.summary { strong { (view.count) } " items" }
+            }
+            Kind::DoubleBarrier => {
+                p.summary { strong { (view.count) } " members; "
+                    @if view.ready { "ready: they may leave" } @else { "not ready yet" } }
+            }
+            _ => { (members(kind, view)) }
+        }
+        @if !view.foreign.is_empty() {
+            section.warning {
+                h2 { "Foreign children" }
+                p { "Nodes this recipe cannot order. A recipe refuses to lead or hold beside them." }
+                ul { @for f in &view.foreign { li { code { (f) } } } }
+            }
+        }
+    };
+    Page { title: format!("{} {path}", kind.title()), watch: Some(path.to_string()), body }
+}
+
+fn first_label(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Queue | Kind::CuratorQueue => "head queued",
+        Kind::Mutex | Kind::ReadWriteLock | Kind::Semaphore => "first holder's node created",
+        _ => "leader's node created",
+    }
+}
+
+fn members(kind: Kind, view: &RecipeView) -> Markup {
+    let leading = view.members.iter().filter(|m| matches!(m.role, Role::Leader | Role::Holds(_)));
+    let leaders = leading.count();
+    html! {
+        p.summary {
+            @match (kind, leaders) {
+                (Kind::Mutex | Kind::ReadWriteLock | Kind::Semaphore, 0) => { "Nobody holds it." }
+                (Kind::Mutex | Kind::ReadWriteLock | Kind::Semaphore, n) => {
+                    strong { (n) } " holding, " (view.members.len() - n) " waiting"
+                }
+                (_, 0) => { "No leader." }
+                (_, _) => {
+                    "Leader: " strong.leader { (view.members[0].id) }
+                    ", " (view.members.len() - 1) " following"
+                }
+            }
+        }
+        table.members {
+            thead { tr { th.num { "#" } th { "Role" } th { "Id" } th.num { "Token (czxid)" } th { "Session" } th { "Node" } } }
+            tbody {
+                @for (i, m) in view.members.iter().enumerate() {
+                    tr class=(role_class(m.role)) {
+                        td.num { (i) }
+                        td { (role_label(m.role)) }
+                        td { (m.id) }
+                        td.num { (m.token) }
+                        td { code { (session_hex(m.session)) } }
+                        td { a href=(tree_link(&m.node)) { code { (name_of(&m.node)) } } }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn role_label(role: Role) -> String {
+    match role {
+        Role::Leader => "leader".into(),
+        Role::Follower => "follower".into(),
+        Role::Holds(kind) => format!("holds ({kind})"),
+        Role::Waits(kind) => format!("waits ({kind})"),
+    }
+}
+
+fn role_class(role: Role) -> &'static str {
+    match role {
+        Role::Leader | Role::Holds(_) => "holding",
+        Role::Follower | Role::Waits(_) => "waiting",
+    }
+}

@@ -1,0 +1,249 @@
+//! The console against the in-process rzk server, over HTTP as a browser speaks it:
+//! - the overview finds an election, a lock and a registry by their layouts;
+//! - an election's page shows its leader first and its queue in order; a lock's its holder
+//!   and two waiters; a live page hears of the leader's end within a second;
+//! - node names and data that are HTML and JavaScript come back as text;
+//! - a node's children come a page at a time;
+//! - the login, the methods, a missing node and a bad path are answered as they should be.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use rzk_client::{Acls, CreateMode};
+use rzk_console::{BasicAuth, Console, ConsoleConfig};
+use rzk_recipes::discovery::{ServiceDiscovery, ServiceInstance};
+use rzk_recipes::election::{LatchOptions, LeaderLatch};
+use rzk_recipes::lock::{InterProcessMutex, MutexOptions};
+use rzk_recipes::session::{Session, SessionConfig};
+use rzk_server::TestServer;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// How long a live page may take to hear of a change (the issue's "within a second").
+const LIVE_WITHIN: Duration = Duration::from_secs(1);
+
+async fn session(server: &TestServer) -> Session {
+    Session::connect(SessionConfig::new(server.connect_string())).await.unwrap()
+}
+
+async fn console(session: &Session, config: ConsoleConfig) -> Console {
+    Console::start(session.clone(), "127.0.0.1:0".parse().unwrap(), config).await.unwrap()
+}
+
+/// One request; the status, the header block and the body.
+async fn request(
+    addr: SocketAddr,
+    method: &str,
+    target: &str,
+    extra: &str,
+) -> (u16, String, String) {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let req =
+        format!("{method} {target} HTTP/1.1\r\nHost: rzk\r\nConnection: close\r\n{extra}\r\n");
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), s.read_to_end(&mut out)).await.unwrap().unwrap();
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    (status, head.to_string(), body.to_string())
+}
+
+async fn get(addr: SocketAddr, target: &str) -> (u16, String) {
+    let (status, _, body) = request(addr, "GET", target, "").await;
+    (status, body)
+}
+
+/// Reads from `s` until `want` has been seen, or fails after `within`.
+async fn read_until(s: &mut TcpStream, want: &str, within: Duration) {
+    let mut seen = String::new();
+    let deadline = tokio::time::Instant::now() + within;
+    while !seen.contains(want) {
+        let mut buf = [0u8; 4096];
+        let n = tokio::time::timeout_at(deadline, s.read(&mut buf))
+            .await
+            .unwrap_or_else(|_| panic!("no {want:?} within {within:?}; saw {seen:?}"))
+            .unwrap();
+        assert!(n > 0, "closed before {want:?}; saw {seen:?}");
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_overview_and_recipe_pages_show_leaders_holders_and_waiters_live() {
+    let server = TestServer::start().unwrap();
+    let s = session(&server).await;
+    let mut latches = Vec::new();
+    for id in ["alpha", "bravo", "charlie"] {
+        let latch =
+            LeaderLatch::new(&s, "/jobs/report", LatchOptions::default().with_id(id)).unwrap();
+        latch.start().await.unwrap();
+        latches.push(latch);
+    }
+    latches[0].await_leadership().await.unwrap();
+    let mutex = |id: &str| {
+        InterProcessMutex::new(&s, "/locks/db", MutexOptions::default().with_id(id)).unwrap()
+    };
+    let (holder, w1, w2) = (mutex("holder"), mutex("waiter-1"), mutex("waiter-2"));
+    let guard = holder.acquire().await.unwrap();
+    let registry = ServiceDiscovery::<serde_json::Value>::new(&s, "/services").unwrap();
+    let billing = ServiceInstance::new("billing", "10.0.0.7", 8443).with_id("billing-1");
+    registry.register(&billing).await.unwrap();
+    // A config node whose JSON object is no service instance, sorted first under the root.
+    let open = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    let client = s.client().unwrap();
+    client.mkdir("/config", &open).await.unwrap();
+    client.create("/config/app", br#"{"pool":8}"#, &open).await.unwrap();
+    let c = console(&s, ConsoleConfig::default()).await;
+
+    // The waiters queue one after the other, so their order is known.
+    let lock_page = "/recipe?path=/locks/db&kind=mutex";
+    let mut waiting = Vec::new();
+    let mut body = String::new();
+    for (n, w) in [w1, w2].into_iter().enumerate() {
+        waiting.push(tokio::spawn(async move { w.acquire().await.map(drop) }));
+        for _ in 0..200 {
+            body = get(c.addr(), lock_page).await.1;
+            if body.matches("waits (exclusive)").count() == n + 1 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    }
+    assert_eq!(body.matches("waits (exclusive)").count(), 2, "{body}");
+    assert!(body.contains("holds (exclusive)") && body.contains(">holder<"), "{body}");
+    let holder_at = body.find(">holder<").unwrap();
+    assert!(
+        holder_at < body.find(">waiter-1<").unwrap()
+            && body.find(">waiter-1<").unwrap() < body.find(">waiter-2<").unwrap()
+    );
+
+    let (status, overview) = get(c.addr(), "/").await;
+    assert_eq!(status, 200);
+    let registry_link = "href=\"/services?base=/services\"";
+    for want in ["Elections", "/jobs/report", "LeaderLatch", "Locks", "/locks/db", registry_link] {
+        assert!(overview.contains(want), "overview lacks {want}: {overview}");
+    }
+    // The config node's object is no instance: the root is no registry.
+    assert!(!overview.contains("href=\"/services?base=/\""), "{overview}");
+    let (_, services) = get(c.addr(), "/services?base=/services").await;
+    assert!(
+        services.contains("billing") && services.contains("10.0.0.7") && services.contains("8443"),
+        "{services}"
+    );
+
+    let latch_page = "/recipe?path=/jobs/report&kind=latch";
+    let (_, body) = get(c.addr(), latch_page).await;
+    assert!(body.contains("Leader: <strong class=\"leader\">alpha</strong>"), "{body}");
+    assert!(body.find(">alpha<").unwrap() < body.find(">bravo<").unwrap());
+    assert!(body.find(">bravo<").unwrap() < body.find(">charlie<").unwrap());
+
+    // A live page: its event stream says ready, then change within a second of the leader
+    // leaving.
+    let mut events = TcpStream::connect(c.addr()).await.unwrap();
+    let req =
+        "GET /events?path=/jobs/report HTTP/1.1\r\nHost: rzk\r\nAccept: text/event-stream\r\n\r\n";
+    events.write_all(req.as_bytes()).await.unwrap();
+    // With data: a browser dispatches no event whose data is empty.
+    read_until(&mut events, "event: ready\ndata: 1\n", Duration::from_secs(10)).await;
+    let alpha = latches.remove(0);
+    alpha.close().await.unwrap();
+    read_until(&mut events, "event: change\ndata: 1\n", LIVE_WITHIN).await;
+    latches[0].await_leadership().await.unwrap();
+    let (_, body) = get(c.addr(), latch_page).await;
+    assert!(body.contains("Leader: <strong class=\"leader\">bravo</strong>"), "{body}");
+    assert!(!body.contains(">alpha<"), "{body}");
+
+    // The fragment a live page fetches is <main>'s inside alone.
+    let (_, _, fragment) = request(c.addr(), "GET", latch_page, "X-Rzk-Fragment: 1\r\n").await;
+    assert!(fragment.contains("bravo") && !fragment.contains("<html"), "{fragment}");
+
+    guard.release().await.unwrap();
+    for w in waiting {
+        w.abort();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_and_data_that_are_markup_come_back_as_text() {
+    let server = TestServer::start().unwrap();
+    let s = session(&server).await;
+    let client = s.client().unwrap();
+    let open = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    client.create("/xss", b"<img src=x onerror=alert(1)>", &open).await.unwrap();
+    client
+        .create("/xss/<script>alert(1)<\\script>", b"\"><script>alert(2)</script>", &open)
+        .await
+        .unwrap();
+    let c = console(&s, ConsoleConfig::default()).await;
+    let (status, head, body) = request(c.addr(), "GET", "/tree?path=/xss", "").await;
+    assert_eq!(status, 200);
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("content-security-policy: default-src 'none'; script-src 'self'"),
+        "{head}"
+    );
+    assert!(body.contains("&lt;img src=x onerror=alert(1)&gt;"), "{body}");
+    assert!(body.contains("&lt;script&gt;alert(1)&lt;\\script&gt;"), "{body}");
+    assert!(!body.contains("<img src=x") && !body.contains("<script>alert"), "{body}");
+    // The child's own page: its name in the path, its data, all text.
+    let child = "/tree?path=/xss/%3Cscript%3Ealert(1)%3C%5Cscript%3E";
+    let (status, body) = get(c.addr(), child).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("&quot;&gt;&lt;script&gt;alert(2)&lt;/script&gt;"), "{body}");
+    assert!(!body.contains("<script>alert"), "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn children_come_a_page_at_a_time() {
+    let server = TestServer::start().unwrap();
+    let s = session(&server).await;
+    let client = s.client().unwrap();
+    let open = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    client.create("/many", b"", &open).await.unwrap();
+    let creates: Vec<_> =
+        (0..250).map(|i| client.create(&format!("/many/n{i:03}"), b"", &open)).collect();
+    for c in creates {
+        c.await.unwrap();
+    }
+    let c = console(&s, ConsoleConfig::default()).await;
+    let (_, first) = get(c.addr(), "/tree?path=/many").await;
+    assert!(
+        first.contains(">n000<") && first.contains(">n099<") && !first.contains(">n100<"),
+        "{first}"
+    );
+    assert!(first.contains("href=\"/tree?path=/many&amp;after=n099\""), "{first}");
+    let (_, second) = get(c.addr(), "/tree?path=/many&after=n099").await;
+    assert!(
+        second.contains(">n100<") && second.contains(">n199<") && !second.contains(">n099<"),
+        "{second}"
+    );
+    let (_, last) = get(c.addr(), "/tree?path=/many&after=n199").await;
+    assert!(last.contains(">n249<") && !last.contains("after="), "{last}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_login_methods_and_bad_requests_are_answered() {
+    let server = TestServer::start().unwrap();
+    let s = session(&server).await;
+    let c = console(&s, ConsoleConfig::default().with_auth(BasicAuth::new("ops", "s3cret"))).await;
+    let (status, head, _) = request(c.addr(), "GET", "/", "").await;
+    assert_eq!(status, 401);
+    assert!(
+        head.to_ascii_lowercase().contains("www-authenticate: basic realm=\"rzk console\""),
+        "{head}"
+    );
+    let login = "Authorization: Basic b3BzOnMzY3JldA==\r\n";
+    assert_eq!(request(c.addr(), "GET", "/", login).await.0, 200);
+    assert_eq!(request(c.addr(), "GET", "/", "Authorization: Basic b3BzOndyb25n\r\n").await.0, 401);
+    assert_eq!(request(c.addr(), "POST", "/tree?path=/", login).await.0, 405);
+    assert_eq!(request(c.addr(), "DELETE", "/tree?path=/", login).await.0, 405);
+    let (status, _, body) = request(c.addr(), "GET", "/tree?path=/nowhere", login).await;
+    assert_eq!(status, 404, "{body}");
+    assert!(body.contains("/nowhere does not exist"), "{body}");
+    assert_eq!(request(c.addr(), "GET", "/tree?path=relative", login).await.0, 400);
+    assert_eq!(request(c.addr(), "GET", "/recipe?path=/x&kind=nonsense", login).await.0, 400);
+    assert_eq!(request(c.addr(), "GET", "/no-such-page", login).await.0, 404);
+    let (status, _, body) = request(c.addr(), "GET", "/tree?path=/a//b", login).await;
+    assert_eq!(status, 400, "{body}");
+}
