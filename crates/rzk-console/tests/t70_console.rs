@@ -247,3 +247,70 @@ async fn the_login_methods_and_bad_requests_are_answered() {
     let (status, _, body) = request(c.addr(), "GET", "/tree?path=/a//b", login).await;
     assert_eq!(status, 400, "{body}");
 }
+
+/// What a page may take at scale: a usability bound, far above what it takes.
+const PAGE_WITHIN: Duration = Duration::from_secs(1);
+
+async fn timed_get(addr: SocketAddr, target: &str) -> String {
+    let started = std::time::Instant::now();
+    let (status, body) = get(addr, target).await;
+    let took = started.elapsed();
+    assert_eq!(status, 200, "{target}: {body}");
+    assert!(took < PAGE_WITHIN, "{target} took {took:?}");
+    body
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_participants_and_a_hundred_thousand_children_render_and_page() {
+    let server = TestServer::start().unwrap();
+    let s = session(&server).await;
+    let client = s.client().unwrap();
+    let open = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    client.mkdir("/big/election", &open).await.unwrap();
+    client.mkdir("/big/tree", &open).await.unwrap();
+    // A LeaderLatch's layout, written directly: 1,000 participants p0..p999 in join order.
+    let member = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
+    let joins: Vec<_> = (0..1_000u32)
+        .map(|i| {
+            let node = format!("/big/election/_c_{i:08x}-0000-4000-8000-{i:012x}-latch-");
+            client.create(&node, format!("p{i}").as_bytes(), &member)
+        })
+        .collect();
+    for j in joins {
+        j.await.unwrap();
+    }
+    for chunk in (0..100_000u32).collect::<Vec<_>>().chunks(5_000) {
+        let creates: Vec<_> = chunk
+            .iter()
+            .map(|i| client.create(&format!("/big/tree/n{i:06}"), b"", &open))
+            .collect();
+        for c in creates {
+            c.await.unwrap();
+        }
+    }
+    let c = console(&s, ConsoleConfig::default()).await;
+
+    let first = timed_get(c.addr(), "/recipe?path=/big/election&kind=latch").await;
+    assert!(
+        first.contains("Leader: <strong class=\"leader\">p0</strong>, 999 following"),
+        "{first}"
+    );
+    assert_eq!(first.matches("<tr class=").count(), 100, "one page of members");
+    assert!(first.contains("from=100\""), "{first}");
+    let last = timed_get(c.addr(), "/recipe?path=/big/election&kind=latch&from=900").await;
+    assert!(last.contains(">p999<") && !last.contains(">p899<") && !last.contains("from=1000"));
+
+    let tree = timed_get(c.addr(), "/tree?path=/big/tree").await;
+    assert!(
+        tree.contains(">n000000<") && tree.contains(">n000099<") && !tree.contains(">n000100<")
+    );
+    let deep = timed_get(c.addr(), "/tree?path=/big/tree&after=n099949").await;
+    assert!(deep.contains(">n099950<") && deep.contains(">n099999<") && !deep.contains("after="));
+
+    // The overview lists the big node's children, walks into none of them, and says so.
+    let overview = timed_get(c.addr(), "/").await;
+    assert!(
+        overview.contains("/big/election") && overview.contains("the scan's limit"),
+        "{overview}"
+    );
+}

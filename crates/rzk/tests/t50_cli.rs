@@ -397,6 +397,38 @@ fn demo_runs_to_completion() {
     let text = stdout(&o);
     assert!(text.contains("crash failover"), "{text}");
     assert!(text.contains("selector rotation"), "{text}");
+    // The seeds' other flows: a lock handed over, a config change, an instance leaving.
+    assert!(text.contains("nightly-backup holds after"), "{text}");
+    assert!(text.contains("every watcher has version 1"), "{text}");
+    assert!(text.contains("every client lists web-1 alone"), "{text}");
+}
+
+#[test]
+fn demo_ui_serves_the_console_on_its_server_and_stays_up() {
+    let port = free_port();
+    let bind = format!("127.0.0.1:{port}");
+    let mut demo = Command::new(env!("CARGO_BIN_EXE_rzk"))
+        .args(["demo", "--ui", "--ui-bind", &bind, "--candidates", "3", "--rotations", "3"])
+        .args(["--session-timeout-ms", "1000"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(demo.stdout.take().unwrap());
+    let mut seen = String::new();
+    while !seen.contains("stay up") {
+        let mut line = String::new();
+        assert!(out.read_line(&mut line).unwrap() > 0, "the demo ended: {seen}");
+        seen.push_str(&line);
+    }
+    let page = rzk_testkit::http_abuse::raw(
+        bind.parse().unwrap(),
+        b"GET / HTTP/1.1\r\nHost: rzk\r\nConnection: close\r\n\r\n",
+    );
+    for want in ["/demo/jobs/report", "/demo/locks/nightly", "/demo/services"] {
+        assert!(page.contains(want), "the console lacks {want}: {page}");
+    }
+    let _ = demo.kill();
+    let _ = demo.wait();
 }
 
 #[test]

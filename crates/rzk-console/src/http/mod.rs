@@ -20,6 +20,7 @@ use axum::Router;
 use serde::Deserialize;
 use tokio::net::TcpListener;
 
+use crate::pages::recipe::Window;
 use crate::pages::{self, Page};
 use crate::read::{self, scan::Kind, ReadError};
 use crate::Shared;
@@ -144,6 +145,7 @@ struct PathQuery {
     after: Option<String>,
     kind: Option<String>,
     base: Option<String>,
+    from: Option<usize>,
 }
 
 async fn overview(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
@@ -207,7 +209,8 @@ async fn recipe(
     };
     let view = read::recipe::read(&shared.session, &path, kind).await;
     let view = view.map_err(|e| Refusal::from(failed(&headers, &path, &e)))?;
-    Ok(answer(&headers, StatusCode::OK, pages::recipe::page(&path, kind, &view)))
+    let window = Window { from: q.from.unwrap_or(0), len: shared.config.limits.children_per_page };
+    Ok(answer(&headers, StatusCode::OK, pages::recipe::page(&path, kind, &view, window)))
 }
 
 async fn services(

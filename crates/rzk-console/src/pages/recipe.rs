@@ -8,8 +8,15 @@ use super::{age, name_of, now_ms, session_hex, tree_link, utc, Page};
 use crate::read::recipe::{RecipeView, Role};
 use crate::read::scan::Kind;
 
-/// The page of the recipe of `kind` at `path`.
-pub(crate) fn page(path: &str, kind: Kind, view: &RecipeView) -> Page {
+/// Which members a page of a recipe shows: `len` from the `from`th.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Window {
+    pub from: usize,
+    pub len: usize,
+}
+
+/// The page of the recipe of `kind` at `path`, its members from `window`.
+pub(crate) fn page(path: &str, kind: Kind, view: &RecipeView, window: Window) -> Page {
     let now = now_ms();
     let body = html! {
         h1 { (kind.title()) " " code { (path) } }
@@ -27,7 +34,7 @@ pub(crate) fn page(path: &str, kind: Kind, view: &RecipeView) -> Page {
                 p.summary { strong { (view.count) } " members; "
                     @if view.ready { "ready: they may leave" } @else { "not ready yet" } }
             }
-            _ => { (members(kind, view)) }
+            _ => { (members(path, kind, view, window)) }
         }
         @if !view.foreign.is_empty() {
             section.warning {
@@ -48,7 +55,15 @@ fn first_label(kind: Kind) -> &'static str {
     }
 }
 
-fn members(kind: Kind, view: &RecipeView) -> Markup {
+fn members(path: &str, kind: Kind, view: &RecipeView, window: Window) -> Markup {
+    let from = window.from.min(view.members.len());
+    let to = (from + window.len.max(1)).min(view.members.len());
+    let link = |from: usize| {
+        super::link(
+            "/recipe",
+            &[("path", path), ("kind", kind.slug()), ("from", &from.to_string())],
+        )
+    };
     let leading = view.members.iter().filter(|m| matches!(m.role, Role::Leader | Role::Holds(_)));
     let leaders = leading.count();
     html! {
@@ -68,7 +83,7 @@ fn members(kind: Kind, view: &RecipeView) -> Markup {
         table.members {
             thead { tr { th.num { "#" } th { "Role" } th { "Id" } th.num { "Token (czxid)" } th { "Session" } th { "Node" } } }
             tbody {
-                @for (i, m) in view.members.iter().enumerate() {
+                @for (i, m) in view.members.iter().enumerate().skip(from).take(to - from) {
                     tr class=(role_class(m.role)) {
                         td.num { (i) }
                         td { (role_label(m.role)) }
@@ -78,6 +93,13 @@ fn members(kind: Kind, view: &RecipeView) -> Markup {
                         td { a href=(tree_link(&m.node)) { code { (name_of(&m.node)) } } }
                     }
                 }
+            }
+        }
+        @if from > 0 || to < view.members.len() {
+            p.pages {
+                "Members " (from + 1) "–" (to) " of " (view.members.len()) ". "
+                @if from > 0 { a href=(link(0)) { "← First" } " " }
+                @if to < view.members.len() { a.next href=(link(to)) { "Next " (window.len) " →" } }
             }
         }
     }

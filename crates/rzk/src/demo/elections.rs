@@ -1,6 +1,5 @@
-//! The demo: an in-process rzk server and the scenarios users asked about (a LeaderLatch
-//! queue, graceful handoffs, a crashed leader, a fair LeaderSelector), printed as a timeline
-//! with measured handoff and failover times. Needs no Java and no external server.
+//! Scenarios 1 to 4, the elections users asked about: a LeaderLatch queue, graceful handoffs,
+//! a crashed leader, a fair LeaderSelector, with measured handoff and failover times.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
@@ -8,13 +7,15 @@ use std::time::{Duration, Instant};
 
 use rzk_recipes::{
     election::{LatchOptions, LeaderLatch, LeaderSelector, SelectorOptions},
-    session::{Session, SessionConfig},
+    session::Session,
     Leadership,
 };
 
 use anyhow::bail;
 use rzk_wirekit::proxy::Proxy;
 use rzk_wirekit::stats::percentile;
+
+use super::stage::{Kept, Stage};
 
 /// The election path of the LeaderLatch scenarios.
 const LATCH_PATH: &str = "/demo/scheduler";
@@ -32,25 +33,24 @@ const QUEUE_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long the selector scenario may take to rotate.
 const ROTATION_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// Parameters of the demo.
+/// Parameters of the election scenarios.
 #[derive(Debug, Clone)]
-pub(crate) struct DemoConfig {
+pub(super) struct ElectionConfig {
     /// Candidates in the leader-latch scenarios (at least 3 are used).
-    pub(crate) candidates: usize,
-    /// Session timeout of every candidate (bounds the crash failover).
-    pub(crate) session_timeout: Duration,
+    pub candidates: usize,
     /// Leadership rotations in the selector scenario.
-    pub(crate) rotations: usize,
+    pub rotations: usize,
 }
 
-/// Plays the scenarios, printing the timeline and a summary on standard output; an error if
-/// one of the summary's expectations (a fair rotation, a crashed leader that stops acting
-/// before its successor leads) does not hold.
-pub(crate) async fn run(cfg: DemoConfig) -> anyhow::Result<()> {
-    let start = Instant::now();
-    let server = rzk_server::TestServer::builder().tick_ms(100).start()?;
-    let demo = Demo { start, hosts: server.connect_string(), server: server.addr(), cfg };
-    demo.log(format_args!("rzk server running in process on {}", demo.hosts));
+/// Plays the scenarios, printing the timeline and their summary; an error if one of the
+/// summary's expectations (a fair rotation, a crashed leader that stops acting before its
+/// successor leads) does not hold. The latch's last candidates stay in `kept`.
+pub(super) async fn play(
+    stage: &Stage,
+    cfg: ElectionConfig,
+    kept: &mut Kept,
+) -> anyhow::Result<()> {
+    let demo = Demo { stage, cfg };
     let mut latches = demo.candidates_join().await?;
     let (handoffs, held) = demo.graceful_handoffs(&mut latches).await?;
     let (step_down, failover) = demo.crash(&latches, held).await?;
@@ -59,7 +59,7 @@ pub(crate) async fn run(cfg: DemoConfig) -> anyhow::Result<()> {
     if !fair || step_down >= failover {
         bail!("an expectation failed (see above)");
     }
-    drop(server);
+    kept.keep(latches);
     Ok(())
 }
 
@@ -77,21 +77,18 @@ struct Held {
     gone: Vec<usize>,
 }
 
-struct Demo {
-    start: Instant,
-    hosts: String,
-    server: std::net::SocketAddr,
-    cfg: DemoConfig,
+struct Demo<'a> {
+    stage: &'a Stage,
+    cfg: ElectionConfig,
 }
 
-impl Demo {
+impl Demo<'_> {
     fn log(&self, what: impl std::fmt::Display) {
-        println!("[{:>7.3}s] {what}", self.start.elapsed().as_secs_f64());
+        self.stage.log(what);
     }
 
     async fn session(&self, hosts: &str) -> anyhow::Result<Session> {
-        let cfg = SessionConfig::new(hosts).with_session_timeout(self.cfg.session_timeout);
-        Ok(Session::connect(cfg).await?)
+        self.stage.session_to(hosts).await
     }
 
     async fn latch(&self, hosts: &str, name: &str) -> anyhow::Result<(Session, LeaderLatch)> {
@@ -109,7 +106,7 @@ impl Demo {
         let mut candidates = Vec::new();
         for i in 0..n {
             let name = format!("candidate-{i}");
-            let (session, latch) = self.latch(&self.hosts, &name).await?;
+            let (session, latch) = self.latch(&self.stage.hosts, &name).await?;
             let info = latch.start().await?;
             self.log(format_args!(
                 "{name} joined as {}",
@@ -162,7 +159,7 @@ impl Demo {
         held: Held,
     ) -> anyhow::Result<(Duration, Duration)> {
         println!("\n== 3. a newcomer queues at the tail; the leader's host crashes (network cut)");
-        let proxy = Proxy::start(self.server)?;
+        let proxy = Proxy::start(self.stage.server)?;
         let (_crash_session, newcomer) = self.latch(&proxy.hosts(), "newcomer").await?;
         newcomer.start().await?;
         let queue = newcomer.participants().await?;
@@ -171,7 +168,7 @@ impl Demo {
         self.hand_to_newcomer(candidates, held).await;
         let nl = newcomer.await_leadership().await?;
         self.log(format_args!("newcomer leads with token {}", nl.token()));
-        let (_watcher_session, successor) = self.latch(&self.hosts, "successor").await?;
+        let (_watcher_session, successor) = self.latch(&self.stage.hosts, "successor").await?;
         successor.start().await?;
         let crashed_at = Instant::now();
         proxy.cut();
@@ -180,7 +177,7 @@ impl Demo {
         let successor_lead = successor.await_leadership();
         tokio::pin!(stepped, successor_lead);
         let (mut step_down, mut failover) = (None, None);
-        let timeout_ms = self.cfg.session_timeout.as_millis();
+        let timeout_ms = self.stage.session_timeout.as_millis();
         while step_down.is_none() || failover.is_none() {
             tokio::select! {
                 reason = &mut stepped, if step_down.is_none() => {
@@ -225,11 +222,11 @@ impl Demo {
         let (go_tx, go_rx) = tokio::sync::watch::channel(false);
         let mut selectors = Vec::new();
         for i in 0..WORKERS {
-            let s = self.session(&self.hosts).await?;
+            let s = self.session(&self.stage.hosts).await?;
             let name = format!("worker-{i}");
             let opts = SelectorOptions::default().with_id(&name).with_auto_requeue(true);
             let sel = LeaderSelector::new(&s, "/demo/selector", opts)?;
-            let (order, t0, go) = (order.clone(), self.start, go_rx.clone());
+            let (order, t0, go) = (order.clone(), self.stage.start, go_rx.clone());
             sel.start(move |l: Leadership| {
                 let (order, label, mut go) = (order.clone(), name.clone(), go.clone());
                 async move {
@@ -282,7 +279,7 @@ impl Demo {
             percentile(&handoffs, 0.5).as_secs_f64() * 1e3,
             percentile(&handoffs, 1.0).as_secs_f64() * 1e3
         );
-        let timeout_ms = self.cfg.session_timeout.as_millis();
+        let timeout_ms = self.stage.session_timeout.as_millis();
         println!(
             "crash failover: {:.0} ms = {:.2} x the {timeout_ms} ms session timeout; the cut-off leader stopped itself after {:.0} ms",
             failover.as_secs_f64() * 1e3,
@@ -298,7 +295,6 @@ impl Demo {
             "every term had one leader; tokens only grew; selector order {}",
             if fair { "fair" } else { "NOT fair" }
         );
-        println!("done in {:.1}s", self.start.elapsed().as_secs_f64());
         fair
     }
 }
