@@ -91,6 +91,8 @@ impl Default for Limits {
 pub struct ConsoleConfig {
     /// A login the console asks for; none by default (bind it to loopback then).
     pub auth: Option<BasicAuth>,
+    /// The servers the overview asks who they are (`srvr`): the connect string's, usually.
+    pub servers: Vec<String>,
     /// Its bounds.
     pub limits: Limits,
 }
@@ -99,6 +101,12 @@ impl ConsoleConfig {
     /// Asks for `auth` on every request.
     pub fn with_auth(mut self, auth: BasicAuth) -> Self {
         self.auth = Some(auth);
+        self
+    }
+
+    /// Shows who the servers of `connect` (`h1:p1,h2:p2[/chroot]`) are on the overview.
+    pub fn with_servers(mut self, connect: &str) -> Self {
+        self.servers = read::servers::hosts(connect);
         self
     }
 

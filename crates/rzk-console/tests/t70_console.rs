@@ -94,7 +94,8 @@ async fn the_overview_and_recipe_pages_show_leaders_holders_and_waiters_live() {
     let client = s.client().unwrap();
     client.mkdir("/config", &open).await.unwrap();
     client.create("/config/app", br#"{"pool":8}"#, &open).await.unwrap();
-    let c = console(&s, ConsoleConfig::default()).await;
+    let config = ConsoleConfig::default().with_servers(&server.connect_string());
+    let c = console(&s, config).await;
 
     // The waiters queue one after the other, so their order is known.
     let lock_page = "/recipe?path=/locks/db&kind=mutex";
@@ -124,6 +125,9 @@ async fn the_overview_and_recipe_pages_show_leaders_holders_and_waiters_live() {
     for want in ["Elections", "/jobs/report", "LeaderLatch", "Locks", "/locks/db", registry_link] {
         assert!(overview.contains(want), "overview lacks {want}: {overview}");
     }
+    // Who the server is (srvr), and the config node among the data nodes.
+    assert!(overview.contains("<h2>Servers</h2>") && overview.contains("standalone"), "{overview}");
+    assert!(overview.contains("<a href=\"/tree?path=/config/app\">/config/app</a>"), "{overview}");
     // The config node's object is no instance: the root is no registry.
     assert!(!overview.contains("href=\"/services?base=/\""), "{overview}");
     let (_, services) = get(c.addr(), "/services?base=/services").await;

@@ -47,7 +47,7 @@ impl UiArgs {
 
 /// Runs `rzk ui` until interrupted.
 pub(crate) async fn run(connect: &Connect, a: UiArgs) -> Result<(), CliError> {
-    let config = a.config()?;
+    let config = a.config()?.with_servers(&connect.hosts);
     if !a.bind.ip().is_loopback() && config.auth.is_none() {
         eprintln!(
             "rzk: warning: the console on {} asks for no login (--ui-user, --ui-password-file)",

@@ -149,14 +149,16 @@ struct PathQuery {
 }
 
 async fn overview(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
-    let scanned = match shared.session.client() {
-        Ok(client) => read::scan::scan(&client, shared.config.limits.scan_nodes_max)
-            .await
-            .map_err(ReadError::from),
-        Err(e) => Err(ReadError::from(e)),
+    let scan = async {
+        let client = shared.session.client()?;
+        Ok::<_, ReadError>(read::scan::scan(&client, shared.config.limits.scan_nodes_max).await?)
     };
+    let (scanned, servers) = tokio::join!(scan, read::servers::identify(&shared.config.servers));
     match scanned {
-        Ok(scan) => answer(&headers, StatusCode::OK, pages::overview::page(&scan, &shared.session)),
+        Ok(scan) => {
+            let page = pages::overview::page(&scan, &servers, &shared.session);
+            answer(&headers, StatusCode::OK, page)
+        }
         Err(e) => failed(&headers, "/", &e),
     }
 }

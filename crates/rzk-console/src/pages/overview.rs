@@ -4,11 +4,16 @@
 use maud::html;
 use rzk_recipes::session::Session;
 
-use super::{link, session_hex, Page};
+use super::{age, link, now_ms, session_hex, tree_link, utc, Page};
 use crate::read::scan::{Kind, Scan};
+use crate::read::servers::Identity;
 
-/// The overview of `scan`, read over `session`.
-pub(crate) fn page(scan: &Scan, session: &Session) -> Page {
+/// The `srvr` fields the overview shows of each server.
+const SERVER_FIELDS: [&str; 5] = ["Mode", "Zookeeper version", "Zxid", "Connections", "Node count"];
+
+/// The overview of `scan` and `servers`, read over `session`.
+pub(crate) fn page(scan: &Scan, servers: &[Identity], session: &Session) -> Page {
+    let now = now_ms();
     let mut groups: Vec<&str> = scan.found.iter().map(|f| f.kind.group()).collect();
     groups.sort_unstable();
     groups.dedup();
@@ -20,6 +25,29 @@ pub(crate) fn page(scan: &Scan, session: &Session) -> Page {
             ". Read " (scan.listed) " nodes"
             @if scan.truncated { " (the scan's limit: deeper recipes are not listed; browse the tree)" }
             "."
+        }
+        @if !servers.is_empty() {
+            section {
+                h2 { "Servers" }
+                table.servers {
+                    thead { tr { th { "Server" } @for f in SERVER_FIELDS { th { (f) } } } }
+                    tbody {
+                        @for s in servers {
+                            tr {
+                                td { code { (s.host) } }
+                                @match &s.fields {
+                                    Ok(fields) => {
+                                        @for f in SERVER_FIELDS {
+                                            td { (fields.iter().find(|(k, _)| k == f).map_or("", |(_, v)| v.as_str())) }
+                                        }
+                                    }
+                                    Err(why) => { td.meta colspan=(SERVER_FIELDS.len()) { "does not answer srvr: " (why) } }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
         }
         @if scan.found.is_empty() {
             p { "No recipe found. " a href=(link("/tree", &[("path", "/")])) { "Browse the tree" } "." }
@@ -39,6 +67,25 @@ pub(crate) fn page(scan: &Scan, session: &Session) -> Page {
                         }
                     }
                 }
+            }
+        }
+        @if !scan.data.is_empty() {
+            section {
+                h2 { "Data nodes" span.meta { " " (scan.data_total) " nodes with data and no children (config, counters, flags)" } }
+                table.data {
+                    thead { tr { th { "Path" } th.num { "Bytes" } th.num { "Version" } th { "Changed" } } }
+                    tbody {
+                        @for d in &scan.data {
+                            tr {
+                                td { a href=(tree_link(&d.path)) { (d.path) } }
+                                td.num { (d.stat.data_length) }
+                                td.num { (d.stat.version) }
+                                td { (utc(d.stat.mtime)) " (" (age(d.stat.mtime, now)) " ago)" }
+                            }
+                        }
+                    }
+                }
+                @if scan.data.len() < scan.data_total { p.meta { "The first " (scan.data.len()) " are listed." } }
             }
         }
     };

@@ -7,6 +7,7 @@
 pub(crate) mod node;
 pub(crate) mod recipe;
 pub(crate) mod scan;
+pub(crate) mod servers;
 pub(crate) mod services;
 
 /// The path of `parent`'s child `name`.

@@ -161,11 +161,27 @@ pub(crate) struct Found {
     pub children: usize,
 }
 
+/// A node without children that holds data: a config node, a counter, a flag.
+#[derive(Debug, Clone)]
+pub(crate) struct DataNode {
+    /// Where it is.
+    pub path: String,
+    /// Its stat (size, version, last change).
+    pub stat: rzk_client::Stat,
+}
+
+/// Data nodes an overview lists; the rest are counted.
+const DATA_NODES_SHOWN_MAX: usize = 200;
+
 /// What the walk found.
 #[derive(Debug, Default)]
 pub(crate) struct Scan {
     /// The recipes, in path order.
     pub found: Vec<Found>,
+    /// Data nodes outside the recipes, in the walk's order, at most `DATA_NODES_SHOWN_MAX`.
+    pub data: Vec<DataNode>,
+    /// Data nodes found, shown or not.
+    pub data_total: usize,
     /// Nodes listed.
     pub listed: usize,
     /// The bound stopped the walk before the tree's end.
@@ -194,14 +210,20 @@ pub(crate) async fn scan(client: &Client, max_nodes: usize) -> Result<Scan, rzk_
         let n = queue.len().min(SCAN_BATCH).min(max_nodes - scan.listed);
         let batch: Vec<String> = queue.drain(..n).collect();
         // Each request is sent as its future is made: the batch is in flight together.
-        let listings: Vec<_> = batch.iter().map(|p| client.list_children(p)).collect();
+        let listings: Vec<_> = batch.iter().map(|p| client.get_children(p)).collect();
         for (path, listing) in batch.into_iter().zip(listings) {
             scan.listed += 1;
-            let mut children = match listing.await {
+            let (mut children, stat) = match listing.await {
                 Ok(c) => c,
                 Err(rzk_client::Error::NoNode) => continue,
                 Err(e) => return Err(e),
             };
+            if children.is_empty() && stat.data_length > 0 && path != "/" {
+                scan.data_total += 1;
+                if scan.data.len() < DATA_NODES_SHOWN_MAX {
+                    scan.data.push(DataNode { path: path.clone(), stat });
+                }
+            }
             children.sort_unstable();
             for name in children.iter().filter_map(|c| c.strip_suffix("_epoch")) {
                 let node = child(&path, name);
@@ -228,6 +250,7 @@ pub(crate) async fn scan(client: &Client, max_nodes: usize) -> Result<Scan, rzk_
     }
     scan.truncated |= !queue.is_empty();
     scan.found.sort_by(|a, b| a.path.cmp(&b.path));
+    scan.data.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(scan)
 }
 

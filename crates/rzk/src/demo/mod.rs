@@ -103,7 +103,7 @@ async fn play(a: DemoArgs) -> anyhow::Result<()> {
 /// user to open it.
 async fn console(stage: &Stage, bind: SocketAddr) -> anyhow::Result<rzk_console::Console> {
     let session = stage.session().await?;
-    let config = rzk_console::ConsoleConfig::default();
+    let config = rzk_console::ConsoleConfig::default().with_servers(&stage.hosts);
     let console = rzk_console::Console::start(session, bind, config).await?;
     println!("the console: http://{}/ (the scenarios start in {UI_HEAD_START:?})", console.addr());
     tokio::time::sleep(UI_HEAD_START).await;
