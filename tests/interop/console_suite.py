@@ -190,6 +190,11 @@ def the_console_shows_leader_queue_holder_and_waiters_live(srv):
         print("    the page showed the new leader %.0f ms after the node went" % (took * 1e3))
         check(took <= LIVE_WITHIN_S, "the page took %.2f s (limit %.1f s)" % (took, LIVE_WITHIN_S))
         check_eq(column(driver, 3), ["bravo", "charlie", "curator"], "the queue after")
+        # The page's timeline of the terms it saw: bravo's, then alpha's, newest first.
+        terms = wait_until(lambda: [t.split(" ", 1)[1] for t in texts(driver, "#terms li")]
+                           if len(texts(driver, "#terms li")) == 2 else None, 5, "two terms")
+        check(terms[0].startswith("bravo (token ") and terms[1].startswith("alpha (token "),
+              "the timeline: %r" % terms)
         shot(driver, srv.kind, "election-after")
     finally:
         driver.quit()

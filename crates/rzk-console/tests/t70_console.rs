@@ -130,6 +130,15 @@ async fn the_overview_and_recipe_pages_show_leaders_holders_and_waiters_live() {
     assert!(overview.contains("<a href=\"/tree?path=/config/app\">/config/app</a>"), "{overview}");
     // The config node's object is no instance: the root is no registry.
     assert!(!overview.contains("href=\"/services?base=/\""), "{overview}");
+    // Each latch candidate's, holder's and waiter's session, with its node; the registry's.
+    let (_, sessions) = get(c.addr(), "/sessions").await;
+    let session_hex = format!("0x{:x}", s.session_id().unwrap().0);
+    assert!(sessions.contains(&format!("<code>{session_hex}</code>")), "{sessions}");
+    assert!(sessions.contains("/services/billing/billing-1"), "{sessions}");
+    assert!(
+        sessions.contains("/jobs/report/_c_") && sessions.contains("/locks/db/_c_"),
+        "{sessions}"
+    );
     let (_, services) = get(c.addr(), "/services?base=/services").await;
     assert!(
         services.contains("billing") && services.contains("10.0.0.7") && services.contains("8443"),

@@ -49,6 +49,7 @@ pub(crate) async fn serve(
         .route("/tree", get(tree))
         .route("/recipe", get(recipe))
         .route("/services", get(services))
+        .route("/sessions", get(sessions))
         .route("/events", get(events))
         .route("/assets/console.css", get(|| async { asset("text/css", CSS) }))
         .route("/assets/live.js", get(|| async { asset("text/javascript", JS) }))
@@ -104,7 +105,7 @@ fn answer(headers: &HeaderMap, status: StatusCode, page: Page) -> Response {
 }
 
 fn error_page(what: &str, detail: &str) -> Page {
-    Page { title: what.to_string(), watch: None, body: pages::error(what, detail) }
+    Page { title: what.to_string(), watch: None, body: pages::error(what, detail), timeline: false }
 }
 
 /// A failed read as a page: 404 for a node that is not there, 400 for a malformed path, 502
@@ -227,6 +228,17 @@ async fn services(
     };
     let list = read.await.map_err(|e| Refusal::from(failed(&headers, &base, &e)))?;
     Ok(answer(&headers, StatusCode::OK, pages::services::page(&base, &list)))
+}
+
+async fn sessions(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Answer {
+    let read = async {
+        let client = shared.session.client()?;
+        Ok::<_, ReadError>(
+            read::sessions::read(&client, shared.config.limits.scan_nodes_max).await?,
+        )
+    };
+    let found = read.await.map_err(|e| Refusal::from(failed(&headers, "/", &e)))?;
+    Ok(answer(&headers, StatusCode::OK, pages::sessions::page(&found)))
 }
 
 /// A page's nudges as server-sent events: `change` after each burst of changes under its

@@ -9,6 +9,7 @@
 pub(crate) mod overview;
 pub(crate) mod recipe;
 pub(crate) mod services;
+pub(crate) mod sessions;
 pub(crate) mod tree;
 
 use maud::{html, Markup, DOCTYPE};
@@ -22,6 +23,8 @@ pub(crate) struct Page {
     pub watch: Option<String>,
     /// The content of `<main>`.
     pub body: Markup,
+    /// An election's page: the live script keeps a timeline of its terms beside it.
+    pub timeline: bool,
 }
 
 /// The whole document around `page`.
@@ -42,10 +45,17 @@ pub(crate) fn document(page: &Page) -> Markup {
                     nav {
                         a href="/" { "Overview" }
                         a href=(link("/tree", &[("path", "/")])) { "Tree" }
+                        a href="/sessions" { "Sessions" }
                     }
                     span #live { @if page.watch.is_some() { "connecting…" } @else { "static" } }
                 }
                 main #main data-watch=[page.watch.as_deref()] { (page.body) }
+                @if page.timeline {
+                    aside {
+                        h2 { "Terms seen while this page is open" }
+                        ol #terms {}
+                    }
+                }
             }
         }
     }

@@ -89,7 +89,7 @@ pub(crate) fn page(scan: &Scan, servers: &[Identity], session: &Session) -> Page
             }
         }
     };
-    Page { title: "Overview".into(), watch: Some("/".into()), body }
+    Page { title: "Overview".into(), watch: Some("/".into()), body, timeline: false }
 }
 
 /// The page of the recipe of `kind` at `path`.

@@ -44,7 +44,13 @@ pub(crate) fn page(path: &str, kind: Kind, view: &RecipeView, window: Window) ->
             }
         }
     };
-    Page { title: format!("{} {path}", kind.title()), watch: Some(path.to_string()), body }
+    let timeline = matches!(kind, Kind::LeaderLatch | Kind::RaceElection | Kind::PlainElection);
+    Page {
+        title: format!("{} {path}", kind.title()),
+        watch: Some(path.to_string()),
+        body,
+        timeline,
+    }
 }
 
 fn first_label(kind: Kind) -> &'static str {

@@ -37,5 +37,5 @@ pub(crate) fn page(base: &str, services: &[Service]) -> Page {
             }
         }
     };
-    Page { title: format!("Services {base}"), watch: Some(base.to_string()), body }
+    Page { title: format!("Services {base}"), watch: Some(base.to_string()), body, timeline: false }
 }

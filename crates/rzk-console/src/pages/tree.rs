@@ -52,7 +52,7 @@ pub(crate) fn page(view: &NodeView, kind: Option<Kind>) -> Page {
             }
         }
     };
-    Page { title: view.path.clone(), watch: Some(view.path.clone()), body }
+    Page { title: view.path.clone(), watch: Some(view.path.clone()), body, timeline: false }
 }
 
 /// The recipe a page of children makes (the first page's names decide).

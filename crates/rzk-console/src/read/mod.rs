@@ -9,6 +9,8 @@ pub(crate) mod recipe;
 pub(crate) mod scan;
 pub(crate) mod servers;
 pub(crate) mod services;
+pub(crate) mod sessions;
+pub(crate) mod walk;
 
 /// The path of `parent`'s child `name`.
 pub(crate) fn child(parent: &str, name: &str) -> String {

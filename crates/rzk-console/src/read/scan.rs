@@ -1,11 +1,10 @@
 //! Which recipe lives under a path, from its children's names (pure), and the overview's
 //! walk of the tree that finds them all, within a bound on the nodes it lists.
 
-use std::collections::VecDeque;
-
 use rzk_client::Client;
 
 use super::child;
+use super::walk::Walk;
 
 /// The layouts the console recognises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -188,67 +187,45 @@ pub(crate) struct Scan {
     pub truncated: bool,
 }
 
-/// Listings a scan keeps in flight on its one connection.
-const SCAN_BATCH: usize = 256;
-
-/// Children of one node a scan walks into; a node with more (a flat store of many nodes) is
-/// listed, not walked, and the scan says it was cut short.
-const SCAN_CHILDREN_WALKED_MAX: usize = 1_000;
-
-/// Walks the tree from `/` (not `/zookeeper`) breadth first, listing at most `max_nodes`
-/// nodes, `SCAN_BATCH` at a time, and classifies each. A recipe's own children are not
-/// walked into (a semaphore's `leases/` and `locks/` are its own), nor are a registry's
-/// instances, nor the children of a node past `SCAN_CHILDREN_WALKED_MAX`.
+/// Walks the tree (`walk`), listing at most `max_nodes` nodes, and classifies each. A
+/// recipe's own children are not walked into (a semaphore's `leases/` and `locks/` are its
+/// own), nor are a registry's instances.
 ///
 /// # Errors
 /// The client's error when a listing fails for another reason than the node being gone.
 pub(crate) async fn scan(client: &Client, max_nodes: usize) -> Result<Scan, rzk_client::Error> {
     let mut scan = Scan::default();
     let mut probes = 0;
-    let mut queue = VecDeque::from([String::from("/")]);
-    while !queue.is_empty() && scan.listed < max_nodes {
-        let n = queue.len().min(SCAN_BATCH).min(max_nodes - scan.listed);
-        let batch: Vec<String> = queue.drain(..n).collect();
-        // Each request is sent as its future is made: the batch is in flight together.
-        let listings: Vec<_> = batch.iter().map(|p| client.get_children(p)).collect();
-        for (path, listing) in batch.into_iter().zip(listings) {
-            scan.listed += 1;
-            let (mut children, stat) = match listing.await {
-                Ok(c) => c,
-                Err(rzk_client::Error::NoNode) => continue,
-                Err(e) => return Err(e),
-            };
-            if children.is_empty() && stat.data_length > 0 && path != "/" {
-                scan.data_total += 1;
-                if scan.data.len() < DATA_NODES_SHOWN_MAX {
-                    scan.data.push(DataNode { path: path.clone(), stat });
-                }
-            }
-            children.sort_unstable();
-            for name in children.iter().filter_map(|c| c.strip_suffix("_epoch")) {
-                let node = child(&path, name);
-                scan.found.push(Found { path: node, kind: Kind::RaceElection, children: 0 });
-            }
-            let kind = match classify(&children) {
-                Some(Kind::PlainElection) => plain_election(client, &path, &children).await,
-                None if !children.is_empty() && probes < REGISTRY_PROBES_MAX => {
-                    probes += 1;
-                    registry(client, &path, &children).await.then_some(Kind::Registry)
-                }
-                other => other,
-            };
-            match kind {
-                Some(kind) => scan.found.push(Found { path, kind, children: children.len() }),
-                None => {
-                    scan.truncated |= children.len() > SCAN_CHILDREN_WALKED_MAX;
-                    let walked = children.iter().take(SCAN_CHILDREN_WALKED_MAX);
-                    let walked = walked.filter(|c| !(path == "/" && *c == "zookeeper"));
-                    queue.extend(walked.map(|c| child(&path, c)));
-                }
+    let mut walk = Walk::new(client, max_nodes);
+    while let Some(node) = walk.next().await? {
+        let (path, children, stat) = (&node.path, &node.children, &node.stat);
+        if children.is_empty() && stat.data_length > 0 && path != "/" {
+            scan.data_total += 1;
+            if scan.data.len() < DATA_NODES_SHOWN_MAX {
+                scan.data.push(DataNode { path: path.clone(), stat: *stat });
             }
         }
+        for name in children.iter().filter_map(|c| c.strip_suffix("_epoch")) {
+            let node = child(path, name);
+            scan.found.push(Found { path: node, kind: Kind::RaceElection, children: 0 });
+        }
+        let kind = match classify(children) {
+            Some(Kind::PlainElection) => plain_election(client, path, children).await,
+            None if !children.is_empty() && probes < REGISTRY_PROBES_MAX => {
+                probes += 1;
+                registry(client, path, children).await.then_some(Kind::Registry)
+            }
+            other => other,
+        };
+        match kind {
+            Some(kind) => {
+                let children = children.len();
+                scan.found.push(Found { path: node.path, kind, children });
+            }
+            None => walk.descend(&node),
+        }
     }
-    scan.truncated |= !queue.is_empty();
+    (scan.listed, scan.truncated) = (walk.listed, walk.truncated);
     scan.found.sort_by(|a, b| a.path.cmp(&b.path));
     scan.data.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(scan)
