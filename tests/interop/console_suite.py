@@ -86,9 +86,10 @@ def shot(driver, server_kind, name):
     print("    screenshot %s" % os.path.relpath(path, REPO))
 
 
-def start_console(procs, srv):
+def start_console(procs, srv, *flags):
     port = free_port()
-    p = procs.start([RZK, "--connect", srv.hosts, "ui", "--bind", "127.0.0.1:%d" % port])
+    p = procs.start([RZK, "--connect", srv.hosts, "ui", "--bind", "127.0.0.1:%d" % port]
+                    + list(flags))
     line = p.stdout.readline()
     check("rzk console on http://127.0.0.1:%d/" % port in line, "rzk ui printed %r" % line)
     return "http://127.0.0.1:%d" % port
@@ -233,6 +234,41 @@ def markup_in_names_and_data_is_text_and_runs_nothing(srv):
         check_eq(text, data.decode(), "the child's data")
         check(driver.title != "pwned", "a payload ran on the child's page")
         shot(driver, srv.kind, "markup-as-text")
+    finally:
+        driver.quit()
+        zk.stop()
+        procs.stop_all()
+
+
+@suite.test
+def a_participant_asked_to_go_from_the_page_hands_over(srv):
+    """With --allow-writes: the leader's row has "Ask to go…"; the confirmation page names
+    its node and version; confirmed, the node goes and the next candidate leads."""
+    procs = Processes()
+    zk = KazooClient(hosts=srv.hosts)
+    zk.start(timeout=30)
+    driver = browser()
+    path = "/jobs/asked"
+    try:
+        for pid in ("first", "second"):
+            procs.start([RZK, "--connect", srv.hosts, "elect", path, "--id", pid, "--",
+                         "sh", "-c", WORK])
+            wait_until(lambda: zk.exists(path) and len(zk.get_children(path)) >= (1 if pid == "first" else 2),
+                       30, "%s to join" % pid)
+        url = start_console(procs, srv, "--allow-writes")
+        driver.get(url + "/recipe?path=%s&kind=latch" % path)
+        check_eq(leader_text(driver), "first", "the leader")
+        leader_node = [c for c in zk.get_children(path) if zk.get(path + "/" + c)[0] == b"first"][0]
+        driver.find_elements(By.CSS_SELECTOR, "table.members tbody tr")[0] \
+            .find_element(By.TAG_NAME, "button").click()
+        wait_until(lambda: "Confirm" in driver.page_source, 10, "the confirmation page")
+        check(leader_node in texts(driver, "h1")[0], "the confirmation names the node: %s"
+              % texts(driver, "h1"))
+        shot(driver, srv.kind, "ask-to-go")
+        driver.find_element(By.CSS_SELECTOR, "form.confirm button").click()
+        wait_until(lambda: not zk.exists(path + "/" + leader_node), 10, "the node to go")
+        driver.get(url + "/recipe?path=%s&kind=latch" % path)
+        wait_until(lambda: leader_text(driver) == "second", 10, "second to lead")
     finally:
         driver.quit()
         zk.stop()

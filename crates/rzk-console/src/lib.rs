@@ -24,7 +24,8 @@
 //! # Security
 //! Node names and data are untrusted: every value reaches the page through maud, which
 //! escapes it, and the page's content security policy allows no inline script, so a node
-//! named `<script>` is text. The console is read-only; it binds where it is told (the CLI
+//! named `<script>` is text. The console is read-only unless [`ConsoleConfig::with_writes`]
+//! (then each write is confirmed and carries a CSRF token); it binds where it is told (the CLI
 //! defaults to 127.0.0.1), and may require a login of its own ([`BasicAuth`]).
 //!
 //! # Limits
@@ -93,6 +94,9 @@ pub struct ConsoleConfig {
     pub auth: Option<BasicAuth>,
     /// The servers the overview asks who they are (`srvr`): the connect string's, usually.
     pub servers: Vec<String>,
+    /// Offer writes: set data at a version, delete a node, ask a participant to go; each
+    /// confirmed. Off by default.
+    pub allow_writes: bool,
     /// Its bounds.
     pub limits: Limits,
 }
@@ -110,6 +114,13 @@ impl ConsoleConfig {
         self
     }
 
+    /// Offers writes (`--allow-writes`), each behind a confirmation and the console's CSRF
+    /// token.
+    pub fn with_writes(mut self, on: bool) -> Self {
+        self.allow_writes = on;
+        self
+    }
+
     /// Other bounds.
     pub fn with_limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
@@ -122,6 +133,15 @@ pub(crate) struct Shared {
     pub session: Session,
     pub config: ConsoleConfig,
     pub live: live::Live,
+    /// The token every write form carries; empty when writes are off.
+    pub csrf: String,
+}
+
+impl Shared {
+    /// The CSRF token pages put in their write forms, when writes are on.
+    pub fn writes(&self) -> Option<&str> {
+        (self.config.allow_writes && !self.csrf.is_empty()).then_some(self.csrf.as_str())
+    }
 }
 
 /// A running console.
@@ -148,7 +168,8 @@ impl Console {
         let addr = listener.local_addr().map_err(|source| ConsoleError::Bind { bind, source })?;
         let live = live::Live::new(session.clone(), config.limits.live_paths_max);
         let max_connections = config.limits.max_connections;
-        let shared = Arc::new(Shared { session, config, live });
+        let csrf = if config.allow_writes { http::write::csrf_token() } else { String::new() };
+        let shared = Arc::new(Shared { session, config, live, csrf });
         let task = tokio::spawn(http::serve(listener, max_connections, shared));
         Ok(Console { addr, task })
     }

@@ -37,9 +37,21 @@ async fn request(
     target: &str,
     extra: &str,
 ) -> (u16, String, String) {
+    send(addr, method, target, extra, "").await
+}
+
+/// One request with `body` after the headers `extra`.
+async fn send(
+    addr: SocketAddr,
+    method: &str,
+    target: &str,
+    extra: &str,
+    body: &str,
+) -> (u16, String, String) {
     let mut s = TcpStream::connect(addr).await.unwrap();
-    let req =
-        format!("{method} {target} HTTP/1.1\r\nHost: rzk\r\nConnection: close\r\n{extra}\r\n");
+    let req = format!(
+        "{method} {target} HTTP/1.1\r\nHost: rzk\r\nConnection: close\r\n{extra}\r\n{body}"
+    );
     s.write_all(req.as_bytes()).await.unwrap();
     let mut out = Vec::new();
     tokio::time::timeout(Duration::from_secs(20), s.read_to_end(&mut out)).await.unwrap().unwrap();
@@ -326,4 +338,73 @@ async fn a_thousand_participants_and_a_hundred_thousand_children_render_and_page
         overview.contains("/big/election") && overview.contains("the scan's limit"),
         "{overview}"
     );
+}
+
+/// The hidden `csrf` field of a page's forms.
+fn csrf_of(page: &str) -> String {
+    let field = "name=\"csrf\" value=\"";
+    let at = page.find(field).expect("a write form") + field.len();
+    page[at..].split('"').next().unwrap().to_string()
+}
+
+async fn post(addr: SocketAddr, target: &str, form: &str) -> (u16, String, String) {
+    let extra = format!(
+        "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n",
+        form.len()
+    );
+    send(addr, "POST", target, &extra, form).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_are_offered_only_when_allowed_and_each_is_confirmed_and_fenced() {
+    let server = TestServer::start().unwrap();
+    let s = session(&server).await;
+    let client = s.client().unwrap();
+    let open = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    client.create("/cfg", b"v1", &open).await.unwrap();
+    // Read-only: no form, and a POST is refused.
+    let ro = console(&s, ConsoleConfig::default()).await;
+    let (_, page) = get(ro.addr(), "/tree?path=/cfg").await;
+    assert!(!page.contains("<form"), "{page}");
+    assert_eq!(post(ro.addr(), "/set", "path=%2Fcfg&version=0&data=x&confirm=yes").await.0, 405);
+
+    let c = console(&s, ConsoleConfig::default().with_writes(true)).await;
+    let (_, page) = get(c.addr(), "/tree?path=/cfg").await;
+    let csrf = csrf_of(&page);
+    // Without the token, or from another origin: refused, nothing written.
+    let form = "csrf=forged&path=%2Fcfg&version=0&data=evil&confirm=yes";
+    assert_eq!(post(c.addr(), "/set", form).await.0, 403);
+    for origin in ["http://evil.example", "null"] {
+        let (status, _, _) =
+            request(c.addr(), "POST", "/set", &format!("Origin: {origin}\r\n")).await;
+        assert_eq!(status, 403, "{origin}");
+    }
+    assert_eq!(client.get_data("/cfg").await.unwrap().0, b"v1");
+    // The first POST asks; only the confirmed one writes, at the version shown.
+    let form = format!("csrf={csrf}&path=%2Fcfg&version=0&data=v2");
+    let (status, _, ask) = post(c.addr(), "/set", &form).await;
+    assert_eq!(status, 200, "{ask}");
+    assert!(ask.contains("Confirm") && ask.contains("name=\"confirm\" value=\"yes\""), "{ask}");
+    assert_eq!(client.get_data("/cfg").await.unwrap().0, b"v1");
+    let (status, head, _) = post(c.addr(), "/set", &format!("{form}&confirm=yes")).await;
+    assert_eq!(status, 303, "{head}");
+    let (data, stat) = client.get_data("/cfg").await.unwrap();
+    assert_eq!((data.as_slice(), stat.version), (&b"v2"[..], 1));
+    // A second write at the version first shown is refused: the node moved on.
+    let (status, _, body) = post(c.addr(), "/set", &format!("{form}&confirm=yes")).await;
+    assert_eq!(status, 409, "{body}");
+    assert!(body.contains("no longer at version 0"), "{body}");
+    // Asking a participant to go: the confirmation reads its version; confirmed, its node goes.
+    let latch = LeaderLatch::new(&s, "/job", LatchOptions::default().with_id("solo")).unwrap();
+    latch.start().await.unwrap();
+    let node = latch.participants().await.unwrap().list[0].node.clone();
+    let (_, page) = get(c.addr(), "/recipe?path=/job&kind=latch").await;
+    assert!(page.contains("Ask to go"), "{page}");
+    let enc: String = node.replace('/', "%2F");
+    let (status, _, ask) = post(c.addr(), "/delete", &format!("csrf={csrf}&path={enc}")).await;
+    assert_eq!(status, 200, "{ask}");
+    assert!(ask.contains("name=\"version\" value=\"0\""), "{ask}");
+    let done = format!("csrf={csrf}&path={enc}&version=0&confirm=yes");
+    assert_eq!(post(c.addr(), "/delete", &done).await.0, 303);
+    assert!(client.check_stat(&node).await.unwrap().is_none());
 }

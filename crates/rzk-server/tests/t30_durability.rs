@@ -204,8 +204,11 @@ async fn a_dying_disk_stops_the_server_without_acknowledging() {
     let mut disk = DiskConfig::new("/data");
     disk.storage = Arc::new(storage.clone());
     let s = TestServer::builder().tick_ms(100).disk(disk).start().unwrap();
+    // The first connect may wait out a loaded machine (the suites start all at once); a write
+    // the frozen disk holds fails within the session timeout whatever this bound is.
     let c = zk::Client::connector()
         .with_session_timeout(Duration::from_secs(2))
+        .with_connection_timeout(Duration::from_secs(10))
         .connect(&s.connect_string())
         .await
         .unwrap();

@@ -24,11 +24,16 @@ pub(crate) struct UiArgs {
     /// The file whose first line is the console login's password.
     #[arg(long, requires = "ui_user", value_name = "FILE")]
     ui_password_file: Option<PathBuf>,
+    /// Offer writes: set a node's data at the version shown, delete a node, ask an election's
+    /// or a lock's participant to go (delete its node); each asks to confirm first. The
+    /// writes are the console's session's, under its credentials and the nodes' ACLs.
+    #[arg(long)]
+    allow_writes: bool,
 }
 
 impl UiArgs {
     fn config(&self) -> Result<ConsoleConfig, CliError> {
-        let mut config = ConsoleConfig::default();
+        let mut config = ConsoleConfig::default().with_writes(self.allow_writes);
         if let (Some(user), Some(file)) = (&self.ui_user, &self.ui_password_file) {
             let text = std::fs::read_to_string(file)
                 .map_err(|e| CliError::usage(format!("{}: {e}", file.display())))?;

@@ -5,17 +5,18 @@
 
 pub(crate) mod auth;
 mod listener;
+pub(crate) mod write;
 
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{Query, Request, State};
+use axum::extract::{DefaultBodyLimit, Query, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::Router;
 use serde::Deserialize;
 use tokio::net::TcpListener;
@@ -51,6 +52,8 @@ pub(crate) async fn serve(
         .route("/services", get(services))
         .route("/sessions", get(sessions))
         .route("/events", get(events))
+        .route("/set", post(write::set))
+        .route("/delete", post(write::delete))
         .route("/assets/console.css", get(|| async { asset("text/css", CSS) }))
         .route("/assets/live.js", get(|| async { asset("text/javascript", JS) }))
         .fallback(|| async {
@@ -60,6 +63,7 @@ pub(crate) async fn serve(
                 error_page("Not found", "No such page."),
             )
         })
+        .layer(DefaultBodyLimit::max(write::WRITE_FORM_BYTES_MAX))
         .layer(middleware::from_fn_with_state(shared.clone(), guard))
         .with_state(shared);
     axum::serve(listener::Bounded::new(listener, max_connections), app).await
@@ -67,8 +71,12 @@ pub(crate) async fn serve(
 
 /// The login, the methods, the headers.
 async fn guard(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> Response {
-    let mut res = if req.method() != Method::GET && req.method() != Method::HEAD {
+    let read = req.method() == Method::GET || req.method() == Method::HEAD;
+    let write = req.method() == Method::POST && shared.writes().is_some();
+    let mut res = if !read && !write {
         (StatusCode::METHOD_NOT_ALLOWED, "the console is read-only\n").into_response()
+    } else if write && !same_origin(req.headers()) {
+        (StatusCode::FORBIDDEN, "a write from another origin\n").into_response()
     } else if shared.config.auth.as_ref().is_some_and(|a| !a.allows(req.headers())) {
         let mut r = (StatusCode::UNAUTHORIZED, "login required\n").into_response();
         r.headers_mut().insert(
@@ -83,9 +91,20 @@ async fn guard(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> R
     h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
     h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
     h.entry(header::CACHE_CONTROL).or_insert(HeaderValue::from_static("no-store"));
     res
+}
+
+/// A POST's `Origin`, when the browser sends one, is the console's own (`Host`): a second
+/// guard beside the CSRF token. (`Referrer-Policy: same-origin`, not `no-referrer`, under
+/// which browsers send `Origin: null` even from the console's own forms.)
+fn same_origin(headers: &HeaderMap) -> bool {
+    let Some(origin) = headers.get(header::ORIGIN).and_then(|o| o.to_str().ok()) else {
+        return true;
+    };
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("");
+    origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://")) == Some(host)
 }
 
 fn asset(content_type: &'static str, body: &'static str) -> Response {
@@ -165,10 +184,10 @@ async fn overview(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Resp
 }
 
 /// A handler's answer: the page, or the error page its `?` returned.
-type Answer = Result<Response, Refusal>;
+pub(crate) type Answer = Result<Response, Refusal>;
 
 /// An error page, boxed: it travels up a handler's `?` and is answered as it is.
-struct Refusal(Box<Response>);
+pub(crate) struct Refusal(Box<Response>);
 
 impl From<Response> for Refusal {
     fn from(r: Response) -> Refusal {
@@ -197,7 +216,8 @@ async fn tree(
         )
     };
     let view = read.await.map_err(|e| Refusal::from(failed(&headers, &path, &e)))?;
-    Ok(answer(&headers, StatusCode::OK, pages::tree::page(&view, pages::tree::kind_of(&view))))
+    let kind = pages::tree::kind_of(&view);
+    Ok(answer(&headers, StatusCode::OK, pages::tree::page(&view, kind, shared.writes())))
 }
 
 async fn recipe(
@@ -213,7 +233,8 @@ async fn recipe(
     let view = read::recipe::read(&shared.session, &path, kind).await;
     let view = view.map_err(|e| Refusal::from(failed(&headers, &path, &e)))?;
     let window = Window { from: q.from.unwrap_or(0), len: shared.config.limits.children_per_page };
-    Ok(answer(&headers, StatusCode::OK, pages::recipe::page(&path, kind, &view, window)))
+    let page = pages::recipe::page(&path, kind, &view, window, shared.writes());
+    Ok(answer(&headers, StatusCode::OK, page))
 }
 
 async fn services(

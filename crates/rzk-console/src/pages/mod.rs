@@ -6,6 +6,7 @@
 //! what a live page fetches to replace its `<main>`; a page without JavaScript is the same
 //! HTML, whole.
 
+pub(crate) mod confirm;
 pub(crate) mod overview;
 pub(crate) mod recipe;
 pub(crate) mod services;

@@ -16,7 +16,13 @@ pub(crate) struct Window {
 }
 
 /// The page of the recipe of `kind` at `path`, its members from `window`.
-pub(crate) fn page(path: &str, kind: Kind, view: &RecipeView, window: Window) -> Page {
+pub(crate) fn page(
+    path: &str,
+    kind: Kind,
+    view: &RecipeView,
+    window: Window,
+    writes: Option<&str>,
+) -> Page {
     let now = now_ms();
     let body = html! {
         h1 { (kind.title()) " " code { (path) } }
@@ -34,7 +40,7 @@ pub(crate) fn page(path: &str, kind: Kind, view: &RecipeView, window: Window) ->
                 p.summary { strong { (view.count) } " members; "
                     @if view.ready { "ready: they may leave" } @else { "not ready yet" } }
             }
-            _ => { (members(path, kind, view, window)) }
+            _ => { (members(path, kind, view, window, writes)) }
         }
         @if !view.foreign.is_empty() {
             section.warning {
@@ -61,7 +67,13 @@ fn first_label(kind: Kind) -> &'static str {
     }
 }
 
-fn members(path: &str, kind: Kind, view: &RecipeView, window: Window) -> Markup {
+fn members(
+    path: &str,
+    kind: Kind,
+    view: &RecipeView,
+    window: Window,
+    writes: Option<&str>,
+) -> Markup {
     let from = window.from.min(view.members.len());
     let to = (from + window.len.max(1)).min(view.members.len());
     let link = |from: usize| {
@@ -87,7 +99,7 @@ fn members(path: &str, kind: Kind, view: &RecipeView, window: Window) -> Markup 
             }
         }
         table.members {
-            thead { tr { th.num { "#" } th { "Role" } th { "Id" } th.num { "Token (czxid)" } th { "Session" } th { "Node" } } }
+            thead { tr { th.num { "#" } th { "Role" } th { "Id" } th.num { "Token (czxid)" } th { "Session" } th { "Node" } @if writes.is_some() { th {} } } }
             tbody {
                 @for (i, m) in view.members.iter().enumerate().skip(from).take(to - from) {
                     tr class=(role_class(m.role)) {
@@ -97,6 +109,15 @@ fn members(path: &str, kind: Kind, view: &RecipeView, window: Window) -> Markup 
                         td.num { (m.token) }
                         td { code { (session_hex(m.session)) } }
                         td { a href=(tree_link(&m.node)) { code { (name_of(&m.node)) } } }
+                        @if let Some(csrf) = writes {
+                            td {
+                                form method="post" action="/delete" {
+                                    input type="hidden" name="csrf" value=(csrf);
+                                    input type="hidden" name="path" value=(m.node);
+                                    button type="submit" { "Ask to go…" }
+                                }
+                            }
+                        }
                     }
                 }
             }

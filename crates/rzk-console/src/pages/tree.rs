@@ -7,8 +7,9 @@ use super::{age, link, name_of, now_ms, session_hex, tree_link, utc, Page};
 use crate::read::node::{NodeView, Shown};
 use crate::read::scan::{classify, Kind};
 
-/// The page of `view`; `kind` is the recipe its children make, if any.
-pub(crate) fn page(view: &NodeView, kind: Option<Kind>) -> Page {
+/// The page of `view`; `kind` is the recipe its children make, if any; with `writes` (the
+/// CSRF token) its data can be set and the node deleted.
+pub(crate) fn page(view: &NodeView, kind: Option<Kind>, writes: Option<&str>) -> Page {
     let s = &view.stat;
     let now = now_ms();
     let body = html! {
@@ -20,6 +21,7 @@ pub(crate) fn page(view: &NodeView, kind: Option<Kind>) -> Page {
             h2 { "Data" span.meta { " " (s.data_length) " bytes, version " (s.version) } }
             (data(&view.data.0, view.data.1))
         }
+        @if let Some(csrf) = writes { (write_forms(view, csrf)) }
         section {
             h2 { "Stat" }
             table.stat {
@@ -53,6 +55,34 @@ pub(crate) fn page(view: &NodeView, kind: Option<Kind>) -> Page {
         }
     };
     Page { title: view.path.clone(), watch: Some(view.path.clone()), body, timeline: false }
+}
+
+/// Set the data (as text, at the version shown) or delete the node; each asks to confirm.
+fn write_forms(view: &NodeView, csrf: &str) -> Markup {
+    let text = match &view.data.0 {
+        Shown::Text(t) | Shown::Json(t) if !view.data.1 => t.as_str(),
+        _ => "",
+    };
+    let version = view.stat.version;
+    html! {
+        section.write {
+            h2 { "Change" }
+            form method="post" action="/set" {
+                input type="hidden" name="csrf" value=(csrf);
+                input type="hidden" name="path" value=(view.path);
+                input type="hidden" name="version" value=(version);
+                textarea name="data" rows="6" cols="80" { (text) }
+                br;
+                button type="submit" { "Set data at version " (version) "…" }
+            }
+            form method="post" action="/delete" {
+                input type="hidden" name="csrf" value=(csrf);
+                input type="hidden" name="path" value=(view.path);
+                input type="hidden" name="version" value=(version);
+                button type="submit" { "Delete this node…" }
+            }
+        }
+    }
 }
 
 /// The recipe a page of children makes (the first page's names decide).
