@@ -139,6 +139,12 @@ async fn the_overview_and_recipe_pages_show_leaders_holders_and_waiters_live() {
     }
     // Who the server is (srvr), and the config node among the data nodes.
     assert!(overview.contains("<h2>Servers</h2>") && overview.contains("standalone"), "{overview}");
+    // The test server allows every word: mntr's figures too, one cell each.
+    let figures = &overview[overview.find("class=\"figures\"").expect("mntr's table")..];
+    let figures = &figures[..figures.find("</table>").unwrap()];
+    assert!(!figures.contains("refused") && !figures.contains("no answer"), "{figures}");
+    assert_eq!(figures.matches("<td class=\"num\">").count(), 6, "{figures}");
+    assert!(!figures.contains("<td class=\"num\"></td>"), "{figures}");
     assert!(overview.contains("<a href=\"/tree?path=/config/app\">/config/app</a>"), "{overview}");
     // The config node's object is no instance: the root is no registry.
     assert!(!overview.contains("href=\"/services?base=/\""), "{overview}");

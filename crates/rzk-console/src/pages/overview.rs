@@ -11,6 +11,16 @@ use crate::read::servers::Identity;
 /// The `srvr` fields the overview shows of each server.
 const SERVER_FIELDS: [&str; 5] = ["Mode", "Zookeeper version", "Zxid", "Connections", "Node count"];
 
+/// The `mntr` figures it shows, where the server answers `mntr`.
+const MNTR_FIGURES: [&str; 6] = [
+    "zk_avg_latency",
+    "zk_outstanding_requests",
+    "zk_num_alive_connections",
+    "zk_watch_count",
+    "zk_ephemerals_count",
+    "zk_approximate_data_size",
+];
+
 /// The overview of `scan` and `servers`, read over `session`.
 pub(crate) fn page(scan: &Scan, servers: &[Identity], session: &Session) -> Page {
     let now = now_ms();
@@ -42,6 +52,24 @@ pub(crate) fn page(scan: &Scan, servers: &[Identity], session: &Session) -> Page
                                         }
                                     }
                                     Err(why) => { td.meta colspan=(SERVER_FIELDS.len()) { "does not answer srvr: " (why) } }
+                                }
+                            }
+                        }
+                    }
+                }
+                table.figures {
+                    thead { tr { th { "mntr" } @for f in MNTR_FIGURES { th { (f.trim_start_matches("zk_")) } } } }
+                    tbody {
+                        @for s in servers {
+                            tr {
+                                td { code { (s.host) } }
+                                @match &s.figures {
+                                    Ok(figures) => {
+                                        @for f in MNTR_FIGURES {
+                                            td.num { (figures.iter().find(|(k, _)| k == f).map_or("", |(_, v)| v.as_str())) }
+                                        }
+                                    }
+                                    Err(why) => { td.meta colspan=(MNTR_FIGURES.len()) { (why) } }
                                 }
                             }
                         }
