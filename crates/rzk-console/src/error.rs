@@ -14,7 +14,13 @@ pub enum ConsoleError {
         /// The socket's error.
         source: std::io::Error,
     },
-    /// The listener failed while serving.
+    /// The serving task panicked.
     #[error("the console stopped serving: {0}")]
-    Serve(std::io::Error),
+    Serve(String),
+    /// The operating system gave no randomness for the CSRF token of the write forms.
+    #[error("no randomness for the write forms' token: {source}")]
+    Random {
+        /// getrandom's error.
+        source: getrandom::Error,
+    },
 }

@@ -30,7 +30,8 @@
 //!
 //! # Limits
 //! Connections, children per page, nodes a scan reads, paths watched live and data bytes
-//! shown are bounded by [`Limits`].
+//! shown are bounded by [`Limits`]; each connection's header time, header bytes and lifetime
+//! by the `HTTP_*` constants.
 //!
 //! # Modules
 //! - `read/`: what the tree says, as plain values: the recipe found under each path (`scan`),
@@ -47,16 +48,21 @@ mod http;
 mod live;
 mod pages;
 mod read;
+mod shared;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use rzk_recipes::session::Session;
+use shared::Shared;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 pub use error::ConsoleError;
 pub use http::auth::BasicAuth;
+pub use http::listener::{
+    HTTP_CONNECTION_LIFETIME, HTTP_HEADER_READ_TIMEOUT, HTTP_REQUEST_BYTES_MAX,
+};
 
 /// Bounds on what the console holds and reads.
 #[derive(Debug, Clone)]
@@ -128,26 +134,10 @@ impl ConsoleConfig {
     }
 }
 
-/// What every request handler shares.
-pub(crate) struct Shared {
-    pub session: Session,
-    pub config: ConsoleConfig,
-    pub live: live::Live,
-    /// The token every write form carries; empty when writes are off.
-    pub csrf: String,
-}
-
-impl Shared {
-    /// The CSRF token pages put in their write forms, when writes are on.
-    pub fn writes(&self) -> Option<&str> {
-        (self.config.allow_writes && !self.csrf.is_empty()).then_some(self.csrf.as_str())
-    }
-}
-
 /// A running console.
 pub struct Console {
     addr: SocketAddr,
-    task: JoinHandle<std::io::Result<()>>,
+    task: JoinHandle<()>,
 }
 
 impl Console {
@@ -168,8 +158,13 @@ impl Console {
         let addr = listener.local_addr().map_err(|source| ConsoleError::Bind { bind, source })?;
         let live = live::Live::new(session.clone(), config.limits.live_paths_max);
         let max_connections = config.limits.max_connections;
-        let csrf = if config.allow_writes { http::write::csrf_token() } else { String::new() };
-        let shared = Arc::new(Shared { session, config, live, csrf });
+        let csrf = if config.allow_writes {
+            Some(http::write::csrf_token().map_err(|source| ConsoleError::Random { source })?)
+        } else {
+            None
+        };
+        let hosts = shared::allowed_hosts(addr);
+        let shared = Arc::new(Shared { session, config, live, csrf, hosts });
         let task = tokio::spawn(http::serve(listener, max_connections, shared));
         Ok(Console { addr, task })
     }
@@ -179,19 +174,15 @@ impl Console {
         self.addr
     }
 
-    /// Serves until the listener fails.
+    /// Serves for as long as it is not dropped.
     ///
     /// # Errors
-    /// [`ConsoleError::Serve`] with the listener's error.
+    /// [`ConsoleError::Serve`] if the serving task panicked.
     ///
     /// # Cancellation safety
     /// Safe: the console keeps serving in its own task; drop the [`Console`] to stop it.
     pub async fn wait(mut self) -> Result<(), ConsoleError> {
-        match (&mut self.task).await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(ConsoleError::Serve(e)),
-            Err(e) => Err(ConsoleError::Serve(std::io::Error::other(e))),
-        }
+        (&mut self.task).await.map_err(|e| ConsoleError::Serve(e.to_string()))
     }
 }
 

@@ -86,16 +86,18 @@ impl Watch {
                 return tokio::time::sleep(REWATCH_PAUSE).await;
             }
         };
+        let mut idle = tokio::time::interval(IDLE_CHECK);
         loop {
             tokio::select! {
                 biased;
                 event = watcher.changed() => {
-                    if event.event_type == rzk_client::EventType::Session {
+                    // A session's end or the watch's removal is the watcher's last event.
+                    if event.event_type.ends_watch() || self.tx.send(()).is_err() {
                         return;
                     }
-                    let _ = self.tx.send(());
                 }
-                () = tokio::time::sleep(IDLE_CHECK) => {
+                // Checked on a clock of its own, so that a busy tree cannot keep it from firing.
+                _ = idle.tick() => {
                     if self.tx.receiver_count() == 0 {
                         return;
                     }

@@ -49,9 +49,9 @@ async fn send(
     body: &str,
 ) -> (u16, String, String) {
     let mut s = TcpStream::connect(addr).await.unwrap();
-    let req = format!(
-        "{method} {target} HTTP/1.1\r\nHost: rzk\r\nConnection: close\r\n{extra}\r\n{body}"
-    );
+    // The console answers only to its own host names (DNS rebinding); `extra` may name another.
+    let host = if extra.contains("Host:") { String::new() } else { format!("Host: {addr}\r\n") };
+    let req = format!("{method} {target} HTTP/1.1\r\n{host}Connection: close\r\n{extra}\r\n{body}");
     s.write_all(req.as_bytes()).await.unwrap();
     let mut out = Vec::new();
     tokio::time::timeout(Duration::from_secs(20), s.read_to_end(&mut out)).await.unwrap().unwrap();
@@ -172,8 +172,10 @@ async fn the_overview_and_recipe_pages_show_leaders_holders_and_waiters_live() {
     // A live page: its event stream says ready, then change within a second of the leader
     // leaving.
     let mut events = TcpStream::connect(c.addr()).await.unwrap();
-    let req =
-        "GET /events?path=/jobs/report HTTP/1.1\r\nHost: rzk\r\nAccept: text/event-stream\r\n\r\n";
+    let req = format!(
+        "GET /events?path=/jobs/report HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\n\r\n",
+        c.addr()
+    );
     events.write_all(req.as_bytes()).await.unwrap();
     // With data: a browser dispatches no event whose data is empty.
     read_until(&mut events, "event: ready\ndata: 1\n", Duration::from_secs(10)).await;
@@ -275,6 +277,11 @@ async fn the_login_methods_and_bad_requests_are_answered() {
     assert_eq!(request(c.addr(), "GET", "/tree?path=relative", login).await.0, 400);
     assert_eq!(request(c.addr(), "GET", "/recipe?path=/x&kind=nonsense", login).await.0, 400);
     assert_eq!(request(c.addr(), "GET", "/no-such-page", login).await.0, 404);
+    // A page that rebinds its own name to the console's address names itself as the host.
+    let rebound = format!("{login}Host: attacker.example:{}\r\n", c.addr().port());
+    assert_eq!(request(c.addr(), "GET", "/", &rebound).await.0, 421);
+    let localhost = format!("{login}Host: localhost:{}\r\n", c.addr().port());
+    assert_eq!(request(c.addr(), "GET", "/", &localhost).await.0, 200);
     let (status, _, body) = request(c.addr(), "GET", "/tree?path=/a//b", login).await;
     assert_eq!(status, 400, "{body}");
 }
@@ -368,6 +375,7 @@ async fn writes_are_offered_only_when_allowed_and_each_is_confirmed_and_fenced()
     let client = s.client().unwrap();
     let open = CreateMode::Persistent.with_acls(Acls::anyone_all());
     client.create("/cfg", b"v1", &open).await.unwrap();
+    client.create("/json", br#"{"b":1,"a":[2]}"#, &open).await.unwrap();
     // Read-only: no form, and a POST is refused.
     let ro = console(&s, ConsoleConfig::default()).await;
     let (_, page) = get(ro.addr(), "/tree?path=/cfg").await;
@@ -400,6 +408,13 @@ async fn writes_are_offered_only_when_allowed_and_each_is_confirmed_and_fenced()
     let (status, _, body) = post(c.addr(), "/set", &format!("{form}&confirm=yes")).await;
     assert_eq!(status, 409, "{body}");
     assert!(body.contains("no longer at version 0"), "{body}");
+    // The form starts from the data as it is (not the page's re-indented JSON), and a
+    // browser's CRLF line ends are stored as the LF they were.
+    let (_, page) = get(c.addr(), "/tree?path=/json").await;
+    assert!(page.contains("<textarea name=\"data\" rows=\"6\" cols=\"80\">{&quot;b&quot;:1,&quot;a&quot;:[2]}</textarea>"), "{page}");
+    let crlf = format!("csrf={csrf}&path=%2Fjson&version=0&data=x%0D%0Ay&confirm=yes");
+    assert_eq!(post(c.addr(), "/set", &crlf).await.0, 303);
+    assert_eq!(client.get_data("/json").await.unwrap().0, b"x\ny");
     // Asking a participant to go: the confirmation reads its version; confirmed, its node goes.
     let latch = LeaderLatch::new(&s, "/job", LatchOptions::default().with_id("solo")).unwrap();
     latch.start().await.unwrap();
@@ -413,4 +428,27 @@ async fn writes_are_offered_only_when_allowed_and_each_is_confirmed_and_fenced()
     let done = format!("csrf={csrf}&path={enc}&version=0&confirm=yes");
     assert_eq!(post(c.addr(), "/delete", &done).await.0, 303);
     assert!(client.check_stat(&node).await.unwrap().is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn misbehaving_http_clients_are_bounded_and_the_console_keeps_serving() {
+    // Time bounds (the header timeout, waited out), so a heavy slot.
+    let _slot = rzk_testkit::slots::heavy_async().await;
+    let server = TestServer::start().unwrap();
+    let s = session(&server).await;
+    let config = ConsoleConfig::default();
+    let limits = rzk_testkit::http_abuse::HttpLimits {
+        connections_max: config.limits.max_connections,
+        header_read_timeout: rzk_console::HTTP_HEADER_READ_TIMEOUT,
+        request_bytes_max: rzk_console::HTTP_REQUEST_BYTES_MAX,
+    };
+    let c = console(&s, config).await;
+    let addr = c.addr();
+    // The attack fills every connection the console serves, so nothing probes beside it: the
+    // console must answer again after it.
+    let attack = tokio::task::spawn_blocking(move || {
+        rzk_testkit::http_abuse::assert_bounded(addr, limits, "/tree?path=/")
+    });
+    attack.await.unwrap();
+    assert_eq!(get(addr, "/").await.0, 200);
 }

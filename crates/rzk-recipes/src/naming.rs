@@ -114,7 +114,7 @@ pub(crate) fn sequence_number(digits: &str) -> u64 {
 /// True if an `ephemeralOwner` is a session id: not 0 (persistent, and containers and TTL nodes
 /// as ZooKeeper reports them), not `i64::MIN` (the container marker), not a TTL marker (top byte
 /// `0xff`).
-pub(crate) fn is_session_owner(owner: i64) -> bool {
+pub fn is_session_owner(owner: i64) -> bool {
     owner != 0 && owner != i64::MIN && (owner as u64) >> 56 != 0xff
 }
 

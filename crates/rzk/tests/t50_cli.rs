@@ -420,10 +420,8 @@ fn demo_ui_serves_the_console_on_its_server_and_stays_up() {
         assert!(out.read_line(&mut line).unwrap() > 0, "the demo ended: {seen}");
         seen.push_str(&line);
     }
-    let page = rzk_testkit::http_abuse::raw(
-        bind.parse().unwrap(),
-        b"GET / HTTP/1.1\r\nHost: rzk\r\nConnection: close\r\n\r\n",
-    );
+    let req = format!("GET / HTTP/1.1\r\nHost: {bind}\r\nConnection: close\r\n\r\n");
+    let page = rzk_testkit::http_abuse::raw(bind.parse().unwrap(), req.as_bytes());
     for want in ["/demo/jobs/report", "/demo/locks/nightly", "/demo/services"] {
         assert!(page.contains(want), "the console lacks {want}: {page}");
     }

@@ -38,8 +38,8 @@ impl BasicAuth {
 }
 
 /// Equal, in a time that depends on the lengths only, so that a guess's timing tells nothing
-/// of how much of it was right.
-fn same(a: &[u8], b: &[u8]) -> bool {
+/// of how much of it was right (a password, a CSRF token).
+pub(crate) fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 

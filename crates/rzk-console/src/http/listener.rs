@@ -1,86 +1,69 @@
-//! The console's listener, which holds one permit per open connection: at most
-//! `max_connections` are served at once, and the next waits in the kernel's backlog until
-//! one closes, rather than each costing the console a task and buffers.
+//! The console's listener, bounded as rzk-server's HTTP listener is: at most
+//! `max_connections` connections (one more is closed as soon as it is accepted), a client that
+//! does not send its headers within `HTTP_HEADER_READ_TIMEOUT` is closed (slowloris), request
+//! headers are held to `HTTP_REQUEST_BYTES_MAX`, and no connection outlives
+//! `HTTP_CONNECTION_LIFETIME` (a live
+//! page's event stream reconnects by itself). So no HTTP client holds more than a fixed share of
+//! the console, however it behaves.
 
-use std::io;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use axum::Router;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
 
-/// A TCP listener that accepts only while a connection permit is free.
-pub(crate) struct Bounded {
-    inner: TcpListener,
-    permits: Arc<Semaphore>,
-}
+/// How long a client may take to send a request's headers.
+pub const HTTP_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
+/// Most bytes buffered for one request's headers (431 and a close beyond).
+pub const HTTP_REQUEST_BYTES_MAX: usize = 16 * 1024;
+/// Longest a connection lives, keep-alive and event streams included.
+pub const HTTP_CONNECTION_LIFETIME: Duration = Duration::from_secs(300);
 
-impl Bounded {
-    pub fn new(inner: TcpListener, max_connections: usize) -> Bounded {
-        Bounded { inner, permits: Arc::new(Semaphore::new(max_connections.max(1))) }
+/// Accepts on `listener` and serves `app` until the task is aborted.
+pub(crate) async fn serve(listener: TcpListener, max_connections: usize, app: Router) {
+    let slots = Arc::new(Semaphore::new(max_connections.max(1)));
+    let mut conns = JoinSet::new();
+    loop {
+        tokio::select! {
+            biased;
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    let Ok(slot) = slots.clone().try_acquire_owned() else {
+                        tracing::warn!(%peer, limit = max_connections,
+                            "refusing a console connection: too many open");
+                        continue;
+                    };
+                    let app = app.clone();
+                    conns.spawn(async move {
+                        connection(app, stream, peer).await;
+                        drop(slot);
+                    });
+                }
+                Err(e) => {
+                    // Usually EMFILE: back off instead of spinning.
+                    tracing::warn!("console accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+        }
     }
 }
 
-impl axum::serve::Listener for Bounded {
-    type Io = Counted;
-    type Addr = SocketAddr;
-
-    async fn accept(&mut self) -> (Counted, SocketAddr) {
-        let permit = self.permits.clone().acquire_owned().await.expect("never closed");
-        let (io, addr) = axum::serve::Listener::accept(&mut self.inner).await;
-        (Counted { io, _permit: permit }, addr)
-    }
-
-    fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.inner.local_addr()
-    }
-}
-
-/// A connection and the permit it holds until it closes.
-pub(crate) struct Counted {
-    io: TcpStream,
-    _permit: OwnedSemaphorePermit,
-}
-
-impl AsyncRead for Counted {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().io).poll_read(cx, buf)
-    }
-}
-
-impl AsyncWrite for Counted {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().io).poll_write(cx, buf)
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().io).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().io).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.io.is_write_vectored()
+async fn connection(app: Router, stream: TcpStream, peer: SocketAddr) {
+    let conn = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HTTP_HEADER_READ_TIMEOUT)
+        .max_buf_size(HTTP_REQUEST_BYTES_MAX)
+        .serve_connection(TokioIo::new(stream), TowerToHyperService::new(app));
+    match tokio::time::timeout(HTTP_CONNECTION_LIFETIME, conn).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::debug!(%peer, "console connection closed: {e}"),
+        Err(_) => tracing::debug!(%peer, "console connection closed at its lifetime"),
     }
 }

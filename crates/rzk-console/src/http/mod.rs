@@ -4,7 +4,8 @@
 //! framing, no sniffing, no caching.
 
 pub(crate) mod auth;
-mod listener;
+pub(crate) mod listener;
+mod reply;
 pub(crate) mod write;
 
 use std::convert::Infallible;
@@ -21,13 +22,11 @@ use axum::Router;
 use serde::Deserialize;
 use tokio::net::TcpListener;
 
+use crate::pages;
 use crate::pages::recipe::Window;
-use crate::pages::{self, Page};
 use crate::read::{self, scan::Kind, ReadError};
-use crate::Shared;
-
-/// The request header a live page fetches its content with: the answer is `<main>`'s inside.
-const FRAGMENT_HEADER: &str = "x-rzk-fragment";
+use crate::shared::Shared;
+use reply::{absolute, answer, error_page, failed, Answer, Refusal};
 
 /// How long a page's nudges are gathered into one: a burst of changes refreshes it once.
 const NUDGE_COALESCE: Duration = Duration::from_millis(100);
@@ -39,12 +38,8 @@ const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; conn
 const CSS: &str = include_str!("../../assets/console.css");
 const JS: &str = include_str!("../../assets/live.js");
 
-/// Serves the console on `listener` until it fails.
-pub(crate) async fn serve(
-    listener: TcpListener,
-    max_connections: usize,
-    shared: Arc<Shared>,
-) -> std::io::Result<()> {
+/// Serves the console on `listener` until the task is aborted.
+pub(crate) async fn serve(listener: TcpListener, max_connections: usize, shared: Arc<Shared>) {
     let app = Router::new()
         .route("/", get(overview))
         .route("/tree", get(tree))
@@ -66,14 +61,18 @@ pub(crate) async fn serve(
         .layer(DefaultBodyLimit::max(write::WRITE_FORM_BYTES_MAX))
         .layer(middleware::from_fn_with_state(shared.clone(), guard))
         .with_state(shared);
-    axum::serve(listener::Bounded::new(listener, max_connections), app).await
+    listener::serve(listener, max_connections, app).await;
 }
 
 /// The login, the methods, the headers.
 async fn guard(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> Response {
     let read = req.method() == Method::GET || req.method() == Method::HEAD;
     let write = req.method() == Method::POST && shared.writes().is_some();
-    let mut res = if !read && !write {
+    let host = req.headers().get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("");
+    let mut res = if !shared.answers_to(host) {
+        (StatusCode::MISDIRECTED_REQUEST, "the console does not answer to that host name\n")
+            .into_response()
+    } else if !read && !write {
         (StatusCode::METHOD_NOT_ALLOWED, "the console is read-only\n").into_response()
     } else if write && !same_origin(req.headers()) {
         (StatusCode::FORBIDDEN, "a write from another origin\n").into_response()
@@ -96,8 +95,8 @@ async fn guard(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> R
     res
 }
 
-/// A POST's `Origin`, when the browser sends one, is the console's own (`Host`): a second
-/// guard beside the CSRF token. (`Referrer-Policy: same-origin`, not `no-referrer`, under
+/// A POST's `Origin`, when the browser sends one, is the console's own (`Host`, which the
+/// guard has checked against the names it answers to): a second guard beside the CSRF token. (`Referrer-Policy: same-origin`, not `no-referrer`, under
 /// which browsers send `Origin: null` even from the console's own forms.)
 fn same_origin(headers: &HeaderMap) -> bool {
     let Some(origin) = headers.get(header::ORIGIN).and_then(|o| o.to_str().ok()) else {
@@ -112,51 +111,6 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
     r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("max-age=300"));
     r
-}
-
-/// The page whole, or only its content when a live page asks for it.
-fn answer(headers: &HeaderMap, status: StatusCode, page: Page) -> Response {
-    if headers.contains_key(FRAGMENT_HEADER) {
-        (status, page.body).into_response()
-    } else {
-        (status, pages::document(&page)).into_response()
-    }
-}
-
-fn error_page(what: &str, detail: &str) -> Page {
-    Page { title: what.to_string(), watch: None, body: pages::error(what, detail), timeline: false }
-}
-
-/// A failed read as a page: 404 for a node that is not there, 400 for a malformed path, 502
-/// for the rest (the ZooKeeper server's answer, not ours).
-fn failed(headers: &HeaderMap, path: &str, e: &ReadError) -> Response {
-    if e.is_bad_request() {
-        answer(headers, StatusCode::BAD_REQUEST, error_page("Bad path", &format!("{path}: {e}")))
-    } else if e.is_no_node() {
-        answer(
-            headers,
-            StatusCode::NOT_FOUND,
-            error_page("No such node", &format!("{path} does not exist.")),
-        )
-    } else {
-        answer(
-            headers,
-            StatusCode::BAD_GATEWAY,
-            error_page("Could not read", &format!("{path}: {e}")),
-        )
-    }
-}
-
-/// A path from a query (`/` when absent): absolute, and ZooKeeper's to judge beyond that.
-fn absolute(headers: &HeaderMap, path: Option<String>) -> Result<String, Refusal> {
-    match path {
-        None => Ok("/".to_string()),
-        Some(p) if p.starts_with('/') => Ok(p),
-        Some(p) => {
-            let page = error_page("Bad path", &format!("{p:?} is not an absolute path."));
-            Err(answer(headers, StatusCode::BAD_REQUEST, page).into())
-        }
-    }
 }
 
 #[derive(Deserialize)]
@@ -180,24 +134,6 @@ async fn overview(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Resp
             answer(&headers, StatusCode::OK, page)
         }
         Err(e) => failed(&headers, "/", &e),
-    }
-}
-
-/// A handler's answer: the page, or the error page its `?` returned.
-pub(crate) type Answer = Result<Response, Refusal>;
-
-/// An error page, boxed: it travels up a handler's `?` and is answered as it is.
-pub(crate) struct Refusal(Box<Response>);
-
-impl From<Response> for Refusal {
-    fn from(r: Response) -> Refusal {
-        Refusal(Box::new(r))
-    }
-}
-
-impl IntoResponse for Refusal {
-    fn into_response(self) -> Response {
-        *self.0
     }
 }
 
@@ -264,14 +200,15 @@ async fn sessions(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Answ
 
 /// A page's nudges as server-sent events: `change` after each burst of changes under its
 /// path. 503 when the console watches as many paths as it may.
-async fn events(State(shared): State<Arc<Shared>>, Query(q): Query<PathQuery>) -> Response {
-    let path = q.path.unwrap_or_else(|| "/".to_string());
-    if !path.starts_with('/') {
-        return (StatusCode::BAD_REQUEST, "path must be absolute\n").into_response();
-    }
+async fn events(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    Query(q): Query<PathQuery>,
+) -> Answer {
+    let path = absolute(&headers, q.path)?;
     let Some(rx) = shared.live.subscribe(&path) else {
-        return (StatusCode::SERVICE_UNAVAILABLE, "too many live paths; reload by hand\n")
-            .into_response();
+        let busy = (StatusCode::SERVICE_UNAVAILABLE, "too many live paths; reload by hand\n");
+        return Ok(busy.into_response());
     };
     let stream = futures_util::stream::unfold(rx, |mut rx| async move {
         match rx.recv().await {
@@ -285,7 +222,6 @@ async fn events(State(shared): State<Arc<Shared>>, Query(q): Query<PathQuery>) -
     });
     // Each event carries data: a browser dispatches none whose data is empty.
     let first = futures_util::stream::once(async { Ok(Event::default().event("ready").data("1")) });
-    Sse::new(futures_util::StreamExt::chain(first, stream))
-        .keep_alive(KeepAlive::default())
-        .into_response()
+    let events = Sse::new(futures_util::StreamExt::chain(first, stream));
+    Ok(events.keep_alive(KeepAlive::default()).into_response())
 }

@@ -13,9 +13,10 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
-use super::{answer, error_page, Answer, Refusal};
+use super::auth::same;
+use super::reply::{answer, error_page, Answer, Refusal};
 use crate::pages::{self, confirm::Write};
-use crate::Shared;
+use crate::shared::Shared;
 
 /// The largest form a write accepts: ZooKeeper's default `jute.maxbuffer` (1 MiB) of data, and
 /// room for the other fields.
@@ -24,14 +25,11 @@ pub(crate) const WRITE_FORM_BYTES_MAX: usize = 1024 * 1024 + 4096;
 /// Bytes of the CSRF token, from the operating system's randomness.
 const CSRF_BYTES: usize = 32;
 
-/// A fresh CSRF token, hex.
-pub(crate) fn csrf_token() -> String {
+/// A fresh CSRF token, hex, from the operating system's randomness.
+pub(crate) fn csrf_token() -> Result<String, getrandom::Error> {
     let mut bytes = [0u8; CSRF_BYTES];
-    // Without the OS's randomness no token can be trusted: then every write is refused.
-    if getrandom::getrandom(&mut bytes).is_err() {
-        return String::new();
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    getrandom::getrandom(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// A write form's fields.
@@ -52,10 +50,15 @@ pub(super) async fn set(
     Form(f): Form<WriteForm>,
 ) -> Answer {
     let version = checked(&shared, &headers, &f)?.ok_or_else(|| no_version(&headers))?;
-    let data = f.data.clone().unwrap_or_default();
+    // Browsers send a textarea's line ends as CRLF; the node's were LF.
+    let data = f.data.as_deref().unwrap_or_default().replace("\r\n", "\n");
     if f.confirm.as_deref() != Some("yes") {
         let write = Write::Set { path: &f.path, version, data: &data };
-        return Ok(answer(&headers, StatusCode::OK, pages::confirm::page(&write, &shared.csrf)));
+        return Ok(answer(
+            &headers,
+            StatusCode::OK,
+            pages::confirm::page(&write, shared.writes().unwrap_or_default()),
+        ));
     }
     let client = shared.session.client().map_err(|e| refused(&f.path, &e.to_string()))?;
     match client.set_data(&f.path, data.as_bytes(), Some(version)).await {
@@ -84,7 +87,11 @@ pub(super) async fn delete(
     };
     if f.confirm.as_deref() != Some("yes") {
         let write = Write::Delete { path: &f.path, version };
-        return Ok(answer(&headers, StatusCode::OK, pages::confirm::page(&write, &shared.csrf)));
+        return Ok(answer(
+            &headers,
+            StatusCode::OK,
+            pages::confirm::page(&write, shared.writes().unwrap_or_default()),
+        ));
     }
     match client.delete(&f.path, Some(version)).await {
         Ok(()) => Ok(see_other(&pages::tree_link(parent(&f.path)))),
@@ -95,7 +102,8 @@ pub(super) async fn delete(
 /// The token and the path; the version the form names, if it does: 403 without the
 /// console's token, 400 for the root or a relative path.
 fn checked(shared: &Shared, headers: &HeaderMap, f: &WriteForm) -> Result<Option<i32>, Refusal> {
-    if shared.csrf.is_empty() || !same(f.csrf.as_bytes(), shared.csrf.as_bytes()) {
+    let token = shared.writes().unwrap_or_default();
+    if token.is_empty() || !same(f.csrf.as_bytes(), token.as_bytes()) {
         let page = error_page("Refused", "This form did not come from this console.");
         return Err(answer(headers, StatusCode::FORBIDDEN, page).into());
     }
@@ -109,10 +117,6 @@ fn checked(shared: &Shared, headers: &HeaderMap, f: &WriteForm) -> Result<Option
 fn no_version(headers: &HeaderMap) -> Refusal {
     let page = error_page("No version", "A write names the version it was shown.");
     answer(headers, StatusCode::BAD_REQUEST, page).into()
-}
-
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 fn parent(path: &str) -> &str {

@@ -107,7 +107,8 @@ pub(crate) fn utc(ms: i64) -> String {
 
 /// How long ago `ms` was, from `now_ms`, in the largest unit that fits.
 pub(crate) fn age(ms: i64, now_ms: i64) -> String {
-    let s = (now_ms - ms).max(0) / 1000;
+    // `ms` may be anything a registry's JSON says.
+    let s = now_ms.saturating_sub(ms).max(0) / 1000;
     match s {
         0..=119 => format!("{s} s"),
         120..=7_199 => format!("{} min", s / 60),

@@ -4,6 +4,8 @@
 use maud::{html, Markup};
 
 use super::{age, link, name_of, now_ms, session_hex, tree_link, utc, Page};
+use rzk_recipes::session::is_session_owner;
+
 use crate::read::node::{NodeView, Shown};
 use crate::read::scan::{classify, Kind};
 
@@ -27,8 +29,7 @@ pub(crate) fn page(view: &NodeView, kind: Option<Kind>, writes: Option<&str>) ->
             table.stat {
                 tr { th { "czxid" } td { (s.czxid) } th { "created" } td { (utc(s.ctime)) " (" (age(s.ctime, now)) " ago)" } }
                 tr { th { "mzxid" } td { (s.mzxid) } th { "modified" } td { (utc(s.mtime)) " (" (age(s.mtime, now)) " ago)" } }
-                tr { th { "pzxid" } td { (s.pzxid) } th { "ephemeral owner" }
-                     td { @if s.ephemeral_owner == 0 { "none (persistent)" } @else { code { (session_hex(s.ephemeral_owner)) } } } }
+                tr { th { "pzxid" } td { (s.pzxid) } th { "ephemeral owner" } td { (owner(s.ephemeral_owner)) } }
                 tr { th { "version" } td { (s.version) } th { "cversion" } td { (s.cversion) } }
                 tr { th { "aversion" } td { (s.aversion) } th { "children" } td { (s.num_children) } }
             }
@@ -59,10 +60,7 @@ pub(crate) fn page(view: &NodeView, kind: Option<Kind>, writes: Option<&str>) ->
 
 /// Set the data (as text, at the version shown) or delete the node; each asks to confirm.
 fn write_forms(view: &NodeView, csrf: &str) -> Markup {
-    let text = match &view.data.0 {
-        Shown::Text(t) | Shown::Json(t) if !view.data.1 => t.as_str(),
-        _ => "",
-    };
+    let text = view.text.as_deref().unwrap_or_default();
     let version = view.stat.version;
     html! {
         section.write {
@@ -111,6 +109,16 @@ fn data(shown: &Shown, cut: bool) -> Markup {
             Shown::Hex(text) => { p.meta { "Binary, as hex" } pre.data { (text) } }
         }
         @if cut { p.meta { "Cut at the console's limit." } }
+    }
+}
+
+/// Who owns a node: a session, or which kind of node the owner word marks.
+fn owner(word: i64) -> Markup {
+    html! {
+        @if is_session_owner(word) { code { (session_hex(word)) } }
+        @else if word == 0 { "none (persistent)" }
+        @else if word == i64::MIN { "none (a container)" }
+        @else { "none (a TTL node)" }
     }
 }
 

@@ -42,6 +42,15 @@ impl ReadError {
         )
     }
 
+    /// The session may not read the node (its ACL).
+    pub(crate) fn is_no_auth(&self) -> bool {
+        matches!(
+            self,
+            ReadError::Recipes(rzk_recipes::Error::NoAuth { .. })
+                | ReadError::Zookeeper(rzk_client::Error::NoAuth)
+        )
+    }
+
     /// The path or a request is malformed (the user's to mend: a 400).
     pub(crate) fn is_bad_request(&self) -> bool {
         matches!(

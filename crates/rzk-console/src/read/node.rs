@@ -60,6 +60,9 @@ pub(crate) struct NodeView {
     pub path: String,
     /// Its data, as shown, and whether it was cut at the limit.
     pub data: (Shown, bool),
+    /// Its data as it is, when it is UTF-8 and whole: what a write form starts from (the
+    /// shown JSON is re-indented and its keys sorted; writing that back would rewrite it).
+    pub text: Option<String>,
     /// Its stat.
     pub stat: Stat,
     /// Its ACL.
@@ -93,8 +96,10 @@ pub(crate) async fn read(
     let end = (start + page.max(1)).min(total_children);
     let next_after = (end < total_children).then(|| children[end - 1].clone());
     let children = children.drain(start..end).collect();
+    let text = (data.len() <= data_max).then(|| String::from_utf8(data.clone()).ok()).flatten();
     let data = show(&data, data_max);
-    Ok(NodeView { path: path.to_string(), data, stat, acl, children, total_children, next_after })
+    let path = path.to_string();
+    Ok(NodeView { path, data, text, stat, acl, children, total_children, next_after })
 }
 
 #[cfg(test)]

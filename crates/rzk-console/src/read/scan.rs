@@ -236,7 +236,7 @@ pub(crate) async fn scan(client: &Client, max_nodes: usize) -> Result<Scan, rzk_
 async fn plain_election(client: &Client, path: &str, children: &[String]) -> Option<Kind> {
     let first = children.first()?;
     let stat = client.check_stat(&child(path, first)).await.ok()??;
-    (stat.ephemeral_owner != 0).then_some(Kind::PlainElection)
+    rzk_recipes::session::is_session_owner(stat.ephemeral_owner).then_some(Kind::PlainElection)
 }
 
 /// A registry's services each hold instances whose data is curator-x-discovery's JSON, named

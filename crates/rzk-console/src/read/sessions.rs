@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use rzk_client::Client;
+use rzk_recipes::session::is_session_owner;
 
 use super::walk::Walk;
 
@@ -27,8 +28,7 @@ pub(crate) async fn read(client: &Client, max_nodes: usize) -> Result<Sessions, 
     let mut out = Sessions::default();
     let mut walk = Walk::new(client, max_nodes);
     while let Some(node) = walk.next().await? {
-        // A session's id is positive; containers and TTL nodes carry negative markers.
-        if node.stat.ephemeral_owner > 0 {
+        if is_session_owner(node.stat.ephemeral_owner) {
             out.by_owner.entry(node.stat.ephemeral_owner).or_default().push(node.path.clone());
         }
         walk.descend(&node);

@@ -15,7 +15,7 @@ const WALK_BATCH: usize = 256;
 
 /// Children of one node walked into; a node with more (a flat store of many nodes) is listed
 /// and its first ones walked, and the walk says it was cut short.
-pub(crate) const CHILDREN_WALKED_MAX: usize = 1_000;
+const CHILDREN_WALKED_MAX: usize = 1_000;
 
 /// One listed node.
 pub(crate) struct Listed {
@@ -51,6 +51,10 @@ impl<'a> Walk<'a> {
     ///
     /// # Errors
     /// A listing's error other than the node being gone.
+    ///
+    /// # Cancellation safety
+    /// Not safe: a batch dropped in flight is lost from the walk; a page's request is dropped
+    /// whole, with its walk.
     pub async fn next(&mut self) -> Result<Option<Listed>, rzk_client::Error> {
         while self.ready.is_empty() {
             if !self.list_batch().await? {
@@ -84,10 +88,13 @@ impl<'a> Walk<'a> {
         Ok(true)
     }
 
-    /// Walks into `node`'s children (its first `CHILDREN_WALKED_MAX`).
+    /// Walks into `node`'s children: its first `CHILDREN_WALKED_MAX`, and no more than the
+    /// node budget has room for, so the queue never outgrows what will be listed.
     pub fn descend(&mut self, node: &Listed) {
-        self.truncated |= node.children.len() > CHILDREN_WALKED_MAX;
-        let walked = node.children.iter().take(CHILDREN_WALKED_MAX);
+        let room = self.max_nodes.saturating_sub(self.listed + self.queue.len());
+        let take = CHILDREN_WALKED_MAX.min(room);
+        self.truncated |= node.children.len() > take;
+        let walked = node.children.iter().take(take);
         let walked = walked.filter(|c| !(node.path == "/" && *c == "zookeeper"));
         self.queue.extend(walked.map(|c| child(&node.path, c)));
     }

@@ -25,6 +25,7 @@ use std::time::Duration;
 use rzk_client::{Client, SessionInfo};
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
+pub use crate::naming::is_session_owner;
 pub use acl_provider::{AclProvider, CreatorOnlyAclProvider, OpenAclProvider};
 pub use config::{Credential, SessionConfig};
 pub use events::ConnectionEvents;
