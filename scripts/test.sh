@@ -133,6 +133,8 @@ step "interop suites against rzk and against Apache ZooKeeper (their own referen
 # The suites wait on JVMs and servers more than they compute, and every server they start
 # takes a free port of its own (tests/support/net.py), so the two runs share the machine.
 interop=$(mktemp -d)
+shots=target/console-screenshots
+rm -rf "$shots"
 tests/interop/run_all.sh --server rzk >"$interop/rzk.log" 2>&1 & rzk_run=$!
 tests/interop/run_all.sh --server zookeeper >"$interop/zookeeper.log" 2>&1 & zk_run=$!
 rzk_rc=0; wait "$rzk_run" || rzk_rc=$?
@@ -141,6 +143,15 @@ echo "---- against rzk"; cat "$interop/rzk.log"
 echo "---- against Apache ZooKeeper"; cat "$interop/zookeeper.log"
 rm -rf "$interop"
 [ "$rzk_rc" -eq 0 ] && [ "$zk_rc" -eq 0 ]
+# The console suite's screenshots are the run's artifacts (CI keeps $shots): every page it
+# shows, against each server.
+for kind in rzk zookeeper; do
+  for page in overview lock election election-after markup-as-text ask-to-go \
+      election-on-admin-port; do
+    [ -s "$shots/$page-$kind.png" ] || { echo "no screenshot $shots/$page-$kind.png" >&2; exit 1; }
+  done
+done
+ls -l "$shots"
 
 step "Prometheus scrapes rzk's metrics endpoint"
 /usr/bin/python3 -m tests.interop.prometheus_suite --server rzk

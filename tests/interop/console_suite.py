@@ -16,6 +16,7 @@ import os
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 
 from kazoo.client import KazooClient
@@ -272,6 +273,44 @@ def a_participant_asked_to_go_from_the_page_hands_over(srv):
     finally:
         driver.quit()
         zk.stop()
+        procs.stop_all()
+
+
+@suite.test
+def the_console_on_rzk_servers_admin_port_links_within_its_mount(srv):
+    """`rzk server --console` (its own server, whichever `srv` is): the console under
+    /console/ of the AdminServer's port, reached by clicking its links, shows a candidate
+    leading and follows it live; the AdminServer's commands still answer beside it."""
+    procs = Processes()
+    driver = browser()
+    port, admin = free_port(), free_port()
+    try:
+        server = procs.start([RZK, "server", "--in-memory", "--bind", "127.0.0.1", "--port",
+                              str(port), "--tick-ms", "200", "--admin-port", str(admin),
+                              "--admin-bind", "127.0.0.1", "--console"])
+        hosts = "127.0.0.1:%d" % port
+        wait_until(lambda: "serving on" in server.stdout.readline(), 30, "rzk server to serve")
+        # The pipe must not fill while the server logs.
+        threading.Thread(target=lambda: [None for _ in server.stdout], daemon=True).start()
+        path = "/jobs/mounted"
+        procs.start([RZK, "--connect", hosts, "elect", path, "--id", "solo", "--",
+                     "sh", "-c", WORK])
+        base = "http://127.0.0.1:%d" % admin
+        driver.get(base + "/console")
+        check(driver.current_url == base + "/console/", "redirected to %s" % driver.current_url)
+        wait_until(lambda: driver.find_elements(By.LINK_TEXT, path) or driver.refresh(), 30,
+                   "the overview to list %s" % path)
+        driver.find_element(By.LINK_TEXT, path).click()
+        check(driver.current_url.startswith(base + "/console/recipe?"),
+              "the link stayed under the mount: %s" % driver.current_url)
+        check_eq(leader_text(driver), "solo", "the leader")
+        wait_until(lambda: texts(driver, "#live") == ["live"], 10,
+                   "the page's event stream to open")
+        shot(driver, srv.kind, "election-on-admin-port")
+        driver.get(base + "/commands/ruok")
+        check('"command"' in driver.page_source, "the commands answer beside the console")
+    finally:
+        driver.quit()
         procs.stop_all()
 
 

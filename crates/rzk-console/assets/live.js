@@ -38,7 +38,7 @@
       .then(function () { busy = false; if (again) { again = false; refresh(); } });
   }
   noteTerm();
-  var events = new EventSource("/events?path=" + encodeURIComponent(path));
+  var events = new EventSource("events?path=" + encodeURIComponent(path));
   events.addEventListener("ready", function () { mark("live", true); });
   events.addEventListener("change", refresh);
   events.onerror = function () { mark("reconnecting…", false); };

@@ -31,13 +31,18 @@
 //! # Limits
 //! Connections, children per page, nodes a scan reads, paths watched live and data bytes
 //! shown are bounded by [`Limits`]; each connection's header time, header bytes and lifetime
-//! by the `HTTP_*` constants.
+//! by the `HTTP_*` constants ([`http_limits`]), under rzk-server's bounded HTTP listener.
+//!
+//! # On rzk server's AdminServer port
+//! [`Console::handler`] gives the same routes as a handler to mount with
+//! `rzk_server::Server::mount_admin` (`rzk server --console`): every link a page holds is
+//! relative, so the console serves the same under `/console/` as at `/`.
 //!
 //! # Modules
 //! - `read/`: what the tree says, as plain values: the recipe found under each path (`scan`),
 //!   a node (`node`), an election or a lock (`recipe`), a registry (`services`). No HTML.
 //! - `pages/`: those values as HTML, one file per page, on one layout.
-//! - `http/`: the routes, the console's login, and the listener that bounds connections.
+//! - `http/`: the routes, the guard in front of them, the console's login and its writes.
 //! - `live`: the watches that tell open pages to refresh.
 
 #![forbid(unsafe_code)]
@@ -52,17 +57,35 @@ mod shared;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use rzk_recipes::session::Session;
+use rzk_server::{HttpHandler, HttpLimits};
 use shared::Shared;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 pub use error::ConsoleError;
 pub use http::auth::BasicAuth;
-pub use http::listener::{
-    HTTP_CONNECTION_LIFETIME, HTTP_HEADER_READ_TIMEOUT, HTTP_REQUEST_BYTES_MAX,
-};
+
+/// How long a client may take to send a request's headers.
+pub const HTTP_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
+/// Most bytes buffered for one request's headers (431 and a close beyond).
+pub const HTTP_REQUEST_BYTES_MAX: usize = 16 * 1024;
+/// Longest a connection lives, keep-alive and event streams included: a live page's event
+/// stream reconnects by itself.
+pub const HTTP_CONNECTION_LIFETIME: Duration = Duration::from_secs(300);
+
+/// The HTTP bounds of a console with `limits`: its connections, and the `HTTP_*` constants.
+/// On the AdminServer's port, give these to its `AdminConfig::limits`.
+pub fn http_limits(limits: &Limits) -> HttpLimits {
+    HttpLimits {
+        connections_max: limits.max_connections.max(1),
+        header_read_timeout: HTTP_HEADER_READ_TIMEOUT,
+        request_bytes_max: HTTP_REQUEST_BYTES_MAX,
+        connection_lifetime: HTTP_CONNECTION_LIFETIME,
+    }
+}
 
 /// Bounds on what the console holds and reads.
 #[derive(Debug, Clone)]
@@ -156,17 +179,31 @@ impl Console {
         let listener =
             TcpListener::bind(bind).await.map_err(|source| ConsoleError::Bind { bind, source })?;
         let addr = listener.local_addr().map_err(|source| ConsoleError::Bind { bind, source })?;
+        let limits = http_limits(&config.limits);
+        let handler = Console::handler(session, config, addr)?;
+        let task = tokio::spawn(rzk_server::serve_http("console", listener, limits, handler));
+        Ok(Console { addr, task })
+    }
+
+    /// The console's routes over `session`, as a handler of rzk-server's HTTP listener, for a
+    /// listener on `addr` (the `Host` names it answers to are that address's): to mount on
+    /// rzk server's AdminServer port. Its live watches last as long as the handler does.
+    ///
+    /// # Errors
+    /// [`ConsoleError::Random`] when writes are on and the OS gives no CSRF token.
+    pub fn handler(
+        session: Session,
+        config: ConsoleConfig,
+        addr: SocketAddr,
+    ) -> Result<HttpHandler, ConsoleError> {
         let live = live::Live::new(session.clone(), config.limits.live_paths_max);
-        let max_connections = config.limits.max_connections;
         let csrf = if config.allow_writes {
             Some(http::write::csrf_token().map_err(|source| ConsoleError::Random { source })?)
         } else {
             None
         };
         let hosts = shared::allowed_hosts(addr);
-        let shared = Arc::new(Shared { session, config, live, csrf, hosts });
-        let task = tokio::spawn(http::serve(listener, max_connections, shared));
-        Ok(Console { addr, task })
+        Ok(http::handler(Arc::new(Shared { session, config, live, csrf, hosts })))
     }
 
     /// The address it listens on.

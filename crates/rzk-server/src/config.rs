@@ -141,6 +141,9 @@ pub struct AdminConfig {
     /// The path of the command list; each command is `<command_url>/<name>`
     /// (`admin.commandURL`, ZooKeeper's default `/commands`).
     pub command_url: String,
+    /// Its connections' bounds: the server's HTTP limits unless a mounted handler (the
+    /// console's live pages) holds connections longer.
+    pub limits: crate::http_listener::HttpLimits,
 }
 
 impl AdminConfig {
@@ -149,7 +152,11 @@ impl AdminConfig {
 
     /// The AdminServer on `addr` under the default `/commands`.
     pub fn new(addr: SocketAddr) -> AdminConfig {
-        AdminConfig { addr, command_url: AdminConfig::DEFAULT_COMMAND_URL.into() }
+        AdminConfig {
+            addr,
+            command_url: AdminConfig::DEFAULT_COMMAND_URL.into(),
+            limits: crate::http_listener::HttpLimits::SERVER,
+        }
     }
 }
 

@@ -13,7 +13,8 @@
 //! - `connection`: a connection's reader and writer tasks; `timer`: the timer task.
 //! - `durable`: recovery, the log thread (group commit) behind its narrow `LogHost`
 //!   interface, snapshots and autopurge.
-//! - `http_listener`: the bounded HTTP listener the metrics endpoint and the AdminServer share.
+//! - `http_listener`: the bounded HTTP listener the metrics endpoint, the AdminServer and the
+//!   web console share.
 //! - `metrics`: the Prometheus endpoint, on a listener of its own.
 //! - `admin`: the AdminServer, ZooKeeper's `/commands` over HTTP; `admin_commands`: each
 //!   command's JSON, from the numbers the four-letter words read.
@@ -56,12 +57,12 @@ mod transport;
 pub use config::{AdminConfig, DiskConfig, Durability, ServerConfig};
 #[cfg(feature = "gssapi")]
 pub use gssapi::{sasl_id, GssapiMechanism, PrincipalRules, GSSAPI_TOKEN_BYTES_MAX};
+// The bounded listener, for the CLI's client-side metrics endpoint and the web console.
 pub use http_listener::{
+    serve_http, serve_text, HttpBody, HttpFuture, HttpHandler, HttpLimits, HttpResponse,
     HTTP_CONNECTIONS_MAX, HTTP_CONNECTION_LIFETIME, HTTP_HEADER_READ_TIMEOUT,
     HTTP_REQUEST_BYTES_MAX,
 };
-// The bounded listener, for the CLI's client-side metrics endpoint.
-pub use http_listener::serve_text;
 pub use server::{Liveness, Server, ServerError};
 pub use testing::{TestServer, TestServerBuilder};
 pub use tls::{ClientAuth, TlsConfig, TlsError};

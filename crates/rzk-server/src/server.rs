@@ -42,6 +42,14 @@ pub enum ServerError {
     /// The secure port's certificates or key could not be used.
     #[error("secure client port: {0}")]
     Tls(#[from] tls::TlsError),
+    /// A handler could not be mounted on the AdminServer's port.
+    #[error("cannot mount {prefix} on the AdminServer: {why}")]
+    Mount {
+        /// The path asked for.
+        prefix: String,
+        /// Why not.
+        why: &'static str,
+    },
 }
 
 /// A running rzk server.
@@ -51,6 +59,7 @@ pub struct Server {
     secure_addr: Option<SocketAddr>,
     metrics_addr: Option<SocketAddr>,
     admin_addr: Option<SocketAddr>,
+    admin_mount: admin::Mount,
     tasks: tokio::task::JoinHandle<()>,
 }
 
@@ -118,6 +127,7 @@ impl Server {
                 }
             };
         }
+        let admin_mount = admin::Mount::default();
         let mut http = Vec::new();
         if let Some((l, addr)) = metrics_listener {
             tracing::info!(%addr, "Prometheus metrics on http://{addr}/metrics");
@@ -126,7 +136,8 @@ impl Server {
         if let (Some((l, addr)), Some(admin)) = (admin_listener, &inner.config.admin) {
             let url = admin.command_url.trim_end_matches('/').to_string();
             tracing::info!(%addr, "AdminServer on http://{addr}{url}");
-            http.push(tokio::spawn(admin::serve(inner.clone(), l, url)));
+            let served = admin::serve(inner.clone(), l, url, admin.limits, admin_mount.clone());
+            http.push(tokio::spawn(served));
         }
         if listener.is_some() {
             tracing::info!(%local_addr, "rzk server listening");
@@ -135,7 +146,7 @@ impl Server {
             tracing::info!(%addr, "rzk server listening for TLS (secure client port)");
         }
         let tasks = tokio::spawn(run(inner.clone(), listener, secure, http));
-        Ok(Server { inner, local_addr, secure_addr, metrics_addr, admin_addr, tasks })
+        Ok(Server { inner, local_addr, secure_addr, metrics_addr, admin_addr, admin_mount, tasks })
     }
 
     /// The bound address (useful with port 0): the plain client port's, or the secure port's
@@ -157,6 +168,35 @@ impl Server {
     /// Where the AdminServer listens, if it does.
     pub fn admin_addr(&self) -> Option<SocketAddr> {
         self.admin_addr
+    }
+
+    /// Serves `handler` under `prefix` (`/console`) on the AdminServer's port, beside the
+    /// commands: every request whose path is under it, any method, with `prefix` taken off the
+    /// path; `prefix` itself redirects to `prefix/`. Once per server.
+    ///
+    /// # Errors
+    /// [`ServerError::Mount`] when the AdminServer is off, something is mounted already, or
+    /// `prefix` is not a path of its own beside the commands'.
+    pub fn mount_admin(
+        &self,
+        prefix: &str,
+        handler: crate::http_listener::HttpHandler,
+    ) -> Result<(), ServerError> {
+        let refuse = |why| Err(ServerError::Mount { prefix: prefix.to_string(), why });
+        let Some(admin) = &self.inner.config.admin else {
+            return refuse("the AdminServer is off");
+        };
+        let commands = admin.command_url.trim_end_matches('/');
+        let clash = |a: &str, b: &str| a == b || a.starts_with(&format!("{b}/"));
+        if !prefix.starts_with('/') || prefix.ends_with('/') || prefix.contains(['?', '#']) {
+            return refuse("a mount is a path like /console, without a trailing slash");
+        }
+        if clash(prefix, commands) || clash(commands, prefix) {
+            return refuse("it overlaps the command URL");
+        }
+        self.admin_mount
+            .set((prefix.to_string(), handler))
+            .or_else(|_| refuse("a handler is mounted already"))
     }
 
     /// Resolves if the server fails and stops serving (for example when the log cannot be

@@ -400,3 +400,45 @@ async fn last_snapshot_names_the_newest_snapshot_file() {
     let age = now.as_secs() as i64 - lsnp["timestamp"].as_i64().unwrap();
     assert!((0..600).contains(&age), "timestamp {lsnp} is not the file's time");
 }
+
+/// A handler mounted on the AdminServer's port (the console) gets its path's requests, any
+/// method, with the mount's path taken off and the query kept; the commands keep theirs; a
+/// second mount, or one over the commands, is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mounted_handler_serves_beside_the_commands() {
+    use http_body_util::{BodyExt as _, Full};
+    let admin: SocketAddr = ([127, 0, 0, 1], free_port()).into();
+    let mut config = rzk_server::ServerConfig::new(([127, 0, 0, 1], 0).into());
+    config.admin = Some(AdminConfig::new(admin));
+    let server = rzk_server::Server::start(config).await.unwrap();
+    // Before anything is mounted, the path is nobody's.
+    let before = tokio::task::spawn_blocking(move || http(admin, "GET", "/ui/x"));
+    assert_eq!(before.await.unwrap().0, 404);
+    let echo: rzk_server::HttpHandler = std::sync::Arc::new(|req| {
+        let seen = format!("{} {}", req.method(), req.uri());
+        let body = Full::new(seen.into()).map_err(|never| match never {}).boxed_unsync();
+        Box::pin(std::future::ready(hyper::Response::new(body)))
+    });
+    for refused in ["/commands", "/commands/ui", "/", "ui", "/ui/"] {
+        assert!(server.mount_admin(refused, echo.clone()).is_err(), "{refused}");
+    }
+    server.mount_admin("/ui", echo.clone()).unwrap();
+    assert!(server.mount_admin("/other", echo).is_err(), "a second mount");
+    let answers = tokio::task::spawn_blocking(move || {
+        (
+            http(admin, "GET", "/ui/tree?path=/a"),
+            http(admin, "POST", "/ui/set"),
+            http(admin, "GET", "/ui"),
+            http(admin, "GET", "/uix"),
+            http(admin, "GET", "/commands/ruok"),
+        )
+    });
+    let (tree, set, bare, beside, ruok) = answers.await.unwrap();
+    assert_eq!(tree, (200, "GET /tree?path=/a".to_string()));
+    assert_eq!(set, (200, "POST /set".to_string()));
+    assert_eq!(bare.0, 308, "the mount's own path sends the browser under it");
+    assert_eq!(beside.0, 404, "a path that only starts with the mount's is not under it");
+    let ruok: Value = serde_json::from_str(&ruok.1).unwrap();
+    assert_eq!(ruok["command"], "ruok", "the commands keep their paths");
+    server.shutdown().await;
+}

@@ -126,8 +126,9 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
-        Command::Server(args) => logging::init(&args.log)
-            .and_then(|()| rt.block_on(server::run(*args)).map_err(error::CliError::from)),
+        Command::Server(args) => logging::init(&args.log).and_then(|()| {
+            rt.block_on(server::run(*args, &cli.connect)).map_err(error::CliError::from)
+        }),
         Command::Node(cmd) => rt.block_on(node::run(&cli.connect, cmd)),
         Command::Acl(args) => rt.block_on(acl::run(&cli.connect, args)),
         Command::Leader(args) => rt.block_on(leader::run(&cli.connect, args)),

@@ -118,6 +118,13 @@ pub(crate) struct ServerArgs {
     pub(crate) io_threads: Option<u16>,
     #[command(flatten)]
     tls: SecurePortArgs,
+    /// Serve the web console (as `rzk ui` does) on the AdminServer's port at `/console/`,
+    /// reading through a session of its own on the plain client port with --auth's
+    /// credentials.
+    #[arg(long)]
+    console: bool,
+    #[command(flatten)]
+    console_args: crate::ui::ConsoleArgs,
 }
 
 /// The secure (TLS) client port's flags; each overrides zoo.cfg's key.
@@ -229,6 +236,17 @@ fn build_config(args: ServerArgs) -> anyhow::Result<ServerConfig> {
         }
     };
     config.admin = admin;
+    if args.console {
+        let Some(admin) = &mut config.admin else {
+            anyhow::bail!(
+                "--console is served on the AdminServer's port: give --admin-port (or \
+                 admin.enableServer=true in zoo.cfg)"
+            );
+        };
+        anyhow::ensure!(plain_port, "--console reads through the plain client port (--port)");
+        // Live pages hold their event streams open: the console's bounds, not the commands'.
+        admin.limits = rzk_console::http_limits(&rzk_console::Limits::default());
+    }
     config.initial_configuration = file.text.clone();
     config.max_client_connections_per_ip =
         args.max_client_cnxns.or(file.max_client_cnxns).unwrap_or(60);
@@ -429,7 +447,8 @@ fn disk_config(args: &ServerArgs, file: &zoocfg::ZooCfg) -> anyhow::Result<DiskC
     Ok(disk)
 }
 
-pub(crate) async fn run(args: ServerArgs) -> anyhow::Result<()> {
+pub(crate) async fn run(args: ServerArgs, connect: &crate::connect::Connect) -> anyhow::Result<()> {
+    let console = args.console.then(|| args.console_args.clone());
     let config = build_config(args)?;
     if let Durability::Disk(d) = &config.durability {
         tracing::info!(data_dir = %d.snap_dir.display(), log_dir = %d.log_dir.display(), "durable storage");
@@ -437,6 +456,11 @@ pub(crate) async fn run(args: ServerArgs) -> anyhow::Result<()> {
         tracing::info!("in memory: nothing survives a restart");
     }
     let server = Server::start(config).await.context("starting the server")?;
+    if let Some(a) = &console {
+        crate::ui::mount_on_server(&server, connect, a)
+            .await
+            .map_err(|e| anyhow::anyhow!(e.message))?;
+    }
     tracing::info!("serving on {}", server.connect_string());
     // `start` returns once the log is recovered and the port bound: ready, for systemd.
     crate::systemd::ready(&format!("serving on {}", server.connect_string()));

@@ -2,6 +2,8 @@
 //! watchdog killed. Every command here leaves a grandchild in its process group, which must
 //! stop with it.
 
+mod support;
+
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -9,6 +11,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use rzk_server::TestServer;
+use support::alive;
 
 /// How soon the command's whole group must be gone once `rzk elect` cannot stop it.
 const STOP_LIMIT: Duration = Duration::from_secs(1);
@@ -88,15 +91,6 @@ fn read_pids(path: &Path) -> Option<(u32, u32)> {
     let text = std::fs::read_to_string(path).ok()?;
     let mut it = text.split_whitespace().map(|p| p.parse().ok());
     Some((it.next()??, it.next()??))
-}
-
-/// Alive: present in /proc and not a zombie (a zombie has stopped; it only awaits its reaper).
-fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // The state follows the parenthesised command name.
-        Ok(stat) => stat.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z')),
-        Err(_) => false,
-    }
 }
 
 fn ppid(pid: u32) -> u32 {

@@ -113,10 +113,15 @@ fn while_serving(args: &[&str], probe: impl FnOnce(&str)) {
 
 /// `GET path` on `addr`: the whole response.
 fn http_get(addr: &str, path: &str) -> String {
+    http_get_as(addr, "rzk", path)
+}
+
+/// `GET path` on `addr` naming `host`: the whole response.
+fn http_get_as(addr: &str, host: &str, path: &str) -> String {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    write!(s, "GET {path} HTTP/1.1\r\nHost: rzk\r\nConnection: close\r\n\r\n").unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").unwrap();
     let mut out = String::new();
     s.read_to_string(&mut out).unwrap();
     out
@@ -157,6 +162,29 @@ fn the_admin_server_runs_when_zoo_cfg_or_a_flag_asks() {
     let silent = zoo_cfg("admin-silent", "tickTime=2000\n");
     let log = log_until_serving(&["--config", silent.to_str().unwrap()]);
     assert!(log.contains("AdminServer off") && !log.contains("AdminServer on"), "{log}");
+}
+
+#[test]
+fn the_console_serves_on_the_admin_port_when_asked() {
+    let args = ["--admin-port", "0", "--admin-bind", "127.0.0.1", "--console"];
+    while_serving(&args, |log| {
+        let admin = admin_addr(log);
+        assert!(log.contains(&format!("console on http://{admin}/console/")), "{log}");
+        let bare = http_get_as(&admin, &admin, "/console");
+        assert!(bare.starts_with("HTTP/1.1 308") && bare.contains("location: /console/"), "{bare}");
+        let overview = http_get_as(&admin, &admin, "/console/");
+        assert!(overview.starts_with("HTTP/1.1 200"), "{overview}");
+        // Relative links, so that they stay under the mount.
+        assert!(overview.contains("href=\"tree?path=/\""), "{overview}");
+        let tree = http_get_as(&admin, &admin, "/console/tree?path=/zookeeper");
+        assert!(tree.starts_with("HTTP/1.1 200") && tree.contains("quota"), "{tree}");
+        // A page that names another host (DNS rebinding) is refused; the commands still serve.
+        assert!(http_get_as(&admin, "evil.example", "/console/").starts_with("HTTP/1.1 421"));
+        assert!(http_get(&admin, "/commands/ruok").contains("\"command\": \"ruok\""));
+    });
+    let o = refused(&["--console"]);
+    assert!(!o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--console is served on the AdminServer's port"), "{}", stderr(&o));
 }
 
 #[test]

@@ -13,7 +13,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use rzk_testkit::proxy::Proxy;
-use support::{Kind, Server};
+use support::{alive, Kind, Server};
 
 /// How long a lock may take to be taken or handed over on a loaded machine.
 const HOLD_LIMIT: Duration = Duration::from_secs(10);
@@ -118,15 +118,6 @@ fn wait_for<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Option<T>) ->
         assert!(start.elapsed() < limit, "{what} not within {limit:?}");
         thread::sleep(Duration::from_millis(20));
     }
-}
-
-fn alive(pid: u32) -> bool {
-    Command::new("kill")
-        .args(["-0", &pid.to_string()])
-        .stderr(Stdio::null())
-        .status()
-        .unwrap()
-        .success()
 }
 
 /// (start ns, end ns, token) of each run in the log, in the order the runs started.

@@ -4,7 +4,6 @@
 //! framing, no sniffing, no caching.
 
 pub(crate) mod auth;
-pub(crate) mod listener;
 mod reply;
 pub(crate) mod write;
 
@@ -19,8 +18,11 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
+use http_body_util::BodyExt as _;
+use hyper::service::Service as _;
+use hyper_util::service::TowerToHyperService;
+use rzk_server::{HttpFuture, HttpHandler};
 use serde::Deserialize;
-use tokio::net::TcpListener;
 
 use crate::pages;
 use crate::pages::recipe::Window;
@@ -38,9 +40,25 @@ const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; conn
 const CSS: &str = include_str!("../../assets/console.css");
 const JS: &str = include_str!("../../assets/live.js");
 
-/// Serves the console on `listener` until the task is aborted.
-pub(crate) async fn serve(listener: TcpListener, max_connections: usize, shared: Arc<Shared>) {
-    let app = Router::new()
+/// The console's routes as a handler of rzk-server's bounded HTTP listener, on a port of its
+/// own or mounted on the AdminServer's: every link the pages hold is relative, so the same
+/// routes serve at `/` and under a mount's path.
+pub(crate) fn handler(shared: Arc<Shared>) -> HttpHandler {
+    let app = TowerToHyperService::new(routes(shared));
+    Arc::new(move |req| {
+        let answered = app.call(req);
+        Box::pin(async move {
+            let response = match answered.await {
+                Ok(r) => r,
+                Err(never) => match never {},
+            };
+            response.map(|body| body.map_err(Into::into).boxed_unsync())
+        }) as HttpFuture
+    })
+}
+
+fn routes(shared: Arc<Shared>) -> Router {
+    Router::new()
         .route("/", get(overview))
         .route("/tree", get(tree))
         .route("/recipe", get(recipe))
@@ -60,8 +78,7 @@ pub(crate) async fn serve(listener: TcpListener, max_connections: usize, shared:
         })
         .layer(DefaultBodyLimit::max(write::WRITE_FORM_BYTES_MAX))
         .layer(middleware::from_fn_with_state(shared.clone(), guard))
-        .with_state(shared);
-    listener::serve(listener, max_connections, app).await;
+        .with_state(shared)
 }
 
 /// The login, the methods, the headers.

@@ -17,9 +17,9 @@ pub(crate) enum Write<'a> {
 pub(crate) fn page(write: &Write<'_>, csrf: &str) -> Page {
     let (action, path, version, data, question) = match write {
         Write::Set { path, version, data } => {
-            ("/set", *path, *version, Some(*data), "Set the data of")
+            ("set", *path, *version, Some(*data), "Set the data of")
         }
-        Write::Delete { path, version } => ("/delete", *path, *version, None, "Delete"),
+        Write::Delete { path, version } => ("delete", *path, *version, None, "Delete"),
     };
     let body = html! {
         h1 { (question) " " code { (path) } "?" }

@@ -37,16 +37,16 @@ pub(crate) fn document(page: &Page) -> Markup {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 title { "rzk console · " (page.title) }
-                link rel="stylesheet" href="/assets/console.css";
-                script src="/assets/live.js" defer {}
+                link rel="stylesheet" href="assets/console.css";
+                script src="assets/live.js" defer {}
             }
             body {
                 header {
-                    a.brand href="/" { "rzk console" }
+                    a.brand href="./" { "rzk console" }
                     nav {
-                        a href="/" { "Overview" }
-                        a href=(link("/tree", &[("path", "/")])) { "Tree" }
-                        a href="/sessions" { "Sessions" }
+                        a href="./" { "Overview" }
+                        a href=(link("tree", &[("path", "/")])) { "Tree" }
+                        a href="sessions" { "Sessions" }
                     }
                     span #live { @if page.watch.is_some() { "connecting…" } @else { "static" } }
                 }
@@ -81,7 +81,7 @@ pub(crate) fn link(base: &str, query: &[(&str, &str)]) -> String {
 
 /// The tree browser's link to `path`.
 pub(crate) fn tree_link(path: &str) -> String {
-    link("/tree", &[("path", path)])
+    link("tree", &[("path", path)])
 }
 
 /// `path`'s last name (`/` for the root).
@@ -142,7 +142,7 @@ pub(crate) fn error(what: &str, detail: &str) -> Markup {
     html! {
         h1 { (what) }
         p.error { (detail) }
-        p { a href="/" { "Back to the overview" } }
+        p { a href="./" { "Back to the overview" } }
     }
 }
 
@@ -161,7 +161,7 @@ mod tests {
 
     #[test]
     fn links_encode_what_a_name_may_hold() {
-        assert_eq!(link("/tree", &[("path", "/a b/<x>&y")]), "/tree?path=/a%20b/%3Cx%3E%26y");
+        assert_eq!(link("tree", &[("path", "/a b/<x>&y")]), "tree?path=/a%20b/%3Cx%3E%26y");
         assert_eq!(name_of("/"), "/");
         assert_eq!(name_of("/a/b"), "b");
     }

@@ -78,7 +78,7 @@ pub(crate) fn page(scan: &Scan, servers: &[Identity], session: &Session) -> Page
             }
         }
         @if scan.found.is_empty() {
-            p { "No recipe found. " a href=(link("/tree", &[("path", "/")])) { "Browse the tree" } "." }
+            p { "No recipe found. " a href=(link("tree", &[("path", "/")])) { "Browse the tree" } "." }
         }
         @for group in &groups {
             section {
@@ -123,7 +123,7 @@ pub(crate) fn page(scan: &Scan, servers: &[Identity], session: &Session) -> Page
 /// The page of the recipe of `kind` at `path`.
 pub(crate) fn recipe_link(path: &str, kind: Kind) -> String {
     match kind {
-        Kind::Registry => link("/services", &[("base", path)]),
-        kind => link("/recipe", &[("path", path), ("kind", kind.slug())]),
+        Kind::Registry => link("services", &[("base", path)]),
+        kind => link("recipe", &[("path", path), ("kind", kind.slug())]),
     }
 }

@@ -77,10 +77,7 @@ fn members(
     let from = window.from.min(view.members.len());
     let to = (from + window.len.max(1)).min(view.members.len());
     let link = |from: usize| {
-        super::link(
-            "/recipe",
-            &[("path", path), ("kind", kind.slug()), ("from", &from.to_string())],
-        )
+        super::link("recipe", &[("path", path), ("kind", kind.slug()), ("from", &from.to_string())])
     };
     let leading = view.members.iter().filter(|m| matches!(m.role, Role::Leader | Role::Holds(_)));
     let leaders = leading.count();
@@ -111,7 +108,7 @@ fn members(
                         td { a href=(tree_link(&m.node)) { code { (name_of(&m.node)) } } }
                         @if let Some(csrf) = writes {
                             td {
-                                form method="post" action="/delete" {
+                                form method="post" action="delete" {
                                     input type="hidden" name="csrf" value=(csrf);
                                     input type="hidden" name="path" value=(m.node);
                                     button type="submit" { "Ask to go…" }

@@ -51,7 +51,7 @@ pub(crate) fn page(view: &NodeView, kind: Option<Kind>, writes: Option<&str>) ->
                 }
             }
             @if let Some(after) = &view.next_after {
-                p { a.next href=(link("/tree", &[("path", &view.path), ("after", after)])) { "Next " (view.children.len()) " →" } }
+                p { a.next href=(link("tree", &[("path", &view.path), ("after", after)])) { "Next " (view.children.len()) " →" } }
             }
         }
     };
@@ -65,7 +65,7 @@ fn write_forms(view: &NodeView, csrf: &str) -> Markup {
     html! {
         section.write {
             h2 { "Change" }
-            form method="post" action="/set" {
+            form method="post" action="set" {
                 input type="hidden" name="csrf" value=(csrf);
                 input type="hidden" name="path" value=(view.path);
                 input type="hidden" name="version" value=(version);
@@ -73,7 +73,7 @@ fn write_forms(view: &NodeView, csrf: &str) -> Markup {
                 br;
                 button type="submit" { "Set data at version " (version) "…" }
             }
-            form method="post" action="/delete" {
+            form method="post" action="delete" {
                 input type="hidden" name="csrf" value=(csrf);
                 input type="hidden" name="path" value=(view.path);
                 input type="hidden" name="version" value=(version);
