@@ -5,10 +5,13 @@ use crate::Error;
 /// The port a host without one is reached on.
 const DEFAULT_PORT: u16 = 2181;
 
-/// A parsed connect string.
+/// A parsed connect string: what the client connects to, for tools that reach the same
+/// servers another way (the console's four-letter words).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ConnectString {
-    /// `host:port` addresses, in the order given; the client starts at a random one.
+#[non_exhaustive]
+pub struct ConnectString {
+    /// `host:port` addresses, in the order given, a host without a port on 2181; the client
+    /// starts at a random one.
     pub hosts: Vec<String>,
     /// The chroot every path is relative to; `None` for `/`.
     pub chroot: Option<String>,

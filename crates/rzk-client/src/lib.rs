@@ -64,6 +64,7 @@ mod watches;
 
 pub use client::{Client, Connector, MAX_OUTSTANDING_REQUESTS, STATE_EVENTS_BUFFER};
 pub use error::Error;
+pub use hosts::ConnectString;
 pub use multi::{MultiReadResult, MultiReader, MultiWriteError, MultiWriteResult, MultiWriter};
 pub use ops::AuthUser;
 pub use rzk_sasl::Jaas;

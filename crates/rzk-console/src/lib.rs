@@ -48,6 +48,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod coalesce;
 mod error;
 mod http;
 mod live;
@@ -203,7 +204,9 @@ impl Console {
             None
         };
         let hosts = shared::allowed_hosts(addr);
-        Ok(http::handler(Arc::new(Shared { session, config, live, csrf, hosts })))
+        let (overview, sessions) = (Default::default(), Default::default());
+        let shared = Shared { session, config, live, csrf, hosts, overview, sessions };
+        Ok(http::handler(Arc::new(shared)))
     }
 
     /// The address it listens on.

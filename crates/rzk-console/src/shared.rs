@@ -5,7 +5,12 @@ use std::net::SocketAddr;
 
 use rzk_recipes::session::Session;
 
+use crate::coalesce::Coalesced;
+use crate::read::{scan::Scan, servers::Identity, sessions::Sessions, ReadError};
 use crate::{live, ConsoleConfig};
+
+/// The overview's reads: the tree's recipes, and who each server says it is.
+pub(crate) type OverviewRead = (Result<Scan, ReadError>, Vec<Identity>);
 
 /// The handlers' shared state.
 pub(crate) struct Shared {
@@ -17,6 +22,10 @@ pub(crate) struct Shared {
     /// The `Host` values a request may name (a DNS-rebinding page names its own); `None`, any,
     /// for a console bound to every address.
     pub hosts: Option<Vec<String>>,
+    /// The overview's last walk of the tree, shared by the pages that ask at once.
+    pub overview: Coalesced<OverviewRead>,
+    /// The sessions page's.
+    pub sessions: Coalesced<Result<Sessions, ReadError>>,
 }
 
 impl Shared {

@@ -452,3 +452,29 @@ async fn misbehaving_http_clients_are_bounded_and_the_console_keeps_serving() {
     attack.await.unwrap();
     assert_eq!(get(addr, "/").await.0, 200);
 }
+
+/// The seeds' plain election (`EPHEMERAL_SEQUENTIAL` children of any prefix): the lowest
+/// sequence leads, the rest queue in sequence order, each with its id and token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_election_leads_by_its_lowest_sequence() {
+    let server = TestServer::start().unwrap();
+    let s = session(&server).await;
+    let client = s.client().unwrap();
+    client.mkdir("/seed/job", &CreateMode::Persistent.with_acls(Acls::anyone_all())).await.unwrap();
+    let member = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
+    let mut nodes = Vec::new();
+    for id in ["first", "second", "third"] {
+        nodes.push(client.create("/seed/job/n_", id.as_bytes(), &member).await.unwrap().1);
+    }
+    let c = console(&s, ConsoleConfig::default()).await;
+    let (status, page) = get(c.addr(), "/recipe?path=/seed/job&kind=election").await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("Leader: <strong class=\"leader\">first</strong>"), "{page}");
+    let at =
+        |id: &str| page.find(&format!("<td>{id}</td>")).unwrap_or_else(|| panic!("{id}: {page}"));
+    assert!(at("first") < at("second") && at("second") < at("third"), "{page}");
+    // The leader goes: the next sequence leads.
+    client.delete(&format!("/seed/job/n_{}", nodes[0]), None).await.unwrap();
+    let (_, page) = get(c.addr(), "/recipe?path=/seed/job&kind=election").await;
+    assert!(page.contains("Leader: <strong class=\"leader\">second</strong>"), "{page}");
+}

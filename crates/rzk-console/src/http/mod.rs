@@ -140,17 +140,21 @@ struct PathQuery {
 }
 
 async fn overview(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
-    let scan = async {
-        let client = shared.session.client()?;
-        Ok::<_, ReadError>(read::scan::scan(&client, shared.config.limits.scan_nodes_max).await?)
-    };
-    let (scanned, servers) = tokio::join!(scan, read::servers::identify(&shared.config.servers));
-    match scanned {
-        Ok(scan) => {
-            let page = pages::overview::page(&scan, &servers, &shared.session);
+    let read = shared.overview.get(|| async {
+        let scan = async {
+            let client = shared.session.client()?;
+            Ok::<_, ReadError>(
+                read::scan::scan(&client, shared.config.limits.scan_nodes_max).await?,
+            )
+        };
+        tokio::join!(scan, read::servers::identify(&shared.config.servers))
+    });
+    match &*read.await {
+        (Ok(scan), servers) => {
+            let page = pages::overview::page(scan, servers, &shared.session);
             answer(&headers, StatusCode::OK, page)
         }
-        Err(e) => failed(&headers, "/", &e),
+        (Err(e), _) => failed(&headers, "/", e),
     }
 }
 
@@ -205,14 +209,15 @@ async fn services(
 }
 
 async fn sessions(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Answer {
-    let read = async {
+    let read = shared.sessions.get(|| async {
         let client = shared.session.client()?;
         Ok::<_, ReadError>(
             read::sessions::read(&client, shared.config.limits.scan_nodes_max).await?,
         )
-    };
-    let found = read.await.map_err(|e| Refusal::from(failed(&headers, "/", &e)))?;
-    Ok(answer(&headers, StatusCode::OK, pages::sessions::page(&found)))
+    });
+    let read = read.await;
+    let found = read.as_ref().as_ref().map_err(|e| Refusal::from(failed(&headers, "/", e)))?;
+    Ok(answer(&headers, StatusCode::OK, pages::sessions::page(found)))
 }
 
 /// A page's nudges as server-sent events: `change` after each burst of changes under its

@@ -3,7 +3,7 @@
 //! and locks are read with the recipes' own readers, so the order is the one a recipe
 //! decides by.
 
-use rzk_client::Client;
+use rzk_client::{Client, MultiReadResult};
 use rzk_recipes::election::{
     LatchOptions, LeaderLatch, Participant, Participants, RaceElection, RaceOptions,
 };
@@ -94,8 +94,11 @@ pub(crate) async fn read(
                 ..RecipeView::default()
             }
         }
-        Kind::Mutex | Kind::ReadWriteLock | Kind::Semaphore => {
-            let layout = LockLayout::detect(session, path).await?;
+        // The scan named the layout, so it is not detected again (a second getChildren).
+        Kind::Mutex => lock(&LockStatus::read(session, path, LockLayout::Mutex).await?),
+        Kind::ReadWriteLock => lock(&LockStatus::read(session, path, LockLayout::ReadWrite).await?),
+        Kind::Semaphore => {
+            let layout = LockLayout::Semaphore { max_leases: None };
             lock(&LockStatus::read(session, path, layout).await?)
         }
         Kind::PlainElection => plain(&client, path).await?,
@@ -123,7 +126,8 @@ fn lock(s: &LockStatus) -> RecipeView {
     view
 }
 
-/// ZooKeeper's plain election: the lowest sequence leads, whatever the prefix.
+/// ZooKeeper's plain election: the lowest sequence leads, whatever the prefix. One getChildren
+/// and one multi-read, as the recipes read theirs; a node gone between the two is not listed.
 async fn plain(client: &Client, path: &str) -> Result<RecipeView, rzk_client::Error> {
     let mut children: Vec<(u64, String)> = client
         .list_children(path)
@@ -133,12 +137,20 @@ async fn plain(client: &Client, path: &str) -> Result<RecipeView, rzk_client::Er
         .collect();
     children.sort_unstable();
     let mut members = Vec::with_capacity(children.len());
-    for (i, (_, name)) in children.iter().enumerate() {
-        let node = child(path, name);
-        let Ok((data, stat)) = client.get_data(&node).await else { continue };
-        let role = if i == 0 { Role::Leader } else { Role::Follower };
-        let id = String::from_utf8_lossy(&data).into_owned();
-        members.push(Member { id, node, token: stat.czxid, session: stat.ephemeral_owner, role });
+    if children.is_empty() {
+        return Ok(RecipeView::default());
+    }
+    let mut reader = client.new_multi_reader();
+    for (_, name) in &children {
+        reader.add_get_data(&child(path, name))?;
+    }
+    for ((_, name), r) in children.iter().zip(reader.commit().await?) {
+        if let MultiReadResult::Data { data, stat } = r {
+            let role = if members.is_empty() { Role::Leader } else { Role::Follower };
+            let id = String::from_utf8_lossy(&data).into_owned();
+            let (node, token, session) = (child(path, name), stat.czxid, stat.ephemeral_owner);
+            members.push(Member { id, node, token, session, role });
+        }
     }
     Ok(RecipeView { members, ..RecipeView::default() })
 }

@@ -26,10 +26,10 @@ pub(crate) struct Identity {
     pub figures: Result<Vec<(String, String)>, String>,
 }
 
-/// The `host:port`s of a connect string (`h1:p1,h2:p2[/chroot]`).
+/// The `host:port`s of a connect string (`h1:p1,h2[/chroot]`), as the client reads it (a host
+/// without a port is on 2181); none for a string the client would refuse too.
 pub(crate) fn hosts(connect: &str) -> Vec<String> {
-    let hosts = connect.split_once('/').map_or(connect, |(hosts, _chroot)| hosts);
-    hosts.split(',').map(str::trim).filter(|h| !h.is_empty()).map(String::from).collect()
+    rzk_client::ConnectString::parse(connect).map(|c| c.hosts).unwrap_or_default()
 }
 
 /// Asks every server in `hosts` at once.
@@ -93,6 +93,8 @@ mod tests {
     fn a_connect_string_names_its_hosts() {
         assert_eq!(hosts("a:1,b:2/chroot/x"), ["a:1", "b:2"]);
         assert_eq!(hosts("127.0.0.1:2181"), ["127.0.0.1:2181"]);
+        // As the client reads it: a host without a port is on 2181.
+        assert_eq!(hosts("zk1,zk2:2182"), ["zk1:2181", "zk2:2182"]);
     }
 
     #[test]
