@@ -38,6 +38,7 @@ PKGS+=(openssl)
 PKGS+=(python3-pure-sasl krb5-kdc krb5-admin-server libkrb5-dev libclang-dev)
 PKGS+=(systemd groff-base man-db)
 PKGS+=(chromium chromium-driver python3-selenium)
+PKGS+=(iproute2) # ss: the backlog of a listening socket, in the server-start tests
 
 installed() {
     # Read whole, not piped into `grep -q`: under pipefail, grep's early exit gives dpkg a

@@ -101,8 +101,12 @@ pub struct ServerConfig {
     pub max_packet_bytes: usize,
     /// Connections per client IP (`maxClientCnxns`); 0 means unlimited.
     pub max_client_connections_per_ip: usize,
-    /// Connections in total; further connections are refused.
+    /// Connections in total (`maxCnxns`); further connections are refused. By default as
+    /// many as the process's file descriptors allow, less [`FDS_RESERVED`].
     pub max_connections: usize,
+    /// Connections the kernel queues for the accept loop (`clientPortListenBacklog`), capped
+    /// by `net.core.somaxconn`: [`LISTEN_BACKLOG_DEFAULT`] unless set.
+    pub listen_backlog: u32,
     /// Requests read from one connection whose replies are not yet written. At the limit the
     /// server stops reading from that connection, so a client that stops reading replies
     /// cannot make the server buffer without bound.
@@ -160,6 +164,31 @@ impl AdminConfig {
     }
 }
 
+/// The listen backlog unless `clientPortListenBacklog` says otherwise: Linux's largest
+/// default `somaxconn` (ZooKeeper's is the JVM's 50).
+pub const LISTEN_BACKLOG_DEFAULT: u32 = 4096;
+
+/// File descriptors kept back from client connections: the log's and snapshot's files, the
+/// HTTP listeners' connections, the runtime's own.
+pub const FDS_RESERVED: usize = 256;
+
+/// Used when the process's descriptor limit cannot be read (not Linux).
+const MAX_CONNECTIONS_FALLBACK: usize = 10_000;
+
+/// As many connections as the process may open descriptors (its soft `RLIMIT_NOFILE`, from
+/// `/proc/self/limits`), less [`FDS_RESERVED`]: past that, accept would fail with EMFILE
+/// anyway, after the connection had cost the kernel a socket.
+fn default_max_connections() -> usize {
+    let soft = std::fs::read_to_string("/proc/self/limits").ok().and_then(|limits| {
+        let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+        line.split_whitespace().nth(3)?.parse::<usize>().ok()
+    });
+    match soft {
+        Some(n) => n.saturating_sub(FDS_RESERVED).max(1),
+        None => MAX_CONNECTIONS_FALLBACK,
+    }
+}
+
 impl ServerConfig {
     /// Defaults for a listen address, with ZooKeeper's defaults where it has them.
     pub fn new(bind: SocketAddr) -> ServerConfig {
@@ -169,7 +198,8 @@ impl ServerConfig {
             durability: Durability::InMemory,
             max_packet_bytes: rzk_proto::DEFAULT_MAX_PACKET_BYTES,
             max_client_connections_per_ip: 60,
-            max_connections: 10_000,
+            max_connections: default_max_connections(),
+            listen_backlog: LISTEN_BACKLOG_DEFAULT,
             max_outstanding_requests_per_connection: 1_000,
             max_queued_bytes_per_connection: 64 * 1024 * 1024,
             sessionless_connection_timeout_ms: 10_000,

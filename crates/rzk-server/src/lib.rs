@@ -54,7 +54,9 @@ mod timer;
 mod tls;
 mod transport;
 
-pub use config::{AdminConfig, DiskConfig, Durability, ServerConfig};
+pub use config::{
+    AdminConfig, DiskConfig, Durability, ServerConfig, FDS_RESERVED, LISTEN_BACKLOG_DEFAULT,
+};
 #[cfg(feature = "gssapi")]
 pub use gssapi::{sasl_id, GssapiMechanism, PrincipalRules, GSSAPI_TOKEN_BYTES_MAX};
 // The bounded listener, for the CLI's client-side metrics endpoint and the web console.

@@ -85,12 +85,12 @@ impl Server {
         };
         let secure = match &config.tls {
             None => None,
-            Some(t) => Some(SecurePort::bind(t).await?),
+            Some(t) => Some(SecurePort::bind(t, config.listen_backlog).await?),
         };
         let secure_addr = secure.as_ref().map(|s| s.addr);
         let bind_err = |source| ServerError::Bind { addr: config.bind, source };
         let listener = match config.plain_port {
-            true => Some(TcpListener::bind(config.bind).await.map_err(bind_err)?),
+            true => Some(listen(config.bind, config.listen_backlog).map_err(bind_err)?),
             false => None,
         };
         let local_addr = match (&listener, secure_addr) {
@@ -286,6 +286,23 @@ async fn bind_http(
     Ok(Some((listener, local)))
 }
 
+/// A client port's listener with room for `backlog` connections the accept loop has not
+/// taken yet (the kernel caps it at `net.core.somaxconn`). tokio's `bind` asks for 128
+/// (std's), and a connection storm past the backlog has its SYNs dropped and retried only
+/// after a second, then three: a backlog as deep as the kernel allows turns a storm of
+/// thousands into a queue the accept loop drains in milliseconds.
+fn listen(addr: SocketAddr, backlog: u32) -> io::Result<TcpListener> {
+    let socket = match addr {
+        SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+    };
+    // As std's and tokio's `bind` do: a restarted server rebinds a port with connections
+    // still in TIME_WAIT.
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(backlog)
+}
+
 /// Serves the client ports until shutdown; `http` are the HTTP listeners' tasks, aborted then.
 async fn run(
     inner: Arc<Inner>,
@@ -398,10 +415,10 @@ struct SecurePort {
 }
 
 impl SecurePort {
-    async fn bind(cfg: &tls::TlsConfig) -> Result<SecurePort, ServerError> {
+    async fn bind(cfg: &tls::TlsConfig, backlog: u32) -> Result<SecurePort, ServerError> {
         let acceptor = tls::acceptor(cfg)?;
         let bind_err = |source| ServerError::Bind { addr: cfg.bind, source };
-        let listener = TcpListener::bind(cfg.bind).await.map_err(bind_err)?;
+        let listener = listen(cfg.bind, backlog).map_err(bind_err)?;
         let addr = listener.local_addr().map_err(bind_err)?;
         Ok(SecurePort {
             listener,

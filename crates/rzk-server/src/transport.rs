@@ -65,6 +65,18 @@ pub(crate) fn tls(tcp: TcpStream, mut session: ServerConnection) -> (ReadSide, W
 }
 
 impl ReadSide {
+    /// Waits until a read would find something: the socket's readiness for plain TCP; at once
+    /// for TLS, whose session may hold plaintext already and keeps its own buffers.
+    ///
+    /// # Cancellation safety
+    /// Safe: it only waits.
+    pub(crate) async fn readable(&self) -> io::Result<()> {
+        match self {
+            ReadSide::Plain(rd) => rd.readable().await,
+            ReadSide::Tls { .. } => Ok(()),
+        }
+    }
+
     /// Appends what the client sent to `buf`; 0 at the end of the stream.
     ///
     /// # Errors

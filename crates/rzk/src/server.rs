@@ -103,6 +103,14 @@ pub(crate) struct ServerArgs {
     /// Connections per client IP, 0 for unlimited (`maxClientCnxns`) [default: 60].
     #[arg(long)]
     max_client_cnxns: Option<usize>,
+    /// Connections in total, 0 for as many as the process's file descriptors allow, less 256
+    /// (`maxCnxns`) [default: 0].
+    #[arg(long)]
+    max_cnxns: Option<usize>,
+    /// Connections the kernel queues before the server accepts them, capped by
+    /// `net.core.somaxconn` (`clientPortListenBacklog`) [default: 4096].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    listen_backlog: Option<u32>,
     /// Largest accepted packet in bytes (`jute.maxbuffer`) [default: 1048575].
     #[arg(long = "jute-maxbuffer")]
     max_packet_bytes: Option<usize>,
@@ -250,6 +258,16 @@ fn build_config(args: ServerArgs) -> anyhow::Result<ServerConfig> {
     config.initial_configuration = file.text.clone();
     config.max_client_connections_per_ip =
         args.max_client_cnxns.or(file.max_client_cnxns).unwrap_or(60);
+    match args.max_cnxns.or(file.max_cnxns) {
+        None | Some(0) => {}
+        Some(n) => config.max_connections = n,
+    }
+    match (args.listen_backlog, file.listen_backlog) {
+        (Some(n), _) => config.listen_backlog = n,
+        (None, Some(n)) if n > 0 => config.listen_backlog = n.unsigned_abs(),
+        // ZooKeeper's -1 (and anything not positive): the default.
+        (None, _) => {}
+    }
     config.max_packet_bytes = args
         .max_packet_bytes
         .or(file.max_packet_bytes)

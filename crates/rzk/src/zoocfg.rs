@@ -23,6 +23,10 @@ pub(crate) struct ZooCfg {
     pub client_port: Option<u16>,
     pub client_port_address: Option<std::net::IpAddr>,
     pub max_client_cnxns: Option<usize>,
+    /// `maxCnxns`: 0, ZooKeeper's default, for as many as the descriptors allow.
+    pub max_cnxns: Option<usize>,
+    /// `clientPortListenBacklog`: -1, ZooKeeper's default, for rzk's.
+    pub listen_backlog: Option<i32>,
     pub min_session_timeout_ms: Option<i32>,
     pub max_session_timeout_ms: Option<i32>,
     pub snap_retain_count: Option<usize>,
@@ -185,6 +189,8 @@ fn apply(cfg: &mut ZooCfg, f: &str, l: usize, key: &str, v: &str) -> anyhow::Res
         "clientPort" => cfg.client_port = Some(parse_value(f, l, key, v)?),
         "clientPortAddress" => cfg.client_port_address = Some(parse_value(f, l, key, v)?),
         "maxClientCnxns" => cfg.max_client_cnxns = Some(parse_value(f, l, key, v)?),
+        "maxCnxns" => cfg.max_cnxns = Some(parse_value(f, l, key, v)?),
+        "clientPortListenBacklog" => cfg.listen_backlog = Some(parse_value(f, l, key, v)?),
         "minSessionTimeout" => cfg.min_session_timeout_ms = Some(parse_value(f, l, key, v)?),
         "maxSessionTimeout" => cfg.max_session_timeout_ms = Some(parse_value(f, l, key, v)?),
         "autopurge.snapRetainCount" => cfg.snap_retain_count = Some(parse_value(f, l, key, v)?),

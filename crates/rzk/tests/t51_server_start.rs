@@ -73,14 +73,14 @@ fn each_ignored_key_is_explained() {
     let cfg = zoo_cfg(
         "single",
         "tickTime=2000\ninitLimit=10\ntickTme=100\nserver.1=127.0.0.1:2888:3888\n\
-         maxCnxns=10\n",
+         clientTcpKeepAlive=true\n",
     );
     let log = log_until_serving(&["--config", cfg.to_str().unwrap()]);
     for needle in [
         "initLimit: not used by a single-node server",
         "unknown key \"tickTme\" (did you mean tickTime?)",
         "server.1=127.0.0.1:2888:3888 names a single server: rzk runs it standalone",
-        "maxCnxns: not supported",
+        "clientTcpKeepAlive: not supported",
     ] {
         assert!(log.contains(needle), "{needle:?} not in {log}");
     }
@@ -162,6 +162,43 @@ fn the_admin_server_runs_when_zoo_cfg_or_a_flag_asks() {
     let silent = zoo_cfg("admin-silent", "tickTime=2000\n");
     let log = log_until_serving(&["--config", silent.to_str().unwrap()]);
     assert!(log.contains("AdminServer off") && !log.contains("AdminServer on"), "{log}");
+}
+
+/// The client address from a log's "serving on ADDR" line.
+fn serving_addr(log: &str) -> String {
+    let line = log.lines().find(|l| l.contains("serving on")).unwrap();
+    line.rsplit("serving on ").next().unwrap().trim().to_string()
+}
+
+/// The backlog the kernel keeps for the socket listening on `addr` (`ss`'s Send-Q column).
+fn listen_backlog(addr: &str) -> u32 {
+    let port = addr.rsplit(':').next().unwrap();
+    let out = Command::new("ss").args(["-ltnH", &format!("sport = :{port}")]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let fields: Vec<&str> = text.split_whitespace().collect();
+    assert_eq!(fields.first(), Some(&"LISTEN"), "ss: {text}");
+    fields[2].parse().unwrap()
+}
+
+#[test]
+fn max_cnxns_and_the_listen_backlog_are_applied() {
+    use std::io::Read;
+    // By default, a backlog for a storm (the kernel's somaxconn here is 4,096 or more).
+    while_serving(&[], |log| assert_eq!(listen_backlog(&serving_addr(log)), 4096));
+    let cfg = zoo_cfg("limits", "clientPortListenBacklog=2000\nmaxCnxns=3\n");
+    while_serving(&["--config", cfg.to_str().unwrap()], |log| {
+        let addr = serving_addr(log);
+        assert_eq!(listen_backlog(&addr), 2000);
+        let open: Vec<_> = (0..3).map(|_| std::net::TcpStream::connect(&addr).unwrap()).collect();
+        // The fourth is closed as soon as it is accepted; the three keep their slots.
+        let mut fourth = std::net::TcpStream::connect(&addr).unwrap();
+        fourth.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        assert_eq!(fourth.read(&mut [0; 16]).unwrap(), 0, "the fourth connection was served");
+        let mut first = &open[0];
+        first.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+        let still = first.read(&mut [0; 16]);
+        assert!(still.is_err(), "the first connection was closed: {still:?}");
+    });
 }
 
 #[test]
