@@ -73,6 +73,10 @@ pub enum Workload {
     /// the member whose process is `--kill-pid` is SIGKILLed; latency from the kill to each
     /// of its sessions' first read answered again (docs/client.md).
     SessionFailover,
+    /// Many idle sessions, as service instances are: `--sessions` each with an ephemeral node
+    /// and a watch on it, pinging; some reading every `--get-interval-ms`; `--observers`
+    /// counting the registry's deletions (docs/BENCHMARKS.md, Sessions).
+    Sessions,
 }
 
 impl Workload {
@@ -100,6 +104,7 @@ impl Workload {
             Workload::ConfigPropagation => "config-propagation",
             Workload::DiscoveryExpiry => "discovery-expiry",
             Workload::SessionFailover => "session-failover",
+            Workload::Sessions => "sessions",
         }
     }
 }
@@ -171,4 +176,45 @@ pub struct BenchConfig {
     pub kill_pid: Option<u32>,
     /// Connect over TLS (create, set, get, mixed, churn, populate); `None`: plain TCP.
     pub tls: Option<TlsConfig>,
+    /// The sessions workload's shape.
+    pub many: ManySessions,
+}
+
+/// The sessions workload's shape (the rest of its settings: `sessions`, `duration`,
+/// `session_timeout`).
+#[derive(Debug, Clone)]
+pub struct ManySessions {
+    /// The parent of every session's ephemeral node.
+    pub registry: String,
+    /// Sessions whose watch on their node is persistent (the others re-arm a one-shot
+    /// `exists`), percent.
+    pub persistent_pct: u8,
+    /// Sessions that read their node, percent.
+    pub getters_pct: u8,
+    /// How often each of those reads; zero: back to back, one read in flight each.
+    pub get_interval: Duration,
+    /// Sessions connecting at once; as many as `sessions` is a connection storm.
+    pub connect_concurrency: usize,
+    /// Sessions watching the whole registry for deletions (persistent, recursive).
+    pub observers: usize,
+    /// Deletions after which each observer stops and reports when it saw the last.
+    pub expect_deleted: Option<u64>,
+    /// Where to write every get's latency (microseconds, one per line), for a driver that
+    /// pools several processes' samples.
+    pub samples_out: Option<std::path::PathBuf>,
+}
+
+impl Default for ManySessions {
+    fn default() -> Self {
+        ManySessions {
+            registry: "/rzk-bench/registry".into(),
+            persistent_pct: 50,
+            getters_pct: 10,
+            get_interval: Duration::from_secs(1),
+            connect_concurrency: 256,
+            observers: 0,
+            expect_deleted: None,
+            samples_out: None,
+        }
+    }
 }

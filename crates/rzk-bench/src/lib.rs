@@ -43,9 +43,10 @@ mod race;
 pub mod report;
 mod runner;
 mod session_failover;
+mod sessions;
 mod throughput;
 
-pub use config::{BenchConfig, Strategy, Workload};
+pub use config::{BenchConfig, ManySessions, Strategy, Workload};
 pub use error::BenchError;
 pub use report::Report;
 pub use runner::run;

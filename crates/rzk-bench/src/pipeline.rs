@@ -145,7 +145,8 @@ impl Requests {
             | Workload::CounterAdd
             | Workload::ConfigPropagation
             | Workload::DiscoveryExpiry
-            | Workload::SessionFailover => unreachable!("these have their own loops"),
+            | Workload::SessionFailover
+            | Workload::Sessions => unreachable!("these have their own loops"),
         };
         (req, Pending::Op(now))
     }

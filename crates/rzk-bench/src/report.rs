@@ -13,6 +13,8 @@ pub enum Report {
     Election(ElectionReport),
     /// config-propagation: one write's updates of many caches.
     Propagation(PropagationReport),
+    /// sessions: many sessions held.
+    Sessions(SessionsReport),
 }
 
 impl Report {
@@ -25,6 +27,8 @@ impl Report {
             (Report::Election(r), false) => r.text(),
             (Report::Propagation(r), true) => r.json(),
             (Report::Propagation(r), false) => r.text(),
+            (Report::Sessions(r), true) => r.json(),
+            (Report::Sessions(r), false) => r.text(),
         }
     }
 }
@@ -272,4 +276,123 @@ mod tests {
             "config-propagation (3 caches on 1 sessions): 2 writes in 1.00s; to each cache p50 30 us, p99 50 us, p999 50 us; to the last cache p50 50 us, p99 50 us"
         );
     }
+}
+
+/// The result of the sessions workload.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionsReport {
+    /// Sessions asked for.
+    pub sessions: usize,
+    /// Sessions set up: connected, their node created, their watch set.
+    pub connected: usize,
+    /// Sessions that could not be set up.
+    pub connect_errors: usize,
+    /// The first distinct reasons why not.
+    pub errors_named: Vec<String>,
+    /// From the start to the last session set up (or failed), seconds.
+    pub connect_s: f64,
+    /// How long the sessions were then held, seconds.
+    pub held_s: f64,
+    /// Gets answered, and their latency percentiles, microseconds.
+    pub gets: usize,
+    /// (p50, p99, p99.9) of the gets, microseconds.
+    pub get_us: (u32, u32, u32),
+    /// Gets the server answered with an error.
+    pub get_errors: u64,
+    /// Watch events the sessions received.
+    pub events: u64,
+    /// Sessions whose connection broke while held.
+    pub lost: usize,
+    /// Observers of the registry.
+    pub observers: usize,
+    /// Deletions they saw, all observers together.
+    pub observed_deleted: u64,
+    /// When the first deletion was seen, ms since the epoch.
+    pub observed_first_unix_ms: Option<u128>,
+    /// When the last observer saw its expected deletions, ms since the epoch.
+    pub observed_all_unix_ms: Option<u128>,
+}
+
+impl SessionsReport {
+    pub(crate) fn new(
+        sessions: usize,
+        connected: usize,
+        connect_errors: usize,
+        errors_named: std::collections::BTreeSet<String>,
+        connect_s: f64,
+    ) -> SessionsReport {
+        SessionsReport {
+            sessions,
+            connected,
+            connect_errors,
+            errors_named: errors_named.into_iter().collect(),
+            connect_s,
+            held_s: 0.0,
+            gets: 0,
+            get_us: (0, 0, 0),
+            get_errors: 0,
+            events: 0,
+            lost: 0,
+            observers: 0,
+            observed_deleted: 0,
+            observed_first_unix_ms: None,
+            observed_all_unix_ms: None,
+        }
+    }
+
+    /// Takes the gets (when each was sent, ms since the epoch, and its latency, us), and
+    /// writes them to `out` as `<sent ms> <us>` lines when asked, so that a driver can pool
+    /// several processes' and keep a window of them.
+    pub(crate) fn set_gets(
+        &mut self,
+        gets: Vec<(u64, u32)>,
+        out: Option<&std::path::Path>,
+    ) -> std::io::Result<()> {
+        if let Some(path) = out {
+            let text: String = gets.iter().map(|(at, us)| format!("{at} {us}\n")).collect();
+            std::fs::write(path, text)?;
+        }
+        let mut us: Vec<u32> = gets.into_iter().map(|(_, us)| us).collect();
+        self.gets = us.len();
+        self.get_us = summary(&mut us);
+        Ok(())
+    }
+
+    fn json(&self) -> String {
+        let SessionsReport { sessions, connected, connect_errors, connect_s, held_s, .. } = self;
+        let SessionsReport { gets, get_errors, events, lost, observers, observed_deleted, .. } =
+            self;
+        let (p50, p99, p999) = self.get_us;
+        let named: Vec<String> =
+            self.errors_named.iter().map(|e| format!("\"{}\"", json_escape(e))).collect();
+        let ms = |at: Option<u128>| at.map_or("null".to_string(), |ms| ms.to_string());
+        let (first_at, all_at) = (ms(self.observed_first_unix_ms), ms(self.observed_all_unix_ms));
+        format!(
+            "{{\"workload\":\"sessions\",\"sessions\":{sessions},\"connected\":{connected},\"connect_errors\":{connect_errors},\"errors_named\":[{}],\"connect_s\":{connect_s:.3},\"held_s\":{held_s:.3},\"gets\":{gets},\"gets_per_s\":{:.1},\"p50_us\":{p50},\"p99_us\":{p99},\"p999_us\":{p999},\"get_errors\":{get_errors},\"events\":{events},\"lost\":{lost},\"observers\":{observers},\"observed_deleted\":{observed_deleted},\"observed_first_unix_ms\":{first_at},\"observed_all_unix_ms\":{all_at}}}",
+            named.join(","),
+            *gets as f64 / held_s.max(1e-9),
+        )
+    }
+
+    fn text(&self) -> String {
+        let SessionsReport { sessions, connected, connect_errors, connect_s, held_s, .. } = self;
+        let (p50, p99, _) = self.get_us;
+        format!(
+            "sessions: {connected} of {sessions} set up in {connect_s:.2}s ({connect_errors} failed{}); held {held_s:.1}s: {} gets, p50 {p50} us, p99 {p99} us, {} get errors, {} events, {} lost",
+            if self.errors_named.is_empty() { String::new() } else { format!(": {}", self.errors_named.join("; ")) },
+            self.gets, self.get_errors, self.events, self.lost
+        )
+    }
+}
+
+/// `s` inside a JSON string.
+fn json_escape(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| match c {
+            '"' => vec!['\\', '"'],
+            '\\' => vec!['\\', '\\'],
+            c if c.is_control() => vec![' '],
+            c => vec![c],
+        })
+        .collect()
 }

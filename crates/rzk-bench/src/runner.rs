@@ -8,7 +8,7 @@ use crate::error::BenchError;
 use crate::report::{LoadReport, Report};
 use crate::{
     counter, discovery, election, fanout, handoff_event, lock, pipeline, propagation, queue, race,
-    session_failover,
+    session_failover, sessions,
 };
 
 /// Runs `cfg`'s workload against the servers of `hosts` (a ZooKeeper connect string) and
@@ -60,6 +60,7 @@ pub async fn run(hosts: &str, cfg: BenchConfig) -> Result<Report, BenchError> {
         Workload::SessionFailover => {
             return Ok(Report::Election(session_failover::run(&cfg, hosts).await?))
         }
+        Workload::Sessions => return Ok(Report::Sessions(sessions::run(&cfg, hosts).await?)),
         _ => {}
     }
     let handoff = matches!(cfg.workload, Workload::HandoffEvent | Workload::HandoffRead);

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use clap::Args;
-use rzk_bench::{BenchConfig, BenchError, Strategy, Workload};
+use rzk_bench::{BenchConfig, BenchError, ManySessions, Strategy, Workload};
 use rzk_recipes::tls::TlsConfig;
 
 use crate::connect::Connect;
@@ -66,9 +66,57 @@ pub(crate) struct BenchArgs {
     /// The process of the ensemble member to SIGKILL (session-failover).
     #[arg(long)]
     kill_pid: Option<u32>,
+    #[command(flatten)]
+    many: ManySessionsArgs,
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
+}
+
+/// The sessions workload's flags.
+#[derive(Debug, Args)]
+struct ManySessionsArgs {
+    /// The parent of the sessions' ephemeral nodes (sessions).
+    #[arg(long, default_value = "/rzk-bench/registry")]
+    registry: String,
+    /// Sessions whose watch on their node is persistent, percent (sessions).
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u8).range(0..=100))]
+    persistent_pct: u8,
+    /// Sessions that read their node, percent (sessions).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u8).range(0..=100))]
+    getters_pct: u8,
+    /// How often each reader reads, ms; 0 reads back to back, one read in flight (sessions).
+    #[arg(long, default_value_t = 1_000)]
+    get_interval_ms: u64,
+    /// Sessions connecting at once (sessions); as many as --sessions is a storm.
+    #[arg(long, default_value_t = 256)]
+    connect_concurrency: usize,
+    /// Sessions counting the registry's deletions, through a persistent recursive watch
+    /// (sessions).
+    #[arg(long, default_value_t = 0)]
+    observers: usize,
+    /// Deletions after which each observer stops and reports when it saw the last (sessions).
+    #[arg(long)]
+    expect_deleted: Option<u64>,
+    /// Write every read here, one per line: when it was sent (ms since the epoch) and its
+    /// latency (us) (sessions).
+    #[arg(long, value_name = "FILE")]
+    samples_out: Option<std::path::PathBuf>,
+}
+
+impl ManySessionsArgs {
+    fn config(&self) -> ManySessions {
+        ManySessions {
+            registry: self.registry.clone(),
+            persistent_pct: self.persistent_pct,
+            getters_pct: self.getters_pct,
+            get_interval: Duration::from_millis(self.get_interval_ms),
+            connect_concurrency: self.connect_concurrency,
+            observers: self.observers,
+            expect_deleted: self.expect_deleted,
+            samples_out: self.samples_out.clone(),
+        }
+    }
 }
 
 impl BenchArgs {
@@ -91,6 +139,7 @@ impl BenchArgs {
             trials: self.trials,
             kill_pid: self.kill_pid,
             tls,
+            many: self.many.config(),
         }
     }
 }

@@ -36,11 +36,23 @@ impl AsyncClient {
     /// A TCP connection to `addr` with Nagle's algorithm off, and no session yet: follow with
     /// [`handshake`](Self::handshake), or write anything with [`write_raw`](Self::write_raw).
     pub async fn open(addr: &str) -> Result<AsyncClient, RawError> {
+        AsyncClient::open_with_buffer(addr, READ_BUFFER_BYTES).await
+    }
+
+    /// [`open`](Self::open) with a read buffer of `read_buffer_bytes`: a tool holding ten
+    /// thousand sessions that each read a reply at a time wants a few KiB each, not the
+    /// pipelining default.
+    pub async fn open_with_buffer(
+        addr: &str,
+        read_buffer_bytes: usize,
+    ) -> Result<AsyncClient, RawError> {
         let stream = TcpStream::connect(addr)
             .await
             .map_err(|source| RawError::Connect { addr: addr.to_owned(), source })?;
         stream.set_nodelay(true)?;
-        Ok(AsyncClient::over(transport::tcp(stream), addr))
+        let (r, w) = transport::tcp(stream);
+        let r = BufReader::with_capacity(read_buffer_bytes, r);
+        Ok(AsyncClient { r, w, addr: addr.to_owned() })
     }
 
     /// A TLS connection to `addr` (Nagle's algorithm off), verified and authenticated as `tls`
