@@ -235,6 +235,8 @@ def main():
     ap.add_argument("--rzk-bin", default=servers.release_rzk_binary())
     ap.add_argument("--json-out")
     a = ap.parse_args()
+    # The servers' rzk is the load tool's (servers.py's default is the debug build's).
+    os.environ["RZK_BIN"] = a.rzk_bin
     result = {"hold": [], "throughput": []}
     for kind in a.servers.split(","):
         total = a.sessions

@@ -15,13 +15,14 @@
 //! once goes to the writer task, which waits for the socket to drain; while it holds anything,
 //! every later frame for that connection queues behind it.
 
+use std::collections::VecDeque;
 use std::io;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use rzk_core::ConnId;
 use rzk_proto::split_frame;
-use tokio::sync::mpsc;
+use tokio::sync::Notify;
 
 use crate::flow_control::ConnCtl;
 use crate::transport::WriteSide;
@@ -39,6 +40,45 @@ pub(crate) enum WriterMsg {
     Close,
 }
 
+/// The writer task's inbox: what the socket did not take at once, in order. It holds no
+/// allocation until a message arrives, where a tokio channel allocates a block of 32 slots per
+/// connection up front (a kilobyte for each of 19,000 idle connections). Unbounded, as that
+/// channel was: the bytes it holds count in the connection's queued bytes, which the queue
+/// limit bounds. Closed when the connection's `ConnOut` goes; what it holds is still received.
+#[derive(Default)]
+pub(crate) struct WriterInbox {
+    msgs: parking_lot::Mutex<VecDeque<WriterMsg>>,
+    ready: Notify,
+    closed: AtomicBool,
+}
+
+impl WriterInbox {
+    fn send(&self, msg: WriterMsg) {
+        self.msgs.lock().push_back(msg);
+        self.ready.notify_one();
+    }
+
+    fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        self.ready.notify_one();
+    }
+
+    /// The next message; `None` once the inbox is closed and empty. Cancellation safe: a
+    /// message is taken only when returned, and a wake-up it consumed is a permit `Notify`
+    /// keeps for the next call.
+    pub(crate) async fn recv(&self) -> Option<WriterMsg> {
+        loop {
+            if let Some(msg) = self.msgs.lock().pop_front() {
+                return Some(msg);
+            }
+            if self.closed.load(Ordering::SeqCst) {
+                return None;
+            }
+            self.ready.notified().await;
+        }
+    }
+}
+
 /// One connection's share of a pump: its frames in the core's order.
 pub(crate) struct Outgoing {
     pub(crate) conn: ConnId,
@@ -53,7 +93,7 @@ pub(crate) struct Outgoing {
 
 /// Everything that puts bytes on one connection.
 pub(crate) struct ConnOut {
-    tx: mpsc::UnboundedSender<WriterMsg>,
+    tx: Arc<WriterInbox>,
     /// Shared with the writer task; written directly only while the writer holds nothing.
     wr: Arc<WriteSide>,
     ctl: Arc<ConnCtl>,
@@ -97,11 +137,7 @@ impl Flush {
 
 impl ConnOut {
     /// A connection's output: `wr` shared with its writer task, which `tx` feeds.
-    pub(crate) fn new(
-        tx: mpsc::UnboundedSender<WriterMsg>,
-        wr: Arc<WriteSide>,
-        ctl: Arc<ConnCtl>,
-    ) -> ConnOut {
+    pub(crate) fn new(tx: Arc<WriterInbox>, wr: Arc<WriteSide>, ctl: Arc<ConnCtl>) -> ConnOut {
         ConnOut { tx, wr, ctl, queue: Default::default() }
     }
 
@@ -166,7 +202,7 @@ impl ConnOut {
         }
         if written == out.bytes.len() {
             if written > 0 && self.wr.has_sealed() {
-                let _ = self.tx.send(WriterMsg::SendSealed);
+                self.tx.send(WriterMsg::SendSealed);
             }
             self.ctl.replies_sent(out.replies);
         } else if !self.queue_rest(&out, written, max_queued_bytes) {
@@ -175,7 +211,7 @@ impl ConnOut {
         if out.close {
             self.ctl.closing.store(true, Ordering::SeqCst);
             self.ctl.close_requested.notify_one();
-            let _ = self.tx.send(WriterMsg::Close);
+            self.tx.send(WriterMsg::Close);
         }
     }
 
@@ -217,10 +253,10 @@ impl ConnOut {
                     "closing connection: client is not reading its replies"
                 );
                 self.ctl.stop();
-                let _ = self.tx.send(WriterMsg::Close);
+                self.tx.send(WriterMsg::Close);
                 return false;
             }
-            let _ = self.tx.send(WriterMsg::Bytes { bytes: bytes[range].to_vec(), replies });
+            self.tx.send(WriterMsg::Bytes { bytes: bytes[range].to_vec(), replies });
         }
         true
     }
@@ -229,4 +265,11 @@ impl ConnOut {
 /// Every frame but a notification (xid -1) answers one request.
 pub(crate) fn is_reply(frame: &[u8]) -> bool {
     frame.get(4..8) != Some(&[0xff; 4])
+}
+
+impl Drop for ConnOut {
+    /// The writer ends once it has written what it holds.
+    fn drop(&mut self) {
+        self.tx.close();
+    }
 }

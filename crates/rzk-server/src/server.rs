@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 
 use rzk_core::{Core, Now};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use crate::admin;
@@ -16,7 +15,7 @@ use crate::connection;
 use crate::durable;
 use crate::flow_control::ConnCtl;
 use crate::metrics;
-use crate::output_queue::ConnOut;
+use crate::output_queue::{ConnOut, WriterInbox};
 use crate::shared::{ConnHandle, Inner};
 use crate::timer::timer_loop;
 use crate::tls;
@@ -390,17 +389,17 @@ fn admit(
     let conn = sh.next_conn;
     sh.next_conn += 1;
     *sh.per_ip.entry(ip).or_insert(0) += 1;
-    let (tx, rx) = mpsc::unbounded_channel();
+    let inbox = Arc::new(WriterInbox::default());
     let ctl = Arc::new(ConnCtl::default());
     let wr = Arc::new(wr);
-    let out = ConnOut::new(tx, wr.clone(), ctl.clone());
+    let out = ConnOut::new(inbox.clone(), wr.clone(), ctl.clone());
     sh.conns.insert(conn, ConnHandle { out: Arc::new(out), ip, ctl: ctl.clone() });
     sh.core.open(conn, peer);
     if let Some(id) = identity {
         sh.core.authenticated(conn, id);
     }
     drop(sh);
-    Some(connection::serve(inner.clone(), conn, peer, rd, wr, rx, ctl))
+    Some(connection::serve(inner.clone(), conn, peer, rd, wr, inbox, ctl))
 }
 
 /// The secure client port: its listener, the TLS acceptor, and the bound on handshakes in

@@ -77,6 +77,16 @@ impl ReadSide {
         }
     }
 
+    /// Reads what the socket holds into `buf` without waiting: `WouldBlock` when it holds
+    /// nothing (and its readiness is cleared, so that `readable` waits for the next). `None`
+    /// for TLS, whose reads go through `read_buf`.
+    pub(crate) fn try_read(&self, buf: &mut [u8]) -> Option<io::Result<usize>> {
+        match self {
+            ReadSide::Plain(rd) => Some(rd.try_read(buf)),
+            ReadSide::Tls { .. } => None,
+        }
+    }
+
     /// Appends what the client sent to `buf`; 0 at the end of the stream.
     ///
     /// # Errors
