@@ -3,6 +3,7 @@
 
     /usr/bin/python3 -m scripts.bench-sessions [--servers rzk,zookeeper] [--sessions 19000]
         [--victims 10000] [--hold-s 20] [--throughput 1000,10000,19000] [--json-out FILE]
+    /usr/bin/python3 -m scripts.bench-sessions --markdown-from FILE
 
 The hold: --sessions sessions, each with an ephemeral node under one registry and a watch on it
 (half persistent, half one-shot re-armed), pinging at a third of their timeout, a tenth reading
@@ -24,7 +25,7 @@ The throughput: each size of --throughput sessions reads back to back, one read 
 --sessions 8 --in-flight 16`), whose per-core rate the issue's target halves.
 
 The load processes share the two cores with the server; their CPU is reported. Progress goes to
-stderr, the table to stdout.
+stderr, the tables (markdown) to stdout.
 """
 
 import argparse
@@ -205,24 +206,69 @@ def throughput(kind, rzk, n, hold_s):
             out = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=True).stdout
             r = json.loads(out.strip().splitlines()[-1])
             reads, seconds = r["ops"], r["seconds"]
-            p99 = r["p99_us"]
+            p99, errors = r["p99_us"], r["errors"]
         else:
             loads = [Load(rzk, srv.hosts, k, SURVIVOR_TIMEOUT_MS, hold_s,
                           ["--getters-pct", "100", "--get-interval-ms", "0"]) for k in split(n)]
             for l in loads:
                 l.wait_ready()
             cpu0 = cpu_seconds(pid)
+            ready = [l.ready for l in loads]
             reports = [l.report(hold_s + 120) for l in loads]
+            errors = sum(r[1] for r in ready) + sum(r["lost"] + r["get_errors"] for r in reports)
             reads = sum(r["gets"] for r in reports)
             seconds = max(r["held_s"] for r in reports)
             lat = sorted(sum((l.gets(0, 1 << 62) for l in loads), []))
             p99 = percentile(lat, 0.99)
         cpu = cpu_seconds(pid) - cpu0
-        return {"server": kind, "sessions": n, "reads_per_s": reads / seconds,
+        return {"server": kind, "sessions": n, "errors": errors, "reads_per_s": reads / seconds,
                 "reads_per_core_s": reads / cpu if cpu > 0 else None, "p99_us": p99,
                 "server_cores": cpu / seconds}
     finally:
         srv.stop()
+
+
+HOLD_ROWS = [
+    ("sessions set up", "connected", "{:,}"),
+    ("connect errors", "connect_errors", "{}"),
+    ("time to set them all up, s", "connect_s", "{:.1f}"),
+    ("server CPU, % of a core", "server_cpu_pct", "{:.0f}"),
+    ("server RSS, MiB", "rss_mib", "{:.0f}"),
+    ("RSS per session, bytes", "rss_per_session_b", "{:,.0f}"),
+    ("read p50, us", "get_p50_us", "{:,}"),
+    ("read p99, us", "get_p99_us", "{:,}"),
+    ("sessions lost", "lost", "{}"),
+    ("victims' last deletion event after the kill, ms (timeout 10,000)",
+     "expired_all_after_kill_ms", "{:,}"),
+    ("deletion events the observers saw", "observed_deleted", "{:,}"),
+    ("restart after SIGKILL until it serves, s", "recovery_s", "{:.2f}"),
+    ("ephemerals recovered / logged", None, None),
+]
+
+
+def markdown(result):
+    """The tables of docs/BENCHMARKS.md's Sessions section."""
+    by = {r["server"]: r for r in result["hold"]}
+    kinds = [k for k in ("rzk", "zookeeper") if k in by]
+    out = ["| %s | %s |" % ("hold", " | ".join(kinds)),
+           "|---|" + "---|" * len(kinds)]
+    for label, key, fmt in HOLD_ROWS:
+        if key is None:
+            cells = ["%s / %s" % (format(by[k]["ephemerals_recovered"], ","),
+                                  format(by[k]["ephemerals_logged"], ",")) for k in kinds]
+        else:
+            cells = [fmt.format(by[k][key]) if by[k].get(key) is not None else "-" for k in kinds]
+        out.append("| %s | %s |" % (label, " | ".join(cells)))
+    out += ["", "| sessions, one read in flight each | server | reads/s | reads per server"
+            " core-second | p99, ms | errors |", "|---|---|---|---|---|---|"]
+    for r in result["throughput"]:
+        n = "8, 16 in flight each" if r["sessions"] == "pipelined" else format(r["sessions"], ",")
+        per_core = r["reads_per_core_s"]
+        out.append("| %s | %s | %s | %s | %.1f | %s |" % (
+            n, r["server"], format(int(r["reads_per_s"]), ","),
+            format(int(per_core), ",") if per_core else "-", (r["p99_us"] or 0) / 1000,
+            r.get("errors", "-")))
+    return "\n".join(out)
 
 
 def main():
@@ -234,7 +280,12 @@ def main():
     ap.add_argument("--throughput", default="1000,10000,19000")
     ap.add_argument("--rzk-bin", default=servers.release_rzk_binary())
     ap.add_argument("--json-out")
+    ap.add_argument("--markdown-from", help="print the tables of an earlier --json-out, and stop")
     a = ap.parse_args()
+    if a.markdown_from:
+        with open(a.markdown_from) as f:
+            print(markdown(json.load(f)))
+        return
     # The servers' rzk is the load tool's (servers.py's default is the debug build's).
     os.environ["RZK_BIN"] = a.rzk_bin
     result = {"hold": [], "throughput": []}
@@ -254,7 +305,7 @@ def main():
             row = throughput(kind, a.rzk_bin, n, a.hold_s)
             log("%s", json.dumps(row))
             result["throughput"].append(row)
-    print(json.dumps(result, indent=1))
+    print(markdown(result))
     if a.json_out:
         with open(a.json_out, "w") as f:
             json.dump(result, f, indent=1)
