@@ -30,7 +30,8 @@
 #      (the target is 2x; full runs measure about 3-18x on them, docs/BENCHMARKS.md). It catches
 #      a server that has become several times slower, not a few percent. The same run hands off
 #      an election on both servers (`rzk bench --workload handoff-event`, not guarded), so the
-#      workload keeps working against Apache ZooKeeper.
+#      workload keeps working against Apache ZooKeeper; and a small run of the sessions
+#      benchmark (scripts/bench-sessions.py) on rzk.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -202,5 +203,15 @@ rm -rf "$krb"
 /usr/bin/python3 -m scripts.bench-compare --workloads get,set,create,churn,handoff-event --rounds 1 \
     --duration-s 3 --warmup-s 1 --skip-1m --startup-trials 1 --quiet-wait-s 0 \
     --guard-throughput-ratio 1.5
+
+# The sessions benchmark keeps working end to end (docs/BENCHMARKS.md, Sessions), small: a
+# storm, a victim process's expiry seen by the observers, a crash and recovery, one size of
+# one-read-in-flight load; every session must be set up, and every ephemeral recovered.
+sessions=$(/usr/bin/python3 -m scripts.bench-sessions --servers rzk --sessions 2000 --victims 1000 \
+    --hold-s 2 --throughput 1000 --rzk-bin target/release/rzk)
+echo "$sessions"
+grep -qx '| connect errors | 0 |' <<<"$sessions"
+grep -qx '| deletion events the observers saw | 4,000 |' <<<"$sessions"
+grep -qx '| ephemerals recovered / logged | 2,000 / 2,000 |' <<<"$sessions"
 
 step "all tests passed"
