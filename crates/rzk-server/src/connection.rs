@@ -101,8 +101,9 @@ async fn read_loop(
     let sessionless =
         tokio::time::sleep(Duration::from_millis(inner.config.sessionless_connection_timeout_ms));
     tokio::pin!(sessionless);
-    // Empty, and holding no allocation, while the connection is idle: one idle session costs
-    // no read buffer at all (19,000 of them held 64 KiB each when it was kept).
+    // Empty, and holding no allocation, while the connection is idle: an idle session costs no
+    // read buffer (one kept for the connection's life was 64 KiB of heap, a page or more of it
+    // resident, per connection).
     let mut buf: Vec<u8> = Vec::new();
     let mut streaming = false;
     let mut start = 0usize;
@@ -167,13 +168,14 @@ async fn read_loop(
 }
 
 /// Reads what the client sent into `buf`. A `buf` without an allocation (the connection is not
-/// streaming) gets none while the socket is idle: once the socket says there is something, the first read goes into a buffer on the
-/// stack and only the bytes read are copied into `buf`, so that a session's ping or read costs
-/// an allocation its own size. (A 4 KiB buffer made and dropped per request left the heap
-/// fragmented: 19,000 sessions then held more, not less, than with a buffer each.) Readiness
-/// may be spurious (a new socket's often is): a read that would block waits again. Into a `buf`
-/// with an allocation (half a frame, or a streaming client's chunk), `wanted` more are read. Cancellation safe: it awaits
-/// readiness, or `ReadSide::read_buf`, which is.
+/// streaming) gets none while the socket is idle: once the socket says there is something, the
+/// first read goes into a buffer on the stack and only the bytes read are copied into `buf`, so
+/// that a session's ping or read costs an allocation its own size and an idle connection holds
+/// nothing. Readiness may be spurious (a new socket's often is, which made a reader that
+/// reserved before reading hold 4 KiB from its first wake-up): a read that would block waits
+/// again. Into a `buf` with an allocation (half a frame, or a streaming client's chunk),
+/// `wanted` more are read. Cancellation safe: it awaits readiness, or `ReadSide::read_buf`,
+/// which is.
 async fn read_some(rd: &mut ReadSide, buf: &mut Vec<u8>, wanted: usize) -> io::Result<usize> {
     while buf.capacity() == 0 {
         rd.readable().await?;
