@@ -1,7 +1,8 @@
 //! What an idle session costs `rzk server`: the server's resident memory grows by at most
-//! [`IDLE_SESSION_BYTES_MAX`] per session held open and silent. A connection once cost 9.4 KiB
-//! before its first byte (a 64 KiB read buffer, touched a page deep, held for its life, and a
-//! channel's 32-slot block); at 19,000 sessions that is 180 MiB for nothing.
+//! [`IDLE_SESSION_BYTES_MAX`] per session held open and silent. A connection once cost 9-10 KiB
+//! before its first byte (a read buffer reserved on its first, often spurious, wake-up and held
+//! for its life, and a writer channel's 32-slot block); at 19,000 sessions that is 180 MiB for
+//! nothing.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
