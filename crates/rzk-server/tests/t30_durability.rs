@@ -204,14 +204,20 @@ async fn a_dying_disk_stops_the_server_without_acknowledging() {
     let mut disk = DiskConfig::new("/data");
     disk.storage = Arc::new(storage.clone());
     let s = TestServer::builder().tick_ms(100).disk(disk).start().unwrap();
-    // The first connect may wait out a loaded machine (the suites start all at once); a write
-    // the frozen disk holds fails within the session timeout whatever this bound is.
-    let c = zk::Client::connector()
-        .with_session_timeout(Duration::from_secs(2))
-        .with_connection_timeout(Duration::from_secs(10))
-        .connect(&s.connect_string())
-        .await
-        .unwrap();
+    // zookeeper-client gives a new session's establishment the session timeout (2 s) in all,
+    // whatever its connection timeout, and a loaded machine (the suites start all at once) can
+    // take longer: such an attempt is tried again. The frozen disk's write is what is bounded.
+    let hosts = s.connect_string();
+    let patience = Instant::now() + Duration::from_secs(60);
+    let c = loop {
+        let connector = zk::Client::connector().with_session_timeout(Duration::from_secs(2));
+        let connected = connector.connect(&hosts).await;
+        match connected {
+            Ok(c) => break c,
+            Err(zk::Error::Timeout) if Instant::now() < patience => {}
+            Err(e) => panic!("connect: {e}"),
+        }
+    };
     c.create("/ok", b"", &persistent()).await.unwrap();
     storage.freeze_after_syncs(storage.syncs());
     let (_, _, deleted) = c.get_and_watch_data("/ok").await.unwrap();
