@@ -176,7 +176,7 @@ def hold(kind, rzk, total, victims, hold_s):
         lat = sorted(sum((l.gets(since, until) for l in loads), []))
         row["gets"] = len(lat)
         row["get_p50_us"], row["get_p99_us"] = percentile(lat, 0.5), percentile(lat, 0.99)
-        row["lost"] = sum(r["lost"] if r else r_missing for r in reports for r_missing in [0])
+        row["lost"] = sum(r["lost"] for r in reports if r)
         row["get_errors"] = sum(r["get_errors"] for r in reports if r)
         row["reports_missing"] = sum(1 for r in reports if r is None)
         # As many sessions again, then the server crashes with all of them in its log.
