@@ -14,7 +14,8 @@ use std::io::{self, Read, Write};
 use std::sync::Arc;
 
 use rzk_proto::split_frame;
-use tokio::io::AsyncReadExt;
+use socket2::SockRef;
+use tokio::io::{AsyncReadExt, Interest};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio_rustls::rustls::ServerConnection;
@@ -78,11 +79,15 @@ impl ReadSide {
     }
 
     /// Reads what the socket holds into `buf` without waiting: `WouldBlock` when it holds
-    /// nothing (and its readiness is cleared, so that `readable` waits for the next). `None`
+    /// nothing. A read that found less than `buf` holds emptied the socket's queue, so its
+    /// readiness is cleared with it, and `readable` waits for the next bytes instead of a
+    /// second `recv` learning `EAGAIN`: a session with one request in flight would otherwise
+    /// pay two reads a request. Tokio clears readiness only if no event came after the one
+    /// this read answered, so bytes that arrive after the read still wake the reader. `None`
     /// for TLS, whose reads go through `read_buf`.
     pub(crate) fn try_read(&self, buf: &mut [u8]) -> Option<io::Result<usize>> {
         match self {
-            ReadSide::Plain(rd) => Some(rd.try_read(buf)),
+            ReadSide::Plain(rd) => Some(read_draining(rd.as_ref(), buf)),
             ReadSide::Tls { .. } => None,
         }
     }
@@ -294,5 +299,23 @@ impl Write for TryWriter<'_> {
 
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
+    }
+}
+
+/// One `recv` into `buf` under `stream`'s readiness, whose readiness it clears when the read
+/// came back short (see `ReadSide::try_read`). The end of the stream (0) is returned as read.
+fn read_draining(stream: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
+    let mut short = None;
+    let read = stream.try_io(Interest::READABLE, || {
+        let n = (&*SockRef::from(stream)).read(buf)?;
+        if n == 0 || n == buf.len() {
+            return Ok(n);
+        }
+        short = Some(n);
+        Err(io::ErrorKind::WouldBlock.into())
+    });
+    match (read, short) {
+        (_, Some(n)) => Ok(n),
+        (read, None) => read,
     }
 }

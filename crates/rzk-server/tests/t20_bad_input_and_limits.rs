@@ -155,6 +155,35 @@ fn undecodable_body_gets_marshalling_error_and_the_connection_lives() {
 }
 
 #[test]
+fn requests_arriving_in_pieces_are_answered() {
+    // Each piece is a read shorter than the reader's buffer, which tells it the socket is
+    // empty: it then waits for the next bytes' readiness without reading again, and must be
+    // woken by every piece, whether it completes a length, a frame or neither.
+    let s = TestServer::start().unwrap();
+    let (mut raw, _) = session(&s);
+    raw.stream().set_nodelay(true).unwrap();
+    let exists = |xid| Request::Exists(PathWatch { path: "/".into(), watch: false }).to_frame(xid);
+    let len = exists(0).len();
+    for (xid, cut) in (1..).zip([1, 3, 4, 5, len - 1]) {
+        let frame = exists(xid);
+        raw.write_raw(&frame[..cut]).unwrap();
+        std::thread::sleep(Duration::from_millis(30));
+        raw.write_raw(&frame[cut..]).unwrap();
+        let (h, _) = reply(&mut raw);
+        assert_eq!((h.xid, h.err), (xid, 0), "cut after {cut} of {len} bytes");
+    }
+    // A byte at a time, and two frames whose boundary falls inside one write.
+    let two: Vec<u8> = exists(10).into_iter().chain(exists(11)).collect();
+    for b in &two[..len + 2] {
+        raw.write_raw(std::slice::from_ref(b)).unwrap();
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert_eq!(reply(&mut raw).0.xid, 10);
+    raw.write_raw(&two[len + 2..]).unwrap();
+    assert_eq!(reply(&mut raw).0.xid, 11);
+}
+
+#[test]
 fn invalid_requests_get_zookeeper_errors() {
     let s = TestServer::start().unwrap();
     let (mut raw, _) = session(&s);
