@@ -2,6 +2,8 @@
 //!
 //! Each test starts its own server, so tests are independent and can run in parallel.
 
+mod support;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -24,11 +26,7 @@ fn server() -> TestServer {
 }
 
 async fn connect(s: &TestServer) -> zk::Client {
-    zk::Client::connector()
-        .with_session_timeout(Duration::from_millis(2000))
-        .connect(&s.connect_string())
-        .await
-        .expect("connect")
+    support::connect(s, Duration::from_millis(2000), false).await
 }
 
 fn persistent() -> zk::CreateOptions<'static> {
@@ -367,12 +365,7 @@ async fn close_and_expiry_remove_ephemerals() {
 
     // Expiry: a detached client vanishes without closing; the server expires it after the
     // negotiated timeout, precisely, not rounded up to ticks.
-    let c = zk::Client::connector()
-        .with_session_timeout(Duration::from_millis(600))
-        .with_detached()
-        .connect(&s.connect_string())
-        .await
-        .unwrap();
+    let c = support::connect(&s, Duration::from_millis(600), true).await;
     c.create("/expiring", b"", &eph).await.unwrap();
     let (_, _, w) = watcher.get_and_watch_data("/expiring").await.unwrap();
     let dropped = Instant::now();
@@ -387,12 +380,7 @@ async fn close_and_expiry_remove_ephemerals() {
 #[tokio::test]
 async fn session_resumes_on_a_new_connection() {
     let s = server();
-    let c = zk::Client::connector()
-        .with_session_timeout(Duration::from_millis(2000))
-        .with_detached()
-        .connect(&s.connect_string())
-        .await
-        .unwrap();
+    let c = support::connect(&s, Duration::from_millis(2000), true).await;
     c.create("/mine", b"", &CreateMode::Ephemeral.with_acls(Acls::anyone_all())).await.unwrap();
     let session = c.session().clone();
     let id = c.session_id();

@@ -1,6 +1,8 @@
 //! Durable servers: acknowledged writes and sessions survive restarts; a dying disk stops the
 //! server instead of acknowledging what it could not store.
 
+mod support;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -49,22 +51,13 @@ async fn a_session_resumed_within_its_timeout_keeps_its_ephemerals() {
     let tmp = TempDir::new("rzk-t30-sessions");
     let dir = tmp.join("data");
     let mut s = TestServer::builder().tick_ms(500).data_dir(&dir).start().unwrap();
-    let c = zk::Client::connector()
-        .with_session_timeout(Duration::from_secs(8))
-        .connect(&s.connect_string())
-        .await
-        .unwrap();
+    let c = support::connect(&s, Duration::from_secs(8), false).await;
     c.create("/lock", b"", &CreateMode::Ephemeral.with_acls(Acls::anyone_all())).await.unwrap();
     let id = c.session_id();
     let mut state = c.state_watcher();
 
     // A session whose client never comes back.
-    let gone = zk::Client::connector()
-        .with_session_timeout(Duration::from_secs(2))
-        .with_detached()
-        .connect(&s.connect_string())
-        .await
-        .unwrap();
+    let gone = support::connect(&s, Duration::from_secs(2), true).await;
     gone.create("/orphan", b"", &CreateMode::Ephemeral.with_acls(Acls::anyone_all()))
         .await
         .unwrap();
@@ -204,20 +197,7 @@ async fn a_dying_disk_stops_the_server_without_acknowledging() {
     let mut disk = DiskConfig::new("/data");
     disk.storage = Arc::new(storage.clone());
     let s = TestServer::builder().tick_ms(100).disk(disk).start().unwrap();
-    // zookeeper-client gives a new session's establishment the session timeout (2 s) in all,
-    // whatever its connection timeout, and a loaded machine (the suites start all at once) can
-    // take longer: such an attempt is tried again. The frozen disk's write is what is bounded.
-    let hosts = s.connect_string();
-    let patience = Instant::now() + Duration::from_secs(60);
-    let c = loop {
-        let connector = zk::Client::connector().with_session_timeout(Duration::from_secs(2));
-        let connected = connector.connect(&hosts).await;
-        match connected {
-            Ok(c) => break c,
-            Err(zk::Error::Timeout) if Instant::now() < patience => {}
-            Err(e) => panic!("connect: {e}"),
-        }
-    };
+    let c = support::connect(&s, Duration::from_secs(2), false).await;
     c.create("/ok", b"", &persistent()).await.unwrap();
     storage.freeze_after_syncs(storage.syncs());
     let (_, _, deleted) = c.get_and_watch_data("/ok").await.unwrap();

@@ -1,5 +1,6 @@
 //! Waiting with a deadline: a test that would hang fails instead, naming what it waited for.
 
+use std::fmt::Display;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
@@ -23,6 +24,28 @@ pub async fn eventually(limit: Duration, what: &str, mut f: impl FnMut() -> bool
             panic!("timed out after {limit:?} waiting for: {what}");
         }
         tokio::time::sleep(POLL_INTERVAL).await;
+    }
+}
+
+/// How long [`first_connect`] tries again a first connection that timed out.
+pub const FIRST_CONNECT_PATIENCE: Duration = Duration::from_secs(60);
+
+/// A new session's first connection, made again while it times out, for up to
+/// [`FIRST_CONNECT_PATIENCE`]. Some clients (zookeeper-client among them) bound a session's
+/// whole establishment by its session timeout, and a test's short timeout is about the
+/// session, not about how soon a machine running every suite at once completes a handshake.
+/// Panics naming any other error, and a timeout after the patience.
+pub async fn first_connect<T, E: Display, F: Future<Output = Result<T, E>>>(
+    mut connect: impl FnMut() -> F,
+    is_timeout: impl Fn(&E) -> bool,
+) -> T {
+    let patience = Instant::now() + FIRST_CONNECT_PATIENCE;
+    loop {
+        match connect().await {
+            Ok(connected) => return connected,
+            Err(e) if is_timeout(&e) && Instant::now() < patience => {}
+            Err(e) => panic!("first connect: {e}"),
+        }
     }
 }
 
