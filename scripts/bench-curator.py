@@ -153,6 +153,7 @@ def run_bench(args, workload, flags, timeout_s, tag=None, server="rzk"):
         r["command"] = "rzk bench " + " ".join(cmd[4:])  # without --connect HOSTS
         r["wall_s"] = round(time.monotonic() - t0, 1)
         s1, k1 = cpu_seconds(srv.proc.pid), children_cpu_s()
+        r["server_cpu_s"] = round(s1 - s0, 3)
         other = max(0.0, machine_busy_s() - b0 - (s1 - s0) - (k1 - k0))
         r["other_cpu_frac"] = round(other / (r["wall_s"] * os.cpu_count()), 3)
         n1 = server_notifications(srv)

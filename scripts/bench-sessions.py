@@ -199,6 +199,7 @@ def throughput(kind, rzk, n, hold_s):
     srv = start_server(kind)
     pid = srv.proc.pid
     try:
+        rest_kib, held_kib = status_kib(pid, "VmRSS"), None
         if n == "pipelined":
             cmd = [rzk, "bench", "--connect", srv.hosts, "--workload", "get", "--sessions", "8",
                    "--in-flight", "16", "--duration-s", str(hold_s), "--json"]
@@ -206,12 +207,14 @@ def throughput(kind, rzk, n, hold_s):
             out = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=True).stdout
             r = json.loads(out.strip().splitlines()[-1])
             reads, seconds = r["ops"], r["seconds"]
-            p99, errors = r["p99_us"], r["errors"]
+            p50, p99, errors = r["p50_us"], r["p99_us"], r["errors"]
         else:
             loads = [Load(rzk, srv.hosts, k, SURVIVOR_TIMEOUT_MS, hold_s,
                           ["--getters-pct", "100", "--get-interval-ms", "0"]) for k in split(n)]
             for l in loads:
                 l.wait_ready()
+            # Every session is set up (its ephemeral made, its watch armed) and reading.
+            held_kib = status_kib(pid, "VmRSS")
             cpu0 = cpu_seconds(pid)
             ready = [l.ready for l in loads]
             reports = [l.report(hold_s + 120) for l in loads]
@@ -219,11 +222,15 @@ def throughput(kind, rzk, n, hold_s):
             reads = sum(r["gets"] for r in reports)
             seconds = max(r["held_s"] for r in reports)
             lat = sorted(sum((l.gets(0, 1 << 62) for l in loads), []))
-            p99 = percentile(lat, 0.99)
+            p50, p99 = percentile(lat, 0.5), percentile(lat, 0.99)
         cpu = cpu_seconds(pid) - cpu0
-        return {"server": kind, "sessions": n, "errors": errors, "reads_per_s": reads / seconds,
-                "reads_per_core_s": reads / cpu if cpu > 0 else None, "p99_us": p99,
-                "server_cores": cpu / seconds}
+        row = {"server": kind, "sessions": n, "errors": errors, "reads_per_s": reads / seconds,
+               "reads_per_core_s": reads / cpu if cpu > 0 else None, "p50_us": p50, "p99_us": p99,
+               "server_cores": cpu / seconds}
+        if held_kib is not None:
+            row.update({"rss_rest_mib": rest_kib / 1024, "rss_mib": held_kib / 1024,
+                        "rss_per_session_b": (held_kib - rest_kib) * 1024 / n})
+        return row
     finally:
         srv.stop()
 

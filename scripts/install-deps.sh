@@ -26,6 +26,8 @@
 #   chromium, chromium-driver, python3-selenium
 #                           a real browser, headless, and the WebDriver that drives it, for the
 #                           web console's suite (tests/interop/console_suite.py)
+#   python3-matplotlib      the plotting library that draws docs/charts/ from a sweep
+#                           (scripts/bench-curves.py); the gate draws a small one
 # Idempotent: when every package is already installed it does not touch apt at all.
 # Run as root (or as a user with sudo).
 set -euo pipefail
@@ -39,6 +41,7 @@ PKGS+=(python3-pure-sasl krb5-kdc krb5-admin-server libkrb5-dev libclang-dev)
 PKGS+=(systemd groff-base man-db)
 PKGS+=(chromium chromium-driver python3-selenium)
 PKGS+=(iproute2) # ss: the backlog of a listening socket, in the server-start tests
+PKGS+=(python3-matplotlib)
 
 installed() {
     # Read whole, not piped into `grep -q`: under pipefail, grep's early exit gives dpkg a
@@ -83,8 +86,8 @@ for cmd in java javac stdbuf prometheus /usr/sbin/krb5kdc /usr/sbin/kdb5_util /u
         fail=1
     fi
 done
-if ! /usr/bin/python3 -c 'import kazoo.client, puresasl' 2>/dev/null; then
-    echo "install-deps: /usr/bin/python3 cannot import kazoo and puresasl" >&2
+if ! /usr/bin/python3 -c 'import kazoo.client, puresasl, matplotlib' 2>/dev/null; then
+    echo "install-deps: /usr/bin/python3 cannot import kazoo, puresasl and matplotlib" >&2
     fail=1
 fi
 exit "$fail"

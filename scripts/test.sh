@@ -30,8 +30,9 @@
 #      (the target is 2x; full runs measure about 3-18x on them, docs/BENCHMARKS.md). It catches
 #      a server that has become several times slower, not a few percent. The same run hands off
 #      an election on both servers (`rzk bench --workload handoff-event`, not guarded), so the
-#      workload keeps working against Apache ZooKeeper; and a small run of the sessions
-#      benchmark (scripts/bench-sessions.py) on rzk.
+#      workload keeps working against Apache ZooKeeper; a small run of the sessions
+#      benchmark (scripts/bench-sessions.py) on rzk; and a small sweep of the cost curves
+#      (scripts/bench-curves.py), drawn.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -213,5 +214,16 @@ echo "$sessions"
 grep -qx '| connect errors | 0 |' <<<"$sessions"
 grep -qx '| deletion events the observers saw | 4,000 |' <<<"$sessions"
 grep -qx '| ephemerals recovered / logged | 2,000 / 2,000 |' <<<"$sessions"
+
+# The cost curves keep being measured and drawn (docs/BENCHMARKS.md, Curves), small: every
+# curve on both servers at one or two sizes; the script fails if any point did.
+charts=$(mktemp -d)
+/usr/bin/python3 -m scripts.bench-curves --sessions 1,100 --znodes 20000 --participants 5 \
+    --recipe-participants 5 --curator-participants 5 --watchers 1,10 --duration-s 1 \
+    --quiet-wait-s 0 --rzk-bin target/release/rzk --out-dir "$charts"
+for chart in sessions znodes handoff fanout; do
+  grep -q 'Apache ZooKeeper 3.8' "$charts/$chart.svg"
+done
+rm -rf "$charts"
 
 step "all tests passed"
