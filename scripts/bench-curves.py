@@ -6,7 +6,7 @@ load swept and drawn as SVG charts (docs/BENCHMARKS.md, Curves).
         [--participants 5,100,1000,5000] [--recipe-participants 5,100,1000,10000]
         [--curator-participants 5,100,1000,5000]
         [--watchers 1,10,100,1000,10000] [--duration-s 10] [--out-dir docs/charts]
-        [--json-out FILE]
+        [--json-out FILE] [--update FILE]
     /usr/bin/python3 -m scripts.bench-curves --plot-from FILE [--out-dir DIR]
 
 One run, one server at a time (the machine has two cores and the load shares them), each point
@@ -14,7 +14,8 @@ on a fresh durable server (tests/support/servers.py: ZooKeeper with forceSync, r
 `--data-dir`), the load from `rzk bench` ($RZK_BIN's release build, the same for both):
   sessions  N sessions, one read in flight each, back to back (scripts/bench-sessions.py's
             throughput): reads/s, p50 and p99, and the server's RSS with every session set up
-            (each holds an ephemeral and a watch) less its RSS before, per session;
+            (each holds an ephemeral and a watch) less its RSS before, per session; rzk also
+            with `--schedule throughput` (--sessions-servers);
   znodes    `rzk bench --workload populate` of --znodes znodes, the server's RSS against its
             node count sampled as it grows (for ZooKeeper also after a forced GC at the end);
   handoff   the election handoff against participants, back to back: at the protocol level
@@ -26,7 +27,8 @@ on a fresh durable server (tests/support/servers.py: ZooKeeper with forceSync, r
   fanout    one write and N watchers re-arming one-shot watches (`fanout`): the time from the
             write to the last watcher notified, p50 and p99, and the server's CPU per write.
 The charts are drawn with Debian's matplotlib (scripts/bench_curves_plot.py), one SVG per
-chart, into --out-dir. --json-out keeps every raw measurement; --plot-from draws them again.
+chart, into --out-dir. --json-out keeps every raw measurement; --plot-from draws them again;
+--update FILE measures the --only curves again, keeps FILE's others, and writes FILE back.
 """
 
 import argparse
@@ -53,9 +55,9 @@ CURATOR_HANDOFFS = 200
 SAMPLE_INTERVAL_S = 0.25
 
 
-def sessions_curve(args, kinds):
+def sessions_curve(args, _kinds):
     rows = []
-    for kind in kinds:
+    for kind in args.sessions_servers.split(","):
         for n in ints(args.sessions):
             row = sessions_bench.throughput(kind, args.rzk_bin, n, args.duration_s)
             log("  %s", json.dumps(row))
@@ -166,6 +168,8 @@ def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", default=",".join(ALL))
     ap.add_argument("--servers", default="zookeeper,rzk")
+    # rzk-throughput: rzk with `--schedule throughput`, for the sessions curve's trade-off.
+    ap.add_argument("--sessions-servers", default="zookeeper,rzk,rzk-throughput")
     ap.add_argument("--sessions", default="1,10,100,1000,5000,10000,19000")
     ap.add_argument("--znodes", type=int, default=1_000_000)
     # handoff-event's participants are threads with blocking sockets, two descriptors each.
@@ -180,6 +184,7 @@ def parse_args():
     ap.add_argument("--out-dir", default=os.path.join(servers.REPO, "docs", "charts"))
     ap.add_argument("--json-out")
     ap.add_argument("--plot-from", help="draw the charts of an earlier --json-out, and stop")
+    ap.add_argument("--update", help="an earlier --json-out: measure --only again, keep the rest")
     args = ap.parse_args()
     for m in args.only.split(","):
         if m not in ALL:
@@ -197,11 +202,17 @@ def main():
     else:
         os.environ["RZK_BIN"] = args.rzk_bin  # the servers' rzk is the load tool's
         kinds = args.servers.split(",")
-        result = {"git": git_head(), "started": time.strftime("%Y-%m-%d %H:%M"),
-                  "command": "scripts/bench-curves " + " ".join(sys.argv[1:])}
+        run = {"git": git_head(), "started": time.strftime("%Y-%m-%d %H:%M"),
+               "command": "scripts/bench-curves " + " ".join(sys.argv[1:])}
+        result = dict(run)
+        if args.update:
+            with open(args.update) as f:
+                result = json.load(f)
+            args.json_out = args.json_out or args.update
         for curve in args.only.split(","):
             log("curve: %s", curve)
             result[curve] = CURVES[curve](args, kinds)
+            result.setdefault("runs", {})[curve] = run
             if args.json_out:  # a long run keeps what it has measured so far
                 with open(args.json_out, "w") as f:
                     json.dump(result, f, indent=1)

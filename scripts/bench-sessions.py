@@ -50,6 +50,8 @@ def start_server(kind):
     if kind == "zookeeper":
         # ZooKeeper's listen backlog defaults to the JVM's 50: given rzk's, a storm is fair.
         return servers.start_for_benchmark(kind, extra_cfg={"clientPortListenBacklog": 4096})
+    if kind == "rzk-throughput":  # the other way rzk's threads take turns under overload
+        return servers.start_for_benchmark("rzk", rzk_args=["--schedule", "throughput"])
     return servers.start_for_benchmark(kind)
 
 

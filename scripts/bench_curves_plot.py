@@ -9,10 +9,13 @@ matplotlib.use("svg")  # no display here: the SVG backend alone, no GUI toolkit 
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 from matplotlib.ticker import FuncFormatter, LogLocator  # noqa: E402
 
-# One look per side in every chart: rzk (and rzk-recipes) solid, ZooKeeper (and Curator) dashed.
+# One look per side in every chart: rzk (and rzk-recipes) solid, ZooKeeper (and Curator) dashed;
+# rzk with `--schedule throughput` (the sessions curves only) dotted.
 STYLE = {"rzk": {"color": "#1f77b4", "linestyle": "-", "marker": "o"},
+         "rzk-throughput": {"color": "#2ca02c", "linestyle": ":", "marker": "^"},
          "zookeeper": {"color": "#d62728", "linestyle": "--", "marker": "s"}}
-LABEL = {"rzk": "rzk", "zookeeper": "Apache ZooKeeper 3.8"}
+LABEL = {"rzk": "rzk", "rzk-throughput": "rzk --schedule throughput",
+         "zookeeper": "Apache ZooKeeper 3.8"}
 RECIPE_LABEL = {"rzk": "rzk-recipes LeaderLatch on rzk",
                 "zookeeper": "Curator 5.4 LeaderLatch on ZooKeeper"}
 
@@ -29,11 +32,13 @@ plt.rcParams.update({
 def draw(result, out_dir):
     """Draws every curve `result` holds into `out_dir`; returns the files written."""
     os.makedirs(out_dir, exist_ok=True)
-    caption = "git %s, %s" % (result.get("git"), result.get("started"))
     written = []
     for key, fn in (("sessions", sessions_chart), ("znodes", memory_chart),
                     ("handoff", handoff_chart), ("fanout", fanout_chart)):
         if result.get(key):
+            # A curve measured again by --update carries its own run's provenance.
+            run = result.get("runs", {}).get(key, result)
+            caption = "git %s, %s" % (run.get("git"), run.get("started"))
             path = os.path.join(out_dir, key + ".svg")
             fig = fn(result)
             for ax in fig.axes:
@@ -61,7 +66,7 @@ def by_server(rows, x_key, y_fn, **match):
 
 
 def plot(ax, series, labels=LABEL, suffix="", **style):
-    for server in ("zookeeper", "rzk"):
+    for server in ("zookeeper", "rzk", "rzk-throughput"):
         if server in series:
             xs, ys = series[server]
             ax.plot(xs, ys, label=labels[server] + suffix, **dict(STYLE[server], **style))

@@ -24,6 +24,7 @@ mod logging;
 mod manual;
 mod node;
 mod queue;
+mod runtime;
 mod server;
 mod supervise;
 mod systemd;
@@ -113,13 +114,11 @@ fn main() -> ExitCode {
         }
         _ => jaas::prepare_kerberos(cli.connect.jaas.as_deref(), &cli.connect.jaas_section),
     }
-    let mut builder = tokio::runtime::Builder::new_multi_thread();
-    if let Command::Server(args) = &cli.command {
-        if let Some(n) = args.io_threads {
-            builder.worker_threads(usize::from(n));
-        }
-    }
-    let rt = match builder.enable_all().build() {
+    let built = match &cli.command {
+        Command::Server(args) => runtime::build(args.io_threads, Some(args.schedule)),
+        _ => runtime::build(None, None),
+    };
+    let rt = match built {
         Ok(rt) => rt,
         Err(e) => {
             return error::CliError::runtime(format!("starting the tokio runtime: {e}")).exit()

@@ -7,6 +7,7 @@ use anyhow::Context as _;
 use clap::Args;
 use rzk_server::{DiskConfig, Durability, Server, ServerConfig};
 
+use crate::runtime::Schedule;
 use crate::zoocfg;
 
 /// Flags of `rzk server`. Each one overrides the same setting from `--config`; names follow
@@ -124,6 +125,12 @@ pub(crate) struct ServerArgs {
     /// work (docs/BENCHMARKS.md compares thread counts).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
     pub(crate) io_threads: Option<u16>,
+    /// How the I/O threads take turns between ready connections under overload: `fair`
+    /// answers each in its turn; `throughput` lets a thread keep serving the connections its
+    /// own reads woke, more reads per second and a tail of seconds (docs/BENCHMARKS.md,
+    /// Sessions).
+    #[arg(long, value_enum, default_value_t = Schedule::Fair)]
+    pub(crate) schedule: Schedule,
     #[command(flatten)]
     tls: SecurePortArgs,
     /// Serve the web console (as `rzk ui` does) on the AdminServer's port at `/console/`,

@@ -16,6 +16,8 @@ use rzk_testkit::tempdir::TempDir;
 
 const WRITERS: usize = 4;
 const IN_FLIGHT: usize = 16;
+/// `rzk server --schedule`'s values, which the restarts take in turn.
+const SCHEDULES: [&str; 2] = ["fair", "throughput"];
 
 /// Kills the server when dropped, so a failed assertion does not leave it running.
 struct Server(Child);
@@ -56,8 +58,9 @@ fn failed(dir: &Path, what: &str, e: RawError) -> ! {
 /// when that one was killed.
 ///
 /// `io_threads`: the crash cycles alternate one I/O thread and two, so that both a lone
-/// connection thread and threads racing for the core's lock are killed mid-write.
-fn start(dir: &Path, io_threads: u16) -> (Server, SocketAddr) {
+/// connection thread and threads racing for the core's lock are killed mid-write; and, every
+/// other pair of cycles, the two ways they take turns (`schedule`, `--schedule`).
+fn start(dir: &Path, io_threads: u16, schedule: &str) -> (Server, SocketAddr) {
     let log_from = std::fs::metadata(log_path(dir)).map_or(0, |m| m.len() as usize);
     let log = std::fs::OpenOptions::new()
         .create(true)
@@ -66,7 +69,7 @@ fn start(dir: &Path, io_threads: u16) -> (Server, SocketAddr) {
         .expect("open the server log");
     let child = Command::new(env!("CARGO_BIN_EXE_rzk"))
         .args(["server", "--bind", "127.0.0.1", "--port", "0", "--tick-ms", "200"])
-        .args(["--io-threads", &io_threads.to_string()])
+        .args(["--io-threads", &io_threads.to_string(), "--schedule", schedule])
         .arg("--data-dir")
         .arg(dir)
         .args(["--snap-count", "3000"])
@@ -171,7 +174,7 @@ fn acknowledged_writes_survive_repeated_sigkill() {
     let mut rng = 0x2545_f491_4f6c_dd1du64 ^ u64::from(std::process::id());
     let mut total_acked = 0;
 
-    let (mut server, mut addr) = start(&dir, 2);
+    let (mut server, mut addr) = start(&dir, 2, "fair");
     {
         let mut c = open(addr).unwrap_or_else(|e| failed(&dir, "connect", e));
         for id in 0..WRITERS {
@@ -198,7 +201,7 @@ fn acknowledged_writes_survive_repeated_sigkill() {
             w.join().expect("writer thread");
         }
         drop(server);
-        (server, addr) = start(&dir, 1 + (cycle % 2) as u16);
+        (server, addr) = start(&dir, 1 + (cycle % 2) as u16, SCHEDULES[(cycle / 2) % 2]);
         let mut c = open(addr).unwrap_or_else(|e| {
             failed(&dir, &format!("cycle {cycle}: reconnect after restart"), e)
         });
@@ -254,7 +257,7 @@ fn acknowledged_writes_survive_repeated_sigkill() {
 fn corrupt_synced_log_data_stops_the_server_with_file_and_offset() {
     let tmp = TempDir::new("rzk-corrupt");
     let dir = tmp.join("data");
-    let (server, addr) = start(&dir, 2);
+    let (server, addr) = start(&dir, 2, "fair");
     {
         let mut c = open(addr).unwrap_or_else(|e| failed(&dir, "connect", e));
         for i in 0..50 {

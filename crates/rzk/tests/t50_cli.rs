@@ -442,6 +442,18 @@ fn server_refuses_zero_io_threads() {
 }
 
 #[test]
+fn server_names_the_schedules_it_knows() {
+    let o = Command::new(env!("CARGO_BIN_EXE_rzk"))
+        .args(["server", "--in-memory", "--port", "0", "--schedule", "fastest"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    for want in ["--schedule", "fair", "throughput"] {
+        assert!(stderr(&o).contains(want), "no {want}: {}", stderr(&o));
+    }
+}
+
+#[test]
 fn requeue_rejoins_after_the_command_exits() {
     let s = server();
     let cs = s.connect_string();
