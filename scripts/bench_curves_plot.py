@@ -144,17 +144,20 @@ def recipe_p99(r):
 
 def fanout_chart(result):
     rows = result["fanout"]
-    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
-    plot(a, by_server(rows, "n", lambda r: ms(r.get("p50_us"))), suffix=" p50")
-    plot(a, by_server(rows, "n", lambda r: ms(r.get("p99_us"))), suffix=" p99", alpha=0.5,
-         markersize=3)
-    a.set(xscale="log", yscale="log", xlabel="watchers of one node",
-          ylabel="write to the last watcher notified, ms", title="Watch fan-out time")
+    fig, (a, t, b) = plt.subplots(1, 3, figsize=(14, 4), layout="constrained")
+    for ax, key in ((a, ""), (t, "after_ack_")):
+        plot(ax, by_server(rows, "n", lambda r: ms(r.get(key + "p99_us"))), suffix=" p99")
+        plot(ax, by_server(rows, "n", lambda r: ms(r.get(key + "p50_us"))), suffix=" p50",
+             alpha=0.5, markersize=3)
+        ax.set(xscale="log", yscale="log", xlabel="watchers of one node")
+    a.set(ylabel="write sent to the last watcher notified, ms", title="Watch fan-out time")
+    t.set(ylabel="write's reply to the last watcher notified, ms",
+          title="Notification tail after the reply")
     plot(b, by_server(rows, "n", lambda r: r.get("server_cpu_us_per_op")))
     b.set(xscale="log", yscale="log", xlabel="watchers of one node",
           ylabel="server CPU per write and its notifications, us",
           title="Watch fan-out cost")
-    for ax in (a, b):
+    for ax in (a, t, b):
         ax.legend()
     return fig
 

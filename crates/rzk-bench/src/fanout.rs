@@ -77,12 +77,13 @@ impl Progress {
     }
 }
 
-/// Runs rounds until `deadline`; one latency per round.
+/// Runs rounds until `deadline`; per round, the time from the write to its last
+/// notification, and from the write's reply to that notification.
 pub(crate) async fn run(
     cfg: &BenchConfig,
     hosts: &str,
     deadline: Instant,
-) -> Result<Samples, BenchError> {
+) -> Result<(Samples, Samples), BenchError> {
     let mut setter = connect(hosts).await?;
     call(&mut setter, &create(NODE.into(), vec![], 0)).await?;
     let progress = Arc::new(Progress::new(cfg.watchers));
@@ -108,7 +109,7 @@ pub(crate) async fn run(
             }
         }));
     }
-    let mut samples = Samples::default();
+    let (mut samples, mut after_ack) = (Samples::default(), Samples::default());
     let set =
         Request::SetData { path: NODE.into(), data: Some(vec![b'x'; cfg.data_bytes]), version: -1 };
     let mut total = 0;
@@ -117,13 +118,17 @@ pub(crate) async fn run(
         progress.wait(&progress.armed, total, "watchers stopped arming").await?;
         let t0 = Instant::now();
         call(&mut setter, &set).await?;
+        let acked = Instant::now();
         progress.wait(&progress.notified, total, "notifications stopped").await?;
-        samples.push(t0.elapsed());
+        // Both instants are the setter's wake-ups, as a client sees the reply and the events.
+        let all_notified = Instant::now();
+        samples.push(all_notified - t0);
+        after_ack.push(all_notified - acked);
     }
     for t in tasks {
         t.abort();
     }
-    Ok(samples)
+    Ok((samples, after_ack))
 }
 
 /// A watcher on one-shot watches: it re-arms (a getData with a watch) on every event. It

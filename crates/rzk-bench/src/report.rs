@@ -57,6 +57,9 @@ pub struct LoadReport {
     pub p999_us: u32,
     /// Operations the server answered with an error.
     pub errors: u64,
+    /// Fan-out only: from the write's reply to the round's last notification, p50 and p99 in
+    /// microseconds (0 for a round whose watchers were all notified before the reply came).
+    pub after_ack_us: Option<(u32, u32)>,
 }
 
 impl LoadReport {
@@ -66,13 +69,26 @@ impl LoadReport {
             sessions.iter().flat_map(|s| s.latencies_us.iter().copied()).collect();
         let (p50_us, p99_us, p999_us) = summary(&mut lat);
         let errors = sessions.iter().map(|s| s.errors).sum();
-        LoadReport { workload, ops: lat.len(), seconds, p50_us, p99_us, p999_us, errors }
+        let ops = lat.len();
+        LoadReport { workload, ops, seconds, p50_us, p99_us, p999_us, errors, after_ack_us: None }
+    }
+
+    /// The report with the fan-out's notification tail after each write's reply.
+    pub fn with_after_ack(mut self, after_ack: &Samples) -> LoadReport {
+        let mut lat = after_ack.latencies_us.clone();
+        let (p50, p99, _) = summary(&mut lat);
+        self.after_ack_us = Some((p50, p99));
+        self
     }
 
     fn json(&self) -> String {
         let LoadReport { ops, seconds, p50_us, p99_us, p999_us, errors, .. } = self;
+        let after_ack = match self.after_ack_us {
+            Some((p50, p99)) => format!(",\"after_ack_p50_us\":{p50},\"after_ack_p99_us\":{p99}"),
+            None => String::new(),
+        };
         format!(
-            "{{\"workload\":\"{}\",\"ops\":{ops},\"seconds\":{seconds:.3},\"ops_per_s\":{:.1},\"p50_us\":{p50_us},\"p99_us\":{p99_us},\"p999_us\":{p999_us},\"errors\":{errors}}}",
+            "{{\"workload\":\"{}\",\"ops\":{ops},\"seconds\":{seconds:.3},\"ops_per_s\":{:.1},\"p50_us\":{p50_us},\"p99_us\":{p99_us},\"p999_us\":{p999_us},\"errors\":{errors}{after_ack}}}",
             self.workload.name(),
             *ops as f64 / seconds
         )
@@ -80,8 +96,12 @@ impl LoadReport {
 
     fn text(&self) -> String {
         let LoadReport { ops, seconds, p50_us, p99_us, p999_us, errors, .. } = self;
+        let after_ack = match self.after_ack_us {
+            Some((p50, p99)) => format!("; after the reply p50 {p50} us, p99 {p99} us"),
+            None => String::new(),
+        };
         format!(
-            "{}: {ops} ops in {seconds:.2}s = {:.0} ops/s; latency p50 {p50_us} us, p99 {p99_us} us, p999 {p999_us} us; {errors} errors",
+            "{}: {ops} ops in {seconds:.2}s = {:.0} ops/s; latency p50 {p50_us} us, p99 {p99_us} us, p999 {p999_us} us{after_ack}; {errors} errors",
             self.workload.name(),
             *ops as f64 / seconds
         )
@@ -236,6 +256,15 @@ mod tests {
             r.render(false),
             "fanout-persistent: 3 ops in 2.00s = 2 ops/s; latency p50 20 us, p99 30 us, p999 30 us; 1 errors"
         );
+        let tail = Samples { latencies_us: vec![0, 7, 5], errors: 0 };
+        let Report::Load(load) = r else { unreachable!() };
+        let r = Report::Load(load.with_after_ack(&tail));
+        assert!(r
+            .render(true)
+            .ends_with("\"errors\":1,\"after_ack_p50_us\":5,\"after_ack_p99_us\":7}"));
+        assert!(r
+            .render(false)
+            .ends_with("p999 30 us; after the reply p50 5 us, p99 7 us; 1 errors"));
     }
 
     #[test]

@@ -74,6 +74,7 @@ pub async fn run(hosts: &str, cfg: BenchConfig) -> Result<Report, BenchError> {
     let cfg = Arc::new(cfg);
     let started = Instant::now();
     let deadline = started + cfg.duration;
+    let mut after_ack = None;
     let samples = if handoff {
         let list = cfg.workload == Workload::HandoffRead;
         vec![handoff_event::run(&cfg, hosts, list, deadline).await?]
@@ -81,10 +82,17 @@ pub async fn run(hosts: &str, cfg: BenchConfig) -> Result<Report, BenchError> {
         // On a worker, not in `block_on`: the last watcher's wake-up then finds the setter on
         // its own thread's queue instead of waking the main thread, twice a round.
         let (cfg, hosts) = (cfg.clone(), hosts.to_owned());
-        vec![tokio::spawn(async move { fanout::run(&cfg, &hosts, deadline).await }).await??]
+        let run = tokio::spawn(async move { fanout::run(&cfg, &hosts, deadline).await });
+        let (rounds, tails) = run.await??;
+        after_ack = Some(tails);
+        vec![rounds]
     } else {
         pipeline::run(&cfg, hosts, deadline).await?
     };
     let seconds = started.elapsed().as_secs_f64();
-    Ok(Report::Load(LoadReport::new(cfg.workload, &samples, seconds)))
+    let report = LoadReport::new(cfg.workload, &samples, seconds);
+    Ok(Report::Load(match &after_ack {
+        Some(tails) => report.with_after_ack(tails),
+        None => report,
+    }))
 }
