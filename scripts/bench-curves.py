@@ -149,7 +149,7 @@ def fanout_curve(args, kinds):
                 warmup_s=min(5.0, args.duration_s), duration_s=args.duration_s, sessions=8,
                 in_flight=16, data_bytes=100, keys=1000, watchers=n)
             r = compare_bench.measured_run(cfg, kind, "fanout", 0)
-            r["n"] = n
+            r.update(n=n, command=r["command"].replace(args.rzk_bin, "rzk"))
             rows.append(r)
     return rows
 
@@ -203,7 +203,7 @@ def main():
         os.environ["RZK_BIN"] = args.rzk_bin  # the servers' rzk is the load tool's
         kinds = args.servers.split(",")
         run = {"git": git_head(), "started": time.strftime("%Y-%m-%d %H:%M"),
-               "command": "scripts/bench-curves " + " ".join(sys.argv[1:])}
+               "command": " ".join(["scripts/bench-curves"] + measuring_args(sys.argv[1:]))}
         result = dict(run)
         if args.update:
             with open(args.update) as f:
@@ -227,6 +227,20 @@ def main():
 
 CURVES = {"sessions": sessions_curve, "znodes": znodes_curve, "handoff": handoff_curve,
           "fanout": fanout_curve}
+
+
+def measuring_args(argv):
+    """`argv` without the options that name files: what decides the figures, and no path of
+    the machine that ran it."""
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a.split("=")[0] in ("--json-out", "--update", "--out-dir", "--rzk-bin"):
+            skip = "=" not in a
+        else:
+            out.append(a)
+    return out
 
 
 def git_head():

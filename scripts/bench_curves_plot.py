@@ -43,7 +43,7 @@ def draw(result, out_dir):
             fig = fn(result)
             for ax in fig.axes:
                 plain_numbers(ax)
-            fig.text(0.99, 0.01, caption, ha="right", va="bottom", fontsize=7, color="#666")
+            fig.text(0.005, 0.005, caption, ha="left", va="bottom", fontsize=7, color="#666")
             fig.savefig(path, format="svg", metadata={"Date": None})
             plt.close(fig)
             written.append(path)
