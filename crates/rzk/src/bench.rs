@@ -8,6 +8,7 @@ use rzk_recipes::tls::TlsConfig;
 
 use crate::connect::Connect;
 use crate::error::CliError;
+use crate::runtime::Schedule;
 
 /// Flags of `rzk bench`.
 #[derive(Debug, Args)]
@@ -120,6 +121,15 @@ impl ManySessionsArgs {
 }
 
 impl BenchArgs {
+    /// The sessions workload stands in for thousands of client processes, each of which the
+    /// operating system would run as soon as its reply came: on tokio's default schedule the
+    /// load tool itself left replies unread behind its threads' local queues, a tail it added
+    /// to every server's figures. Fewer sessions than a thread's local queue holds (every
+    /// other workload's usual case) are served in turn either way.
+    pub(crate) fn schedule(&self) -> Option<Schedule> {
+        (self.workload == Workload::Sessions).then_some(Schedule::Fair)
+    }
+
     fn config(&self, tls: Option<TlsConfig>) -> BenchConfig {
         BenchConfig {
             workload: self.workload,

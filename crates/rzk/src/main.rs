@@ -116,6 +116,7 @@ fn main() -> ExitCode {
     }
     let built = match &cli.command {
         Command::Server(args) => runtime::build(args.io_threads, Some(args.schedule)),
+        Command::Bench(args) => runtime::build(None, args.schedule()),
         _ => runtime::build(None, None),
     };
     let rt = match built {
