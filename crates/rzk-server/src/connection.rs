@@ -51,7 +51,6 @@ pub(crate) async fn serve(
         let mut sh = inner.lock();
         sh.core.closed(conn);
         if let Some(h) = sh.conns.remove(&conn) {
-            inner.stats.retire(&h.ctl.clock.figures());
             if let Some(n) = sh.per_ip.get_mut(&h.ip) {
                 *n -= 1;
                 if *n == 0 {

@@ -2,13 +2,13 @@
 //! flusher: bytes waiting for the socket, requests in flight, and the stop and close signals.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use tokio::sync::Notify;
 
-use crate::request_clock::RequestClock;
+use crate::request_clock::{LatencyShard, RequestClock};
 
 /// Per-connection flow control, shared by the reader, the writer and the router.
-#[derive(Default)]
 pub(crate) struct ConnCtl {
     pub(crate) queued_bytes: AtomicUsize,
     /// Bytes a pump has taken out of the core for this connection that its flusher has not
@@ -30,6 +30,21 @@ pub(crate) struct ConnCtl {
 }
 
 impl ConnCtl {
+    /// A new connection's, its request latencies going to `latencies`.
+    pub(crate) fn new(latencies: Arc<LatencyShard>) -> ConnCtl {
+        ConnCtl {
+            queued_bytes: AtomicUsize::new(0),
+            transit_bytes: AtomicUsize::new(0),
+            in_flight: AtomicUsize::new(0),
+            resume_reading: Notify::new(),
+            stop: Notify::new(),
+            stopped: AtomicBool::new(false),
+            closing: AtomicBool::new(false),
+            close_requested: Notify::new(),
+            clock: RequestClock::new(latencies),
+        }
+    }
+
     pub(crate) fn stop(&self) {
         self.stopped.store(true, Ordering::SeqCst);
         self.stop.notify_one();

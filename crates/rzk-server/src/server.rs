@@ -390,7 +390,7 @@ fn admit(
     sh.next_conn += 1;
     *sh.per_ip.entry(ip).or_insert(0) += 1;
     let inbox = Arc::new(WriterInbox::default());
-    let ctl = Arc::new(ConnCtl::default());
+    let ctl = Arc::new(ConnCtl::new(inner.stats.latency_pool(conn)));
     let wr = Arc::new(wr);
     let out = ConnOut::new(inbox.clone(), wr.clone(), ctl.clone());
     sh.conns.insert(conn, ConnHandle { out: Arc::new(out), ip, ctl: ctl.clone() });

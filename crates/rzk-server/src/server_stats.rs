@@ -13,16 +13,17 @@
 //! average such as `0.132`.
 
 use std::fmt;
-use std::sync::Mutex;
+use std::sync::Arc;
 
 use prometheus_client::encoding::{EncodeMetric, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 use rzk_core::four_letter::{Figure, ShellFigures};
+use rzk_core::ConnId;
 
 use crate::distribution::{upper_bound, Distribution, Snapshot, BUCKETS};
-use crate::request_clock::Latencies;
+use crate::request_clock::{Latencies, LatencyShard, LATENCY_SHARDS};
 
 /// The shell's measurements since the server started.
 #[derive(Default)]
@@ -33,8 +34,8 @@ pub(crate) struct ServerStats {
     pub(crate) group_commit_txns: Distribution,
     /// Each snapshot, from the start of its walk to its seal.
     pub(crate) snapshot_ms: Distribution,
-    /// The request latencies of connections that have closed.
-    closed: Mutex<Latencies>,
+    /// The request latencies of every connection, live or closed, pooled by connection id.
+    latencies: [Arc<LatencyShard>; LATENCY_SHARDS],
 }
 
 /// One report's figures.
@@ -48,20 +49,16 @@ pub(crate) struct Report {
 }
 
 impl ServerStats {
-    /// Keeps a closing connection's latencies.
-    pub(crate) fn retire(&self, figures: &Latencies) {
-        self.closed.lock().unwrap_or_else(|e| e.into_inner()).merge(figures);
+    /// The pool connection `conn` records its request latencies into.
+    pub(crate) fn latency_pool(&self, conn: ConnId) -> Arc<LatencyShard> {
+        self.latencies[conn as usize % LATENCY_SHARDS].clone()
     }
 
-    /// The figures now, with the live connections' `latencies` and `queued_bytes`.
-    pub(crate) fn report(
-        &self,
-        live: impl Iterator<Item = Latencies>,
-        queued_bytes: u64,
-    ) -> Report {
-        let mut latencies = self.closed.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        for l in live {
-            latencies.merge(&l);
+    /// The figures now, with the live connections' `queued_bytes`.
+    pub(crate) fn report(&self, queued_bytes: u64) -> Report {
+        let mut latencies = Latencies::default();
+        for pool in &self.latencies {
+            latencies.merge(&pool.figures());
         }
         Report {
             latencies,
@@ -158,5 +155,35 @@ impl EncodeMetric for Histogram {
 
     fn metric_type(&self) -> MetricType {
         MetricType::Histogram
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use super::*;
+    use crate::request_clock::RequestClock;
+
+    /// A request frame's head: an xid, then a getData.
+    const GET: [u8; 8] = [0, 0, 0, 7, 0, 0, 0, 4];
+
+    #[test]
+    fn a_report_counts_every_connection_in_every_pool() {
+        let stats = ServerStats::default();
+        // Connections 1 and 17 share a pool; 2 has its own.
+        let conns = [1, 17, 2];
+        let clocks: Vec<_> = conns.map(|c| RequestClock::new(stats.latency_pool(c))).into();
+        for clock in &clocks {
+            // The connect request first, then two reads.
+            let frames = [&[0u8; 44][..], &GET[..], &GET[..]];
+            clock.arrived(Instant::now(), frames.into_iter());
+            clock.answered(3);
+        }
+        // A closed connection's figures stay in its pool.
+        drop(clocks);
+        let report = stats.report(0);
+        assert_eq!(report.latencies.read_us.count, 6);
+        assert_eq!(report.latencies.update_us.count, 0);
     }
 }
