@@ -1,6 +1,6 @@
-//! A connection's two tasks: the reader, which decodes frames and feeds them to the core
-//! within its output budget, and the writer, which puts on the wire what the socket did not take
-//! at once.
+//! A connection's reader task, which decodes frames and feeds them to the core within its
+//! output budget, and waits, as the connection ends, for the writer task (`writer_task`) if
+//! one was needed.
 
 use std::io;
 use std::net::SocketAddr;
@@ -13,16 +13,13 @@ use rzk_core::{ConnError, ConnId};
 use rzk_proto::{four_letter_word, split_frame};
 
 use crate::flow_control::ConnCtl;
-use crate::output_queue::{Outgoing, WriterInbox, WriterMsg};
+use crate::output_queue::{ConnOut, Outgoing};
 use crate::shared::Inner;
-use crate::transport::{ReadSide, WriteSide};
+use crate::transport::ReadSide;
 
 /// How often a reader throttled by output still held in the core (replies waiting for a sync)
 /// looks again.
 const HELD_OUTPUT_POLL_MS: u64 = 5;
-/// How long a connection the core has closed may take to accept the bytes queued before the
-/// close: a client that reads nothing would otherwise keep it, and its slot, for ever.
-const CLOSE_LINGER_MS: u64 = 2_000;
 /// Bytes read from a socket per call by a connection that streams (its last read filled the
 /// buffer): pipelined clients read in chunks this large.
 const READ_CHUNK_BYTES: usize = 64 * 1024;
@@ -39,11 +36,9 @@ pub(crate) async fn serve(
     conn: ConnId,
     peer: SocketAddr,
     rd: ReadSide,
-    wr: Arc<WriteSide>,
-    rx: Arc<WriterInbox>,
+    out: Arc<ConnOut>,
     ctl: Arc<ConnCtl>,
 ) {
-    let writer = tokio::spawn(write_loop(wr, rx, ctl.clone()));
     if let Err(e) = read_loop(&inner, rd, conn, &ctl).await {
         tracing::info!(conn, %peer, "closing connection: {e}");
     }
@@ -61,6 +56,10 @@ pub(crate) async fn serve(
         inner.pump(&mut sh)
     };
     flush.run();
+    // The writer's inbox closes with the last handle on the output, this one or a flush's.
+    let writer = out.unwatch_writer();
+    drop(out);
+    let Some(writer) = writer else { return };
     // A stopped connection (dropped for not reading, a failed write, a close the writer
     // already carried out) sends nothing more: a writer still waiting for the socket to
     // drain would otherwise keep it open. After a client's own close, the writer finishes
@@ -296,69 +295,4 @@ fn feed(
     drop(sh);
     flush.run();
     result.map(|()| held_in_core)
-}
-
-/// Puts on the wire what the router could not write at once, in order. The router writes
-/// directly again once `queued_bytes` is back to zero, which happens only after these bytes
-/// are in the socket.
-async fn write_loop(wr: Arc<WriteSide>, rx: Arc<WriterInbox>, ctl: Arc<ConnCtl>) {
-    while let Some(msg) = rx.recv().await {
-        let (bytes, replies) = match msg {
-            WriterMsg::Bytes { bytes, replies } => (bytes, replies),
-            WriterMsg::SendSealed => (Vec::new(), 0),
-            WriterMsg::Close => {
-                // The socket closes (FIN) when the reader drops its handle, which it does
-                // as soon as it sees the stop.
-                wr.try_close_notify();
-                ctl.stop();
-                return;
-            }
-        };
-        if !put_on_wire(&wr, &ctl, &bytes).await {
-            ctl.stop();
-            return;
-        }
-        if bytes.is_empty() {
-            continue;
-        }
-        ctl.queued_bytes.fetch_sub(bytes.len(), Ordering::SeqCst);
-        ctl.replies_sent(replies);
-        if replies == 0 {
-            // The reader may be waiting for the queue to drain rather than for answers.
-            ctl.resume_reading.notify_one();
-        }
-    }
-}
-
-/// Writes `bytes`, then what the transport still holds sealed, as the socket drains. False if
-/// the write failed, or if the client took nothing for `CLOSE_LINGER_MS` after the core closed
-/// the connection.
-async fn put_on_wire(wr: &WriteSide, ctl: &ConnCtl, bytes: &[u8]) -> bool {
-    let mut sent = 0;
-    while sent < bytes.len() || wr.has_sealed() {
-        let linger = async {
-            if !ctl.closing.load(Ordering::SeqCst) {
-                ctl.close_requested.notified().await;
-            }
-            tokio::time::sleep(Duration::from_millis(CLOSE_LINGER_MS)).await;
-        };
-        let writable = tokio::select! {
-            w = wr.writable() => w,
-            () = linger => {
-                tracing::debug!("closing connection: the client took nothing for {CLOSE_LINGER_MS} ms after the close");
-                return false;
-            }
-        };
-        let written = match writable {
-            Ok(()) if sent < bytes.len() => wr.try_write(&bytes[sent..]),
-            Ok(()) => wr.try_send_sealed().map(|()| 0),
-            Err(e) => Err(e),
-        };
-        match written {
-            Ok(n) => sent += n,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            Err(_) => return false,
-        }
-    }
-    true
 }

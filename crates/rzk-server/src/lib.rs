@@ -53,6 +53,7 @@ mod testing;
 mod timer;
 mod tls;
 mod transport;
+mod writer_task;
 
 pub use config::{
     AdminConfig, DiskConfig, Durability, ServerConfig, FDS_RESERVED, LISTEN_BACKLOG_DEFAULT,

@@ -15,69 +15,17 @@
 //! once goes to the writer task, which waits for the socket to drain; while it holds anything,
 //! every later frame for that connection queues behind it.
 
-use std::collections::VecDeque;
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use rzk_core::ConnId;
 use rzk_proto::split_frame;
-use tokio::sync::Notify;
+use tokio::task::JoinHandle;
 
 use crate::flow_control::ConnCtl;
 use crate::transport::WriteSide;
-
-/// What the router hands a connection's writer task: bytes the socket did not take at once.
-pub(crate) enum WriterMsg {
-    /// One frame, or the unsent tail of one, and whether it answers a request (1) or not
-    /// (0): the reader may read again once answers are on the wire.
-    Bytes {
-        bytes: Vec<u8>,
-        replies: usize,
-    },
-    /// Bytes a direct write sealed (TLS) that the socket has not taken yet: finish them.
-    SendSealed,
-    Close,
-}
-
-/// The writer task's inbox: what the socket did not take at once, in order. It holds no
-/// allocation until a message arrives, where a tokio channel allocates a block of 32 slots per
-/// connection up front (a kilobyte for each of 19,000 idle connections). Unbounded, as that
-/// channel was: the bytes it holds count in the connection's queued bytes, which the queue
-/// limit bounds. Closed when the connection's `ConnOut` goes; what it holds is still received.
-#[derive(Default)]
-pub(crate) struct WriterInbox {
-    msgs: parking_lot::Mutex<VecDeque<WriterMsg>>,
-    ready: Notify,
-    closed: AtomicBool,
-}
-
-impl WriterInbox {
-    fn send(&self, msg: WriterMsg) {
-        self.msgs.lock().push_back(msg);
-        self.ready.notify_one();
-    }
-
-    fn close(&self) {
-        self.closed.store(true, Ordering::SeqCst);
-        self.ready.notify_one();
-    }
-
-    /// The next message; `None` once the inbox is closed and empty. Cancellation safe: a
-    /// message is taken only when returned, and a wake-up it consumed is a permit `Notify`
-    /// keeps for the next call.
-    pub(crate) async fn recv(&self) -> Option<WriterMsg> {
-        loop {
-            if let Some(msg) = self.msgs.lock().pop_front() {
-                return Some(msg);
-            }
-            if self.closed.load(Ordering::SeqCst) {
-                return None;
-            }
-            self.ready.notified().await;
-        }
-    }
-}
+use crate::writer_task::{Writer, WriterMsg};
 
 /// One connection's share of a pump: its frames in the core's order.
 pub(crate) struct Outgoing {
@@ -93,7 +41,7 @@ pub(crate) struct Outgoing {
 
 /// Everything that puts bytes on one connection.
 pub(crate) struct ConnOut {
-    tx: Arc<WriterInbox>,
+    writer: Writer,
     /// Shared with the writer task; written directly only while the writer holds nothing.
     wr: Arc<WriteSide>,
     ctl: Arc<ConnCtl>,
@@ -136,9 +84,18 @@ impl Flush {
 }
 
 impl ConnOut {
-    /// A connection's output: `wr` shared with its writer task, which `tx` feeds.
-    pub(crate) fn new(tx: Arc<WriterInbox>, wr: Arc<WriteSide>, ctl: Arc<ConnCtl>) -> ConnOut {
-        ConnOut { tx, wr, ctl, queue: Default::default() }
+    /// A connection's output: `wr` shared with its writer task, started when first needed.
+    ///
+    /// # Panics
+    /// Outside a tokio runtime, which the writer task is to run on.
+    pub(crate) fn new(wr: Arc<WriteSide>, ctl: Arc<ConnCtl>) -> ConnOut {
+        let writer = Writer::new(wr.clone(), ctl.clone());
+        ConnOut { writer, wr, ctl, queue: Default::default() }
+    }
+
+    /// The writer task, if one runs, for the connection's reader to wait for as it ends.
+    pub(crate) fn unwatch_writer(&self) -> Option<JoinHandle<()>> {
+        self.writer.unwatch()
     }
 
     /// Queues `out` behind this connection's earlier frames. Called under the core's lock.
@@ -202,7 +159,7 @@ impl ConnOut {
         }
         if written == out.bytes.len() {
             if written > 0 && self.wr.has_sealed() {
-                self.tx.send(WriterMsg::SendSealed);
+                self.writer.send(WriterMsg::SendSealed);
             }
             self.ctl.replies_sent(out.replies);
         } else if !self.queue_rest(&out, written, max_queued_bytes) {
@@ -211,7 +168,7 @@ impl ConnOut {
         if out.close {
             self.ctl.closing.store(true, Ordering::SeqCst);
             self.ctl.close_requested.notify_one();
-            self.tx.send(WriterMsg::Close);
+            self.writer.send(WriterMsg::Close);
         }
     }
 
@@ -253,10 +210,10 @@ impl ConnOut {
                     "closing connection: client is not reading its replies"
                 );
                 self.ctl.stop();
-                self.tx.send(WriterMsg::Close);
+                self.writer.send(WriterMsg::Close);
                 return false;
             }
-            self.tx.send(WriterMsg::Bytes { bytes: bytes[range].to_vec(), replies });
+            self.writer.send(WriterMsg::Bytes { bytes: bytes[range].to_vec(), replies });
         }
         true
     }
@@ -270,6 +227,6 @@ pub(crate) fn is_reply(frame: &[u8]) -> bool {
 impl Drop for ConnOut {
     /// The writer ends once it has written what it holds.
     fn drop(&mut self) {
-        self.tx.close();
+        self.writer.close();
     }
 }

@@ -15,7 +15,7 @@ use crate::connection;
 use crate::durable;
 use crate::flow_control::ConnCtl;
 use crate::metrics;
-use crate::output_queue::{ConnOut, WriterInbox};
+use crate::output_queue::ConnOut;
 use crate::shared::{ConnHandle, Inner};
 use crate::timer::timer_loop;
 use crate::tls;
@@ -389,17 +389,15 @@ fn admit(
     let conn = sh.next_conn;
     sh.next_conn += 1;
     *sh.per_ip.entry(ip).or_insert(0) += 1;
-    let inbox = Arc::new(WriterInbox::default());
     let ctl = Arc::new(ConnCtl::new(inner.stats.latency_pool(conn)));
-    let wr = Arc::new(wr);
-    let out = ConnOut::new(inbox.clone(), wr.clone(), ctl.clone());
-    sh.conns.insert(conn, ConnHandle { out: Arc::new(out), ip, ctl: ctl.clone() });
+    let out = Arc::new(ConnOut::new(Arc::new(wr), ctl.clone()));
+    sh.conns.insert(conn, ConnHandle { out: out.clone(), ip, ctl: ctl.clone() });
     sh.core.open(conn, peer);
     if let Some(id) = identity {
         sh.core.authenticated(conn, id);
     }
     drop(sh);
-    Some(connection::serve(inner.clone(), conn, peer, rd, wr, inbox, ctl))
+    Some(connection::serve(inner.clone(), conn, peer, rd, out, ctl))
 }
 
 /// The secure client port: its listener, the TLS acceptor, and the bound on handshakes in
