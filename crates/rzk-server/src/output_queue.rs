@@ -89,8 +89,12 @@ impl ConnOut {
     /// # Panics
     /// Outside a tokio runtime, which the writer task is to run on.
     pub(crate) fn new(wr: Arc<WriteSide>, ctl: Arc<ConnCtl>) -> ConnOut {
-        let writer = Writer::new(wr.clone(), ctl.clone());
-        ConnOut { writer, wr, ctl, queue: Default::default() }
+        ConnOut { writer: Writer::new(), wr, ctl, queue: Default::default() }
+    }
+
+    /// Hands `msg` to the writer task, which starts on this connection's socket if needed.
+    fn queue_for_writer(&self, msg: WriterMsg) {
+        self.writer.send(msg, &self.wr, &self.ctl);
     }
 
     /// The writer task, if one runs, for the connection's reader to wait for as it ends.
@@ -159,7 +163,7 @@ impl ConnOut {
         }
         if written == out.bytes.len() {
             if written > 0 && self.wr.has_sealed() {
-                self.writer.send(WriterMsg::SendSealed);
+                self.queue_for_writer(WriterMsg::SendSealed);
             }
             self.ctl.replies_sent(out.replies);
         } else if !self.queue_rest(&out, written, max_queued_bytes) {
@@ -168,7 +172,7 @@ impl ConnOut {
         if out.close {
             self.ctl.closing.store(true, Ordering::SeqCst);
             self.ctl.close_requested.notify_one();
-            self.writer.send(WriterMsg::Close);
+            self.queue_for_writer(WriterMsg::Close);
         }
     }
 
@@ -210,10 +214,10 @@ impl ConnOut {
                     "closing connection: client is not reading its replies"
                 );
                 self.ctl.stop();
-                self.writer.send(WriterMsg::Close);
+                self.queue_for_writer(WriterMsg::Close);
                 return false;
             }
-            self.writer.send(WriterMsg::Bytes { bytes: bytes[range].to_vec(), replies });
+            self.queue_for_writer(WriterMsg::Bytes { bytes: bytes[range].to_vec(), replies });
         }
         true
     }

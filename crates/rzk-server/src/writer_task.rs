@@ -88,11 +88,10 @@ enum Task {
     Unwatched(Option<Handle>),
 }
 
-/// A connection's writer: its inbox, and its task once one is needed.
+/// A connection's writer: its inbox, and its task once one is needed. The socket and the flow
+/// control it writes with are its `ConnOut`'s, handed over when the task starts.
 pub(crate) struct Writer {
     inbox: Arc<WriterInbox>,
-    wr: Arc<WriteSide>,
-    ctl: Arc<ConnCtl>,
     task: parking_lot::Mutex<Task>,
 }
 
@@ -101,29 +100,26 @@ impl Writer {
     ///
     /// # Panics
     /// Outside a tokio runtime (connections are admitted on one).
-    pub(crate) fn new(wr: Arc<WriteSide>, ctl: Arc<ConnCtl>) -> Writer {
+    pub(crate) fn new() -> Writer {
         let task = parking_lot::Mutex::new(Task::NotStarted(Handle::current()));
-        Writer { inbox: Arc::default(), wr, ctl, task }
+        Writer { inbox: Arc::default(), task }
     }
 
-    /// Queues `msg` for the writer task, starting the task if none runs. From any thread: the
-    /// log thread flushes replies too.
-    pub(crate) fn send(&self, msg: WriterMsg) {
+    /// Queues `msg` for the writer task, starting the task on `wr` and `ctl` if none runs.
+    /// From any thread: the log thread flushes replies too.
+    pub(crate) fn send(&self, msg: WriterMsg, wr: &Arc<WriteSide>, ctl: &Arc<ConnCtl>) {
         self.inbox.send(msg);
         let mut task = self.task.lock();
+        let spawn = |on: &Handle| on.spawn(write_loop(wr.clone(), self.inbox.clone(), ctl.clone()));
         let next = match &*task {
-            Task::NotStarted(h) => Task::Watched(self.spawn(h)),
+            Task::NotStarted(h) => Task::Watched(spawn(h)),
             Task::Unwatched(Some(h)) => {
-                drop(self.spawn(h));
+                drop(spawn(h));
                 Task::Unwatched(None)
             }
             Task::Watched(_) | Task::Unwatched(None) => return,
         };
         *task = next;
-    }
-
-    fn spawn(&self, on: &Handle) -> JoinHandle<()> {
-        on.spawn(write_loop(self.wr.clone(), self.inbox.clone(), self.ctl.clone()))
     }
 
     /// The running task, if any, for the reader to wait for as the connection ends; a task
