@@ -55,9 +55,11 @@ CURATOR_HANDOFFS = 200
 SAMPLE_INTERVAL_S = 0.25
 
 
-def sessions_curve(args, _kinds):
+def sessions_curve(args, kinds):
     rows = []
-    for kind in args.sessions_servers.split(","):
+    # rzk also with `--schedule throughput`, beside its default, unless told otherwise.
+    derived = kinds + (["rzk-throughput"] if "rzk" in kinds else [])
+    for kind in args.sessions_servers.split(",") if args.sessions_servers else derived:
         for n in ints(args.sessions):
             row = sessions_bench.throughput(kind, args.rzk_bin, n, args.duration_s)
             log("  %s", json.dumps(row))
@@ -168,8 +170,9 @@ def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", default=",".join(ALL))
     ap.add_argument("--servers", default="zookeeper,rzk")
-    # rzk-throughput: rzk with `--schedule throughput`, for the sessions curve's trade-off.
-    ap.add_argument("--sessions-servers", default="zookeeper,rzk,rzk-throughput")
+    # rzk-throughput: rzk with `--schedule throughput`, for the sessions curve's trade-off;
+    # by default --servers and, with rzk among them, rzk-throughput.
+    ap.add_argument("--sessions-servers")
     ap.add_argument("--sessions", default="1,10,100,1000,5000,10000,19000")
     ap.add_argument("--znodes", type=int, default=1_000_000)
     # handoff-event's participants are threads with blocking sockets, two descriptors each.
