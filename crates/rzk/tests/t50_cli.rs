@@ -430,26 +430,30 @@ fn demo_ui_serves_the_console_on_its_server_and_stays_up() {
     let _ = demo.wait();
 }
 
-#[test]
-fn server_refuses_zero_io_threads() {
-    // Nothing would ever read a connection: refused before anything is bound or recovered.
+/// What `rzk server --in-memory --port 0` with `flags` says on stderr as it refuses them as
+/// a usage error (exit 2), before anything is bound or recovered.
+fn server_usage_error(flags: &[&str]) -> String {
     let o = Command::new(env!("CARGO_BIN_EXE_rzk"))
-        .args(["server", "--in-memory", "--port", "0", "--io-threads", "0"])
+        .args(["server", "--in-memory", "--port", "0"])
+        .args(flags)
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("--io-threads"), "{}", stderr(&o));
+    stderr(&o)
+}
+
+#[test]
+fn server_refuses_zero_io_threads() {
+    // Nothing would ever read a connection.
+    let err = server_usage_error(&["--io-threads", "0"]);
+    assert!(err.contains("--io-threads"), "{err}");
 }
 
 #[test]
 fn server_names_the_schedules_it_knows() {
-    let o = Command::new(env!("CARGO_BIN_EXE_rzk"))
-        .args(["server", "--in-memory", "--port", "0", "--schedule", "fastest"])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = server_usage_error(&["--schedule", "fastest"]);
     for want in ["--schedule", "fair", "throughput"] {
-        assert!(stderr(&o).contains(want), "no {want}: {}", stderr(&o));
+        assert!(err.contains(want), "no {want}: {err}");
     }
 }
 
